@@ -1,0 +1,3 @@
+from pirex.cli import main
+
+main()

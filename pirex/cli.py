@@ -1,0 +1,176 @@
+"""The pirex command line. `pirex --help` lists the commands; the Makefile calls these."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from pirex import __version__, paths, proc
+from pirex.errors import PirexError
+from pirex.images import bake, bootstrap, builder, collection, localregistry, publish, regclient, sizes
+from pirex.images import platforms as plat
+
+log = logging.getLogger("pirex")
+
+PLATFORMS_HELP = "comma-separated: linux/amd64, linux/arm64, linux/arm/v7; 'all' (default) or 'host'"
+
+
+def git_version() -> tuple[str, str]:
+    """(version, revision) of the checkout: what the OCI labels and the default tag record."""
+
+    def git(*a: str) -> str:
+        r = proc.run(["git", "-C", paths.REPO, *a], timeout=30, check=False)
+        return r.stdout.strip() if r.ok else ""
+
+    revision = git("rev-parse", "HEAD") or "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    version = git("describe", "--tags", "--always", "--dirty") or __version__
+    return version, revision + ("-dirty" if dirty and revision != "unknown" else "")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pirex")
+@click.option("-v", "--verbose", is_flag=True, help="Log every command pirex runs.")
+def cli(verbose: bool) -> None:
+    """pirex: replicable performance experiments for the Raspberry Pi, natively and in Docker."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format="pirex: %(message)s", stream=sys.stderr
+    )
+
+
+@cli.command()
+def run() -> None:
+    """Run the experiments of this machine (none yet)."""
+    click.echo("pirex: no experiment yet. The image collection is ready: `make build`, `make test`.")
+
+
+@cli.group()
+def images() -> None:
+    """Build, publish and pull the image collection."""
+
+
+def _platforms(text: str) -> list[plat.Platform]:
+    return plat.parse_list(text)
+
+
+@images.command("list")
+def list_() -> None:
+    """The images of the collection, from docker-bake.hcl."""
+    for t in bake.catalog():
+        click.echo(f"{t.name:10} {t.context:20} {', '.join(t.tags)}")
+
+
+@images.command("bootstrap")
+@click.option("--platforms", default="all", show_default=True, help=PLATFORMS_HELP)
+@click.option("--refresh", is_flag=True, help="Make fresh Debian rootfs tarballs.")
+def bootstrap_cmd(platforms: str, refresh: bool) -> None:
+    """Build the offline stand-ins of debian, eclipse-temurin and maven into the local registry."""
+    ps = _platforms(platforms)
+    with localregistry.local_registry(), builder.builder() as b:
+        for k, v in bootstrap.bootstrap(ps, plat.host(), b, refresh).items():
+            click.echo(f"{k}={v}")
+
+
+@images.command("build")
+@click.option("--platforms", default="all", show_default=True, help=PLATFORMS_HELP)
+@click.option(
+    "--offline",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "1", "0"]),
+    help="1: bases from Debian packages (no container registry needed); auto: when the public ones are unreachable.",
+)
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option("--refresh-bootstrap", is_flag=True, help="Offline: make fresh Debian rootfs tarballs.")
+@click.argument("targets", nargs=-1)
+def build_cmd(platforms: str, offline: str, tag: str | None, refresh_bootstrap: bool, targets: tuple[str, ...]) -> None:
+    """Build every image (or TARGETS) for every platform into the local registry."""
+    version, revision = git_version()
+    with localregistry.local_registry() as host, builder.builder() as b:
+        built = collection.build(
+            b,
+            host,
+            platforms=_platforms(platforms),
+            offline=offline,
+            tag=tag or version,
+            version=version,
+            revision=revision,
+            targets=list(targets),
+            refresh_bootstrap=refresh_bootstrap,
+        )
+        for name, digest in built.digests.items():
+            click.echo(f"{name}: {publish.local_ref(name, built.tag)}@{digest}")
+        _print_sizes(host, list(built.digests), built.tag)
+
+
+def _print_sizes(host: str, names: list[str], tag: str) -> None:
+    rows, distinct = sizes.table(regclient.Registry(host), {n: f"{publish.LOCAL_NAMESPACE}/{n}" for n in names}, tag)
+    click.echo(sizes.markdown(rows, distinct))
+
+
+@images.command("sizes")
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+def sizes_cmd(tag: str | None) -> None:
+    """Each image's size per platform and the distinct bytes of the collection."""
+    tag = tag or git_version()[0]
+    names = [t.name for t in bake.catalog()]
+    with localregistry.local_registry() as host:
+        rows, distinct = sizes.table(
+            regclient.Registry(host), {n: f"{publish.LOCAL_NAMESPACE}/{n}" for n in names}, tag
+        )
+    click.echo(sizes.markdown(rows, distinct))
+
+
+@images.command("push")
+@click.option("--registry", "dest", required=True, help="host[:port]/namespace to push to.")
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option(
+    "--registry-file", type=click.Path(path_type=Path), default=paths.REPO / "registry.yaml", show_default=True
+)
+def push_cmd(dest: str, tag: str | None, registry_file: Path) -> None:
+    """Push every image as a multi-platform tag; write the digests into registry.yaml."""
+    tag = tag or git_version()[0]
+    names = [t.name for t in bake.catalog()]
+    with localregistry.local_registry():
+        publish.push(dest, tag, names, registry_file)
+    click.echo(f"wrote {registry_file}")
+
+
+@images.command("pull")
+@click.option(
+    "--registry-file", type=click.Path(path_type=Path), default=paths.REPO / "registry.yaml", show_default=True
+)
+@click.option("--platform", "platform_", default="host", show_default=True, help="Which platform to pull.")
+@click.argument("names", nargs=-1)
+def pull_cmd(registry_file: Path, platform_: str, names: tuple[str, ...]) -> None:
+    """Pull every image by the digest in registry.yaml and check it is what registry.yaml names."""
+    p = plat.host() if platform_ == "host" else plat.parse(platform_)
+    publish.pull(registry_file, p, list(names) or None)
+
+
+def _terminate(signum, _frame):
+    # SIGTERM/SIGHUP unwind like Ctrl-C, so every daemon and container pirex started is stopped.
+    raise SystemExit(128 + signum)
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    try:
+        cli(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("pirex: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except PirexError as e:
+        click.echo(f"pirex: error: {e}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("pirex: interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,285 @@
+"""Offline stand-ins for the public base images (images/bootstrap/README.md): Debian rootfs
+tarballs made by mmdebstrap, turned into multi-platform images in the local registry, and the
+JDK and Maven roles built FROM them. Each role's tag carries a hash of its recipe, so a warm
+run reuses what is there and any change to a recipe builds anew."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pirex import paths, proc
+from pirex.errors import PirexError
+from pirex.images import builder, localregistry, regclient
+from pirex.images.platforms import Platform
+
+log = logging.getLogger(__name__)
+
+ROLES = paths.REPO / "images" / "bootstrap"
+SUITE = "bookworm"
+SUITES = {SUITE, f"{SUITE}-updates", f"{SUITE}-security"}
+# As debuerreotype makes the -slim images: no manuals, docs or translations.
+SLIM_DPKG_OPTS = (
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/info/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/locale/*",
+    "path-include=/usr/share/locale/locale.alias",
+    "path-exclude=/usr/share/lintian/*",
+)
+MMDEBSTRAP_TIMEOUT = 1800
+ONE_LINE = re.compile(r"^\s*deb\s+(?:\[(?P<opts>[^]]*)\]\s+)?(?P<uri>\S+)\s+(?P<suite>\S+)\s+(?P<comps>.*)$")
+ROLE_BUILD_TIMEOUT = 3600
+
+
+# --- the host's Debian sources --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    uris: tuple[str, ...]
+    suites: tuple[str, ...]
+    signed_by: str = ""
+
+    def deb822(self) -> str:
+        lines = ["Types: deb", f"URIs: {' '.join(self.uris)}", f"Suites: {' '.join(self.suites)}", "Components: main"]
+        if self.signed_by.startswith("/usr/share/keyrings/debian-archive"):
+            lines.append(f"Signed-By: {self.signed_by}")
+        return "\n".join(lines) + "\n"
+
+
+def parse_sources(texts: Iterable[tuple[str, str]]) -> list[Source]:
+    """Debian bookworm entries of apt source files, given as (file name, text).
+
+    Both formats: deb822 (*.sources) and one-line (sources.list). Anything else the host uses
+    (Raspberry Pi's own archive, PPAs, other releases) is left out."""
+    out: list[Source] = []
+    for name, text in texts:
+        if name.endswith(".sources"):
+            for stanza in re.split(r"\n\s*\n", text):
+                fields: dict[str, str] = {}
+                for line in stanza.splitlines():
+                    if line.startswith("#") or ":" not in line or line[0].isspace():
+                        continue
+                    k, _, v = line.partition(":")
+                    fields[k.strip().lower()] = v.strip()
+                if fields.get("enabled", "yes").lower() == "no" or "deb" not in fields.get("types", "").split():
+                    continue
+                _keep(
+                    out,
+                    fields.get("uris", "").split(),
+                    fields.get("suites", "").split(),
+                    fields.get("components", "").split(),
+                    fields.get("signed-by", ""),
+                )
+        else:
+            for line in text.splitlines():
+                m = re.match(
+                    r"^\s*deb\s+(?:\[(?P<opts>[^]]*)\]\s+)?(?P<uri>\S+)\s+(?P<suite>\S+)\s+(?P<comps>.*)$", line
+                )
+                if m:
+                    signed = re.search(r"signed-by=(\S+)", m["opts"] or "")
+                    _keep(out, [m["uri"]], [m["suite"]], m["comps"].split(), signed[1] if signed else "")
+    return out
+
+
+def _keep(out: list[Source], uris: list[str], suites: list[str], comps: list[str], signed_by: str) -> None:
+    wanted = tuple(s for s in suites if s in SUITES)
+    if uris and wanted and "main" in comps and all(re.search(r"/debian(-security)?/?$", u) for u in uris):
+        out.append(Source(tuple(uris), wanted, signed_by))
+
+
+def host_sources() -> list[Source]:
+    files = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    return parse_sources((f.name, f.read_text(errors="replace")) for f in files if f.is_file())
+
+
+def without_security(sources: list[Source]) -> list[Source]:
+    out = []
+    for s in sources:
+        suites = tuple(x for x in s.suites if not x.endswith("-security"))
+        if suites:
+            out.append(Source(s.uris, suites, s.signed_by))
+    return out
+
+
+def source_candidates() -> list[tuple[str, str]]:
+    """(description, deb822 text) to try in order: full sources, then the main suites alone."""
+    if env := os.environ.get("PIREX_DEBIAN_SOURCES"):
+        return [(f"PIREX_DEBIAN_SOURCES ({env})", Path(env).read_text())]
+    full = host_sources()
+    if not full:
+        raise PirexError(
+            "this host's apt sources have no Debian bookworm entry to build the offline base from; "
+            "point PIREX_DEBIAN_SOURCES to a deb822 file with Debian bookworm sources"
+        )
+    cands = [("the host's Debian bookworm sources", "\n".join(s.deb822() for s in full))]
+    main = without_security(full)
+    if main != full:
+        cands.append(("the main suites alone (without security updates)", "\n".join(s.deb822() for s in main)))
+    return cands
+
+
+# --- rootfs tarballs ------------------------------------------------------------------------
+
+
+def rootfs(platform: Platform, refresh: bool = False) -> tuple[Path, dict]:
+    """A minbase bookworm rootfs for platform, cached; returns (tarball, its record)."""
+    d = paths.cache_dir() / "bootstrap"
+    d.mkdir(parents=True, exist_ok=True)
+    tar, meta = d / f"rootfs-{platform.dpkg_arch}.tar", d / f"rootfs-{platform.dpkg_arch}.json"
+    if tar.exists() and meta.exists() and not refresh:
+        return tar, json.loads(meta.read_text())
+    cands = source_candidates()
+    tmp = tar.with_suffix(".tar.part")
+    for n, (desc, text) in enumerate(cands):
+        src = d / f"sources-{n}.sources"
+        src.write_text(text)
+        args = [
+            "mmdebstrap",
+            "--variant=minbase",
+            f"--arch={platform.dpkg_arch}",
+            "--format=tar",
+            *(f"--dpkgopt={o}" for o in SLIM_DPKG_OPTS),
+            SUITE,
+            tmp,
+            src,
+        ]
+        log.info("making a Debian %s rootfs for %s from %s", SUITE, platform, desc)
+        try:
+            proc.retry(
+                lambda args=args: proc.run(args, timeout=MMDEBSTRAP_TIMEOUT, what=f"mmdebstrap ({platform})"),
+                attempts=3,
+                what=f"mmdebstrap ({platform})",
+                delay=10,
+            )
+        except PirexError as e:
+            tmp.unlink(missing_ok=True)
+            if n + 1 < len(cands):
+                log.warning(
+                    "mmdebstrap failed three times with %s; FALLING BACK to %s: %s", desc, cands[n + 1][0], proc.gist(e)
+                )
+                continue
+            raise
+        record = {
+            "platform": str(platform),
+            "suite": SUITE,
+            "sources": desc,
+            "fallback": n > 0,
+            "sha256": _sha256(tmp),
+            "mmdebstrap": _mmdebstrap_version(),
+        }
+        os.replace(tmp, tar)
+        meta.write_text(json.dumps(record, indent=2) + "\n")
+        if n > 0:
+            log.warning(
+                "the %s rootfs was built WITHOUT security updates (%s): fine for measurements, "
+                "not for anything exposed",
+                platform,
+                desc,
+            )
+        return tar, record
+    raise AssertionError("unreachable")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _mmdebstrap_version() -> str:
+    return proc.run(["mmdebstrap", "--version"], timeout=30).stdout.strip()
+
+
+# --- roles ----------------------------------------------------------------------------------
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _role_tag(role: str, key: str) -> str:
+    return f"{localregistry.HOST}/pirex-bootstrap/{role}:{SUITE}-{key}"
+
+
+def _build_role(
+    name: str,
+    tag: str,
+    platforms: list[Platform],
+    context: Path,
+    builder_name: str,
+    args: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> None:
+    reg = regclient.Registry(localregistry.HOST)
+    _, repo, ref = regclient.split_ref(tag)
+    if reg.exists(repo, ref):
+        log.info("bootstrap role %s: reusing %s", name, tag)
+        return
+    log.info("bootstrap role %s: building %s for %s", name, tag, ",".join(map(str, platforms)))
+    cmd = [
+        "build",
+        "--builder",
+        builder_name,
+        "--platform",
+        ",".join(map(str, platforms)),
+        "--push",
+        "--provenance=false",
+        "-t",
+        tag,
+        "-f",
+        ROLES / name / "Dockerfile",
+    ]
+    for k, v in (args or {}).items():
+        cmd += ["--build-arg", f"{k}={v}"]
+    for k, v in (labels or {}).items():
+        cmd += ["--label", f"{k}={v}"]
+    proc.retry(
+        lambda: builder.buildx(
+            *cmd, str(context), timeout=ROLE_BUILD_TIMEOUT, capture=False, what=f"building bootstrap role {name}"
+        ),
+        attempts=2,
+        what=f"bootstrap role {name}",
+        delay=10,
+    )
+
+
+def bootstrap(
+    platforms: list[Platform], build_platform: Platform, builder_name: str, refresh: bool = False
+) -> dict[str, str]:
+    """Build the roles; return the bake variables that point the images at them."""
+    want = sorted(set(platforms) | {build_platform})
+    tars = {p: rootfs(p, refresh) for p in want}
+
+    ctx = paths.cache_dir() / "bootstrap" / "context-debian"
+    shutil.rmtree(ctx, ignore_errors=True)
+    ctx.mkdir(parents=True)
+    for p, (tar, _) in tars.items():
+        os.link(tar, ctx / f"rootfs-{p.architecture}{p.variant}.tar")  # TARGETARCH + TARGETVARIANT
+    dockerfile = (ROLES / "debian" / "Dockerfile").read_bytes().decode()
+    debian = _role_tag("debian", _key(dockerfile, *(f"{p}={rec['sha256']}" for p, (_, rec) in tars.items())))
+    fallback = ",".join(str(p) for p, (_, rec) in tars.items() if rec["fallback"])
+    _build_role("debian", debian, want, ctx, builder_name, labels={"org.pirex.bootstrap.fallback": fallback or "none"})
+
+    def role(name: str, plats: list[Platform]) -> str:
+        text = (ROLES / name / "Dockerfile").read_text()
+        tag = _role_tag(name, _key(text, debian, *map(str, plats)))
+        _build_role(name, tag, plats, ROLES / name, builder_name, args={"DEBIAN_IMAGE": debian})
+        return tag
+
+    return {
+        "DEBIAN_IMAGE": debian,
+        "JDK_IMAGE": role("jdk", sorted(set(platforms))),
+        "MAVEN_IMAGE": role("maven", [build_platform]),
+    }

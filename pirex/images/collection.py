@@ -1,0 +1,78 @@
+"""Building the whole collection into the local registry: the one path that `make build`,
+`make test` and CI share."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pirex import proc
+from pirex.errors import PirexError
+from pirex.images import bake, bootstrap, builder, publish
+from pirex.images import platforms as plat
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Built:
+    tag: str
+    platforms: list[plat.Platform]
+    digests: dict[str, str]  # image name -> manifest-list digest in the local registry
+    bases: dict[str, str]  # the *_IMAGE build arguments used (empty: the pinned public bases)
+
+
+def offline_wanted(mode: str, default_debian: str) -> bool:
+    """OFFLINE=1/0 decide; auto probes the public registry and says what it fell back to."""
+    if mode in ("1", "yes", "true"):
+        return True
+    if mode in ("0", "no", "false"):
+        return False
+    r = proc.run(
+        ["docker", "buildx", "imagetools", "inspect", default_debian], timeout=30, check=False, env=builder.buildx_env()
+    )
+    if r.ok:
+        log.info("the public base images are reachable: building from them")
+        return False
+    log.warning(
+        "no container registry reachable (could not read %s): building OFFLINE from Debian packages "
+        "(OFFLINE=0 insists on the public bases)",
+        default_debian,
+    )
+    return True
+
+
+def build(
+    builder_name: str,
+    registry_host: str,
+    *,
+    platforms: list[plat.Platform],
+    offline: str,
+    tag: str,
+    version: str,
+    revision: str,
+    targets: list[str] | None = None,
+    refresh_bootstrap: bool = False,
+) -> Built:
+    catalog = bake.catalog()
+    names = targets or [t.name for t in catalog]
+    unknown = set(names) - {t.name for t in catalog}
+    if unknown:
+        raise PirexError(
+            f"no image named {', '.join(sorted(unknown))} in docker-bake.hcl "
+            f"(images: {', '.join(t.name for t in catalog)})"
+        )
+    default_debian = next(t.args["DEBIAN_IMAGE"] for t in catalog if "DEBIAN_IMAGE" in t.args)
+    bases = {}
+    if offline_wanted(offline, default_debian):
+        bases = bootstrap.bootstrap(platforms, plat.host(), builder_name, refresh_bootstrap)
+    variables = bake.bake_vars(
+        registry=f"{registry_host}/{publish.LOCAL_NAMESPACE}",
+        tag=tag,
+        platforms=platforms,
+        version=version,
+        revision=revision,
+        bases=bases,
+    )
+    digests = bake.build(builder_name, variables, names)
+    return Built(tag, platforms, digests, bases)

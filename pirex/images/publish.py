@@ -1,0 +1,165 @@
+"""`make push` and `make pull`: copying what `make build` put in the local registry to a
+registry where users pull from, recording each manifest-list digest in registry.yaml, and
+pulling by those digests with a check that what arrived is what registry.yaml names."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from pathlib import Path
+
+from pirex import proc
+from pirex.errors import PirexError
+from pirex.images import builder, localregistry, regclient, registryfile
+from pirex.images.platforms import Platform
+from pirex.images.registryfile import Entry
+
+log = logging.getLogger(__name__)
+
+LOCAL_NAMESPACE = "pirex"
+AUTH_ERROR = re.compile(
+    r"unauthori[sz]ed|authentication required|no basic auth credentials|\b401\b|denied", re.IGNORECASE
+)
+DEST = re.compile(r"^(?P<host>[a-z0-9.-]+(:\d+)?)/(?P<ns>[a-z0-9._/-]+)$")
+TIMEOUT = 1800
+
+
+def local_ref(name: str, tag: str) -> str:
+    return f"{localregistry.HOST}/{LOCAL_NAMESPACE}/{name}:{tag}"
+
+
+def _host(ref: str) -> str:
+    return ref.split("/", 1)[0]
+
+
+def _registry_call(args: list[str], ref: str, action: str, timeout: float = TIMEOUT) -> proc.Result:
+    """docker/buildx talking to a registry: network retries, and a clear word on missing credentials."""
+
+    def once() -> proc.Result:
+        r = proc.run(args, timeout=timeout, check=False, env=builder.buildx_env())
+        if r.ok:
+            return r
+        if AUTH_ERROR.search(r.stderr + r.stdout):
+            host = _host(ref)
+            raise PirexError(
+                f"{host} refused to {action} {ref}: it requires credentials (or these lack the right). "
+                f"Run `docker login {host}` and try again.\n{proc.gist(proc.CommandFailed(r))}"
+            )
+        raise proc.CommandFailed(r, f"{action} {ref}")
+
+    return proc.retry(once, attempts=3, what=f"{action} {ref}", retry_if=lambda e: isinstance(e, proc.CommandFailed))
+
+
+def remote_raw(ref: str) -> tuple[dict, str]:
+    """A manifest or index as the registry serves it, and its digest (sha256 of those bytes)."""
+    r = _registry_call(["docker", "buildx", "imagetools", "inspect", "--raw", ref], ref, "read", timeout=300)
+    body = r.stdout.encode()
+    return json.loads(body), "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def parse_destination(dest: str) -> str:
+    dest = dest.strip().rstrip("/")
+    if not DEST.match(dest):
+        raise PirexError(
+            f"REGISTRY={dest!r} is not host[:port]/namespace (lowercase), e.g. ghcr.io/your-lab or 192.0.2.7:5000/pirex"
+        )
+    return dest
+
+
+def push(dest: str, tag: str, names: list[str], regfile: Path) -> dict[str, Entry]:
+    """Copy every image (all platforms, attestations included) to dest and record the digests.
+
+    registry.yaml is written only when every image went through."""
+    dest = parse_destination(dest)
+    entries = registryfile.load(regfile) if regfile.exists() else {}
+    local = regclient.Registry(localregistry.HOST)
+    updated = dict(entries)
+    for name in names:
+        repo = f"{LOCAL_NAMESPACE}/{name}"
+        if not local.exists(repo, tag):
+            raise PirexError(f"{local_ref(name, tag)} is not in the local registry: run `make build TAG={tag}` first")
+        local_digest, per_platform = local.platform_images(repo, tag)
+        target = f"{dest}/{name}:{tag}"
+        log.info("pushing %s -> %s", local_ref(name, tag), target)
+        _registry_call(
+            ["docker", "buildx", "imagetools", "create", "-t", target, local_ref(name, tag)], target, "push to"
+        )
+        _, digest = remote_raw(target)
+        if digest != local_digest:
+            log.info(
+                "%s: the registry re-encoded the manifest list (%s locally); per-platform images are unchanged",
+                name,
+                local_digest,
+            )
+        old = entries.get(name)
+        updated[name] = Entry(
+            f"{dest}/{name}", tag, [str(p) for p in sorted(per_platform)], digest, old.extra if old else {}
+        )
+        print(f"{name}: {dest}/{name}@{digest}")
+    registryfile.save(regfile, updated)
+    return updated
+
+
+def pull(regfile: Path, platform: Platform, names: list[str] | None = None) -> dict[str, str]:
+    """Pull each image by the digest registry.yaml names, for platform; verify it; tag it.
+
+    Returns {name: image ID}."""
+    entries = registryfile.load(regfile)
+    unpublished = [n for n, e in entries.items() if not e.digest and (names is None or n in names)]
+    if unpublished:
+        raise PirexError(
+            f"{regfile} has no digest for {', '.join(unpublished)}: nothing published yet. "
+            "Build locally with `make build`, or publish with `make push REGISTRY=...`"
+        )
+    ids: dict[str, str] = {}
+    for name, e in entries.items():
+        if names is not None and name not in names:
+            continue
+        if str(platform) not in e.platforms:
+            raise PirexError(f"{name} is published for {', '.join(e.platforms)}, not for this machine ({platform})")
+        ref = f"{e.repository}@{e.digest}"
+        index, served = remote_raw(ref)
+        if served != e.digest:
+            raise PirexError(f"{ref}: the registry served content with digest {served}: not what registry.yaml names")
+        expected = _config_digest(e.repository, index, platform)
+        _registry_call(["docker", "pull", "--platform", str(platform), ref], ref, "pull")
+        info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
+        got = Platform(info["Os"], info["Architecture"], info.get("Variant") or "")
+        if info["Id"] != expected or got != platform or ref not in info.get("RepoDigests", []):
+            raise PirexError(f"{name}: pulled image {info['Id']} ({got}) is not {expected} ({platform}) named by {ref}")
+        proc.run(["docker", "tag", ref, f"{e.repository}:{e.tag}"], timeout=60)
+        ids[name] = info["Id"]
+        print(f"{name}: {ref} ({platform}) -> {info['Id']} verified")
+    return ids
+
+
+def _config_digest(repository: str, index: dict, platform: Platform) -> str:
+    for m in index.get("manifests", []):
+        p = m.get("platform") or {}
+        if Platform(p.get("os", ""), p.get("architecture", ""), p.get("variant", "") or "") == platform:
+            manifest, digest = remote_raw(f"{repository}@{m['digest']}")
+            if digest != m["digest"]:
+                raise PirexError(f"{repository}@{m['digest']}: the registry served content with digest {digest}")
+            return manifest["config"]["digest"]
+    raise PirexError(f"{repository}: the manifest list has no image for {platform}")
+
+
+def pull_local(name: str, tag: str, platform: Platform) -> str:
+    """Pull one platform of a locally built image into the engine, by that platform's manifest
+    digest (the engine keeps one platform per tag); returns the reference to run."""
+    local = regclient.Registry(localregistry.HOST)
+    repo = f"{LOCAL_NAMESPACE}/{name}"
+    if not local.exists(repo, tag):
+        raise PirexError(f"{local_ref(name, tag)} is not in the local registry: run `make build` first")
+    _, images = local.platform_images(repo, tag)
+    if platform not in images:
+        raise PirexError(f"{local_ref(name, tag)} was not built for {platform} (built: {', '.join(map(str, images))})")
+    ref = f"{localregistry.HOST}/{repo}@{images[platform].manifest_digest}"
+    proc.retry(
+        lambda: proc.run(["docker", "pull", "-q", ref], timeout=TIMEOUT, what=f"docker pull {ref}"),
+        attempts=2,
+        what=f"pull {ref}",
+    )
+    return ref

@@ -1,0 +1,132 @@
+"""Running external processes: always under a timeout, always cleaned up, with retries for
+network steps. Every docker, buildx, mmdebstrap or daemon call of pirex goes through here."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pirex.errors import PirexError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Result:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+class CommandFailed(PirexError):
+    def __init__(self, result: Result, what: str | None = None):
+        self.result = result
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+        super().__init__(
+            f"{what or ' '.join(result.args[:3])} failed (exit {result.returncode})" + (f":\n{tail}" if tail else "")
+        )
+
+
+def run(
+    args: Sequence[str],
+    *,
+    timeout: float,
+    check: bool = True,
+    capture: bool = True,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    input: str | None = None,
+    what: str | None = None,
+) -> Result:
+    """Run a command in its own process group; on timeout or Ctrl-C the whole group is killed.
+
+    With capture=False the output streams to the terminal (long builds show progress)."""
+    args = [str(a) for a in args]
+    log.debug("run: %s", " ".join(args))
+    full_env = {**os.environ, **env} if env else None
+    out = subprocess.PIPE if capture else None
+    proc = subprocess.Popen(
+        args,
+        stdout=out,
+        stderr=out,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        env=full_env,
+        cwd=cwd,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.communicate()
+        raise PirexError(
+            f"{what or args[0]} did not finish within {timeout:.0f} s and was stopped: {' '.join(args)}"
+        ) from None
+    except BaseException:
+        _kill_group(proc)
+        proc.communicate()
+        raise
+    result = Result(args, proc.returncode, stdout or "", stderr or "")
+    if check and not result.ok:
+        raise CommandFailed(result, what)
+    return result
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def retry(
+    fn: Callable[[], Result],
+    *,
+    attempts: int,
+    what: str,
+    delay: float = 5.0,
+    retry_if: Callable[[Exception], bool] = lambda e: True,
+) -> Result:
+    """Call fn until it succeeds; for network steps (mirrors, registries) that fail now and then."""
+    for i in range(1, attempts + 1):
+        try:
+            return fn()
+        except PirexError as e:
+            if i == attempts or not retry_if(e):
+                raise
+            log.warning("%s failed (attempt %d/%d), retrying in %.0f s: %s", what, i, attempts, delay * i, gist(e))
+            time.sleep(delay * i)
+    raise AssertionError("unreachable")
+
+
+def gist(error: Exception) -> str:
+    """The telling line of a failure: the tool's first error line, else the last line."""
+    text = error.result.stderr + "\n" + error.result.stdout if isinstance(error, CommandFailed) else str(error)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith(("E:", "ERROR", "error:")):
+            return ln
+    return lines[-1] if lines else ""
+
+
+def which(name: str) -> str | None:
+    from shutil import which as _which
+
+    return _which(name)

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 build host for pirex, from nothing, idempotently:
+#   - Docker engine, QEMU user emulation with binfmt, mmdebstrap, docker-registry, skopeo
+#   - buildx and compose CLI plugins and a current buildkitd, built from Go modules when missing
+#   - actionlint (workflow linter used by `make test`)
+#   - a running dockerd (started in the background when none answers)
+# Everything built here is cached under $PIREX_CACHE so that a second run takes seconds.
+# Needs root. Usage: scripts/host-setup.sh [--no-daemon]
+set -euo pipefail
+
+PIREX_CACHE=${PIREX_CACHE:-/var/cache/pirex}
+TOOLS_BIN="$PIREX_CACHE/tools/bin"
+PLUGIN_DIR=/usr/local/lib/docker/cli-plugins
+# Pinned tool versions (ENVIRONMENT.md: these build from the Go module proxy).
+BUILDKIT_VERSION=v0.18.2
+BUILDX_VERSION=v0.19.3
+COMPOSE_VERSION=v2.32.4
+ACTIONLINT_VERSION=v1.7.12
+APT_PACKAGES=(
+	apache2-utils # htpasswd, for the authenticated-registry test
+	binfmt-support
+	docker-registry # distribution 2.8: the local registry of offline builds
+	docker.io
+	iproute2
+	mmdebstrap # offline base images from Debian packages
+	qemu-user-static
+	skopeo
+)
+
+log() { printf '[host-setup] %s\n' "$*" >&2; }
+
+retry() { # retry N CMD...: network steps (apt mirrors, Go proxy) fail now and then
+	local n=$1 i
+	shift
+	for ((i = 1; i <= n; i++)); do
+		"$@" && return 0
+		log "attempt $i/$n failed: $*"
+		sleep $((i * 5))
+	done
+	return 1
+}
+
+need_root() {
+	if [[ $(id -u) -ne 0 ]]; then
+		log "must run as root (installs packages and starts dockerd); try: sudo $0"
+		exit 1
+	fi
+}
+
+install_packages() {
+	local missing=() p
+	for p in "${APT_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	if ((${#missing[@]} == 0)); then
+		log "Debian packages present"
+		return
+	fi
+	log "installing: ${missing[*]}"
+	retry 4 apt-get update -q
+	DEBIAN_FRONTEND=noninteractive retry 4 apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+enable_binfmt() {
+	if [[ ! -e /proc/sys/fs/binfmt_misc/status ]]; then
+		mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+	fi
+	update-binfmts --enable >/dev/null 2>&1 || true
+	local a
+	for a in qemu-aarch64 qemu-arm; do
+		if ! grep -q '^flags: .*F' "/proc/sys/fs/binfmt_misc/$a" 2>/dev/null; then
+			log "binfmt entry $a missing or without the F flag: emulated arm builds will fail"
+			exit 1
+		fi
+	done
+	log "binfmt: qemu-aarch64 and qemu-arm registered"
+}
+
+go_tool() { # go_tool NAME MODULE@VERSION: build once into $TOOLS_BIN/NAME-VERSION
+	local name=$1 module=$2 version=${2##*@}
+	local target="$TOOLS_BIN/$name-$version"
+	if [[ ! -x $target ]]; then
+		log "building $module (cached for later runs)"
+		local tmp
+		tmp=$(mktemp -d)
+		GOBIN=$tmp GOFLAGS=-mod=mod retry 3 go install "$module"
+		mkdir -p "$TOOLS_BIN"
+		mv "$tmp"/* "$target"
+		rm -rf "$tmp"
+	fi
+	ln -sf "$target" "$TOOLS_BIN/$name"
+}
+
+install_go_tools() {
+	command -v go >/dev/null || {
+		log "go is needed to build buildx/compose/buildkitd; install golang-go"
+		exit 1
+	}
+	go_tool buildkitd "github.com/moby/buildkit/cmd/buildkitd@$BUILDKIT_VERSION"
+	go_tool docker-buildx "github.com/docker/buildx/cmd/buildx@$BUILDX_VERSION"
+	go_tool docker-compose "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION"
+	go_tool actionlint "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+	# CLI plugins are looked up system-wide too, so a test's own DOCKER_CONFIG still finds them.
+	mkdir -p "$PLUGIN_DIR"
+	ln -sf "$TOOLS_BIN/docker-buildx" "$PLUGIN_DIR/docker-buildx"
+	ln -sf "$TOOLS_BIN/docker-compose" "$PLUGIN_DIR/docker-compose"
+	ln -sf "$TOOLS_BIN/buildkitd" /usr/local/bin/buildkitd
+	ln -sf "$TOOLS_BIN/actionlint" /usr/local/bin/actionlint
+	log "tools: $(docker buildx version | head -1); compose $(docker compose version --short)"
+}
+
+start_dockerd() {
+	if docker info >/dev/null 2>&1; then
+		log "a Docker engine is already running"
+		return
+	fi
+	log "starting dockerd (log: /var/log/pirex-dockerd.log)"
+	nohup dockerd >/var/log/pirex-dockerd.log 2>&1 &
+	echo $! >/run/pirex-dockerd.pid
+	local i
+	for ((i = 0; i < 60; i++)); do
+		docker info >/dev/null 2>&1 && {
+			log "dockerd $(docker version -f '{{.Server.Version}}') is up"
+			return
+		}
+		sleep 1
+	done
+	log "dockerd did not answer within 60 s; see /var/log/pirex-dockerd.log"
+	tail -20 /var/log/pirex-dockerd.log >&2 || true
+	exit 1
+}
+
+need_root
+install_packages
+enable_binfmt
+install_go_tools
+[[ ${1:-} == --no-daemon ]] || start_dockerd
