@@ -36,6 +36,8 @@ SLIM_DPKG_OPTS = (
     "path-exclude=/usr/share/lintian/*",
 )
 MMDEBSTRAP_TIMEOUT = 1800
+# Raspberry Pi OS adds its own archive with a Debian-like path; its keyring is not in a Debian rootfs.
+FOREIGN = re.compile(r"raspberrypi|raspbian", re.I)
 ONE_LINE = re.compile(r"^\s*deb\s+(?:\[(?P<opts>[^]]*)\]\s+)?(?P<uri>\S+)\s+(?P<suite>\S+)\s+(?P<comps>.*)$")
 ROLE_BUILD_TIMEOUT = 3600
 
@@ -93,7 +95,8 @@ def parse_sources(texts: Iterable[tuple[str, str]]) -> list[Source]:
 
 def _keep(out: list[Source], uris: list[str], suites: list[str], comps: list[str], signed_by: str) -> None:
     wanted = tuple(s for s in suites if s in SUITES)
-    if uris and wanted and "main" in comps and all(re.search(r"/debian(-security)?/?$", u) for u in uris):
+    debian = all(re.search(r"/debian(-security)?/?$", u) and not FOREIGN.search(u) for u in uris)
+    if uris and wanted and "main" in comps and debian:
         out.append(Source(tuple(uris), wanted, signed_by))
 
 

@@ -1,0 +1,63 @@
+import os
+import time
+
+import pytest
+
+from pirex import proc
+from pirex.errors import PirexError
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    with pytest.raises(PirexError, match="did not finish within 1 s"):
+        proc.run(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"], timeout=1)
+    child = int(pidfile.read_text())
+    for _ in range(50):  # the group was killed and reaped; allow the kernel a moment
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the background child of a timed-out command survived")
+
+
+def test_failure_message_and_gist():
+    with pytest.raises(proc.CommandFailed) as e:
+        proc.run(
+            [
+                "sh",
+                "-c",
+                "echo progress; echo 'E: Failed to fetch x  Mirror sync in progress?' >&2; "
+                "echo 'E: mmdebstrap failed to run' >&2; exit 25",
+            ],
+            timeout=10,
+            what="mmdebstrap",
+        )
+    assert "mmdebstrap failed (exit 25)" in str(e.value)
+    assert proc.gist(e.value) == "E: Failed to fetch x  Mirror sync in progress?"
+
+
+def test_retry_retries_then_gives_up():
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        return proc.run(["sh", "-c", "exit 1" if len(calls) < 3 else "echo ok"], timeout=10)
+
+    assert proc.retry(flaky, attempts=3, what="flaky", delay=0).stdout.strip() == "ok"
+    calls.clear()
+    with pytest.raises(proc.CommandFailed):
+        proc.retry(lambda: proc.run(["false"], timeout=10), attempts=2, what="false", delay=0)
+
+
+def test_retry_stops_on_errors_not_worth_retrying():
+    calls = []
+
+    def fails():
+        calls.append(1)
+        raise PirexError("needs a login")
+
+    with pytest.raises(PirexError):
+        proc.retry(fails, attempts=3, what="x", delay=0, retry_if=lambda e: isinstance(e, proc.CommandFailed))
+    assert len(calls) == 1

@@ -1,0 +1,63 @@
+"""Shared fixtures: the Docker gate, and the collection built once per test session.
+
+Docker tests skip where no engine answers, and fail instead when PIREX_REQUIRE_DOCKER=1 (CI),
+so that a broken engine can never pass as a skipped test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from pirex import proc
+from pirex.cli import git_version
+from pirex.images import builder, collection, localregistry
+from pirex.images import platforms as plat
+
+TEST_TAG = "pirex-test"
+
+
+def _docker_problem() -> str | None:
+    if proc.which("docker") is None:
+        return "no docker client on PATH"
+    if subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode != 0:
+        return "no Docker engine answers (make host-setup starts one)"
+    if subprocess.run(["docker", "buildx", "version"], capture_output=True, timeout=60).returncode != 0:
+        return "the docker buildx plugin is missing (make host-setup builds it)"
+    if not (proc.which("docker-registry") or localregistry.answers()):
+        return "no registry program (apt-get install docker-registry) and none on 127.0.0.1:5000"
+    return None
+
+
+@pytest.fixture(scope="session")
+def docker() -> None:
+    problem = _docker_problem()
+    if problem:
+        if os.environ.get("PIREX_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"PIREX_REQUIRE_DOCKER=1 but {problem}")
+        pytest.skip(problem)
+
+
+@pytest.fixture(scope="session")
+def infra(docker):
+    """The local registry and a BuildKit builder, up for the whole session, stopped after it."""
+    with localregistry.local_registry() as host, builder.builder() as name:
+        yield host, name
+
+
+@pytest.fixture(scope="session")
+def built(infra) -> collection.Built:
+    """Every image for every platform, built exactly as `make build` builds them (offline where
+    OFFLINE=1 or no registry answers; warm runs reuse the cache)."""
+    host, name = infra
+    version, revision = git_version()
+    return collection.build(
+        name,
+        host,
+        platforms=list(plat.SUPPORTED),
+        offline=os.environ.get("OFFLINE", "auto"),
+        tag=TEST_TAG,
+        version=version,
+        revision=revision,
+    )

@@ -1,0 +1,98 @@
+"""The built images, per platform: what their configs say, and that containers of them run
+(arm platforms under QEMU: this shows function, not timing)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pirex import proc
+from pirex.images import localregistry, publish, regclient
+from pirex.images.platforms import SUPPORTED, Platform
+
+pytestmark = pytest.mark.docker
+
+IMAGES = ("base", "jvm")
+OCI_LABELS = ("source", "revision", "version", "licenses", "description")
+
+
+def docker_run(ref: str, platform: Platform, *cmd: str) -> proc.Result:
+    return proc.run(
+        ["docker", "run", "--rm", "--platform", str(platform), ref, *cmd],
+        timeout=300,
+        what=f"docker run {ref} {' '.join(cmd)}",
+    )
+
+
+@pytest.fixture(scope="module")
+def registry(built) -> regclient.Registry:
+    return regclient.Registry(localregistry.HOST)
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_manifest_list_has_every_platform_with_matching_config(built, registry, name):
+    repo = f"{publish.LOCAL_NAMESPACE}/{name}"
+    index, _, digest = registry.manifest(repo, built.tag)
+    assert digest == built.digests[name]
+    listed = {
+        Platform(m["platform"]["os"], m["platform"]["architecture"], m["platform"].get("variant", ""))
+        for m in index["manifests"]
+        if m["platform"]["os"] != "unknown"
+    }
+    _, images = registry.platform_images(repo, built.tag)
+    # platform_images reads os/architecture/variant from each image's own config
+    assert set(images) == listed == set(SUPPORTED)
+    attestations = [m for m in index["manifests"] if m["platform"]["os"] == "unknown"]
+    assert attestations, "provenance attestations missing from the manifest list"
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_oci_labels_and_non_root_user(built, registry, name):
+    repo = f"{publish.LOCAL_NAMESPACE}/{name}"
+    _, images = registry.platform_images(repo, built.tag)
+    for img in images.values():
+        cfg = registry.config(repo, img.config_digest)["config"]
+        labels = cfg["Labels"]
+        for key in OCI_LABELS:
+            assert labels.get(f"org.opencontainers.image.{key}"), f"{name}: label {key} missing"
+        assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+        assert cfg["User"] not in ("", "0", "root", "0:0")
+        assert cfg["Entrypoint"] == ["tini", "--"]
+
+
+@pytest.mark.parametrize("platform", SUPPORTED, ids=str)
+def test_base_runs_as_non_root_under_tini(built, platform):
+    ref = publish.pull_local("base", built.tag, platform)
+    out = docker_run(ref, platform, "sh", "-c", "id -u; id -g; uname -m; cat /proc/1/comm; test -w /results && echo ok")
+    uid, gid, machine, pid1, results = out.stdout.split()
+    assert (uid, gid) == ("1000", "1000")
+    assert machine == platform.uname_machine
+    assert pid1 == "tini"
+    assert results == "ok"
+
+
+@pytest.mark.parametrize("platform", SUPPORTED, ids=str)
+def test_jvm_runs_a_jit_vm_of_the_right_arch(built, platform):
+    ref = publish.pull_local("jvm", built.tag, platform)
+    out = docker_run(ref, platform, "java", "-XshowSettings:properties", "-version")
+    text = out.stderr
+    props = dict((k.strip(), v.strip()) for k, _, v in (ln.partition("=") for ln in text.splitlines() if " = " in ln))
+    assert "Server VM" in text, text  # a JIT VM, also on arm/v7 (not the Zero interpreter)
+    assert props["os.arch"] == platform.java_os_arch
+    assert props["java.specification.version"] == "17"
+    info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
+    assert Platform(info["Os"], info["Architecture"], info.get("Variant") or "") == platform
+    uid = docker_run(ref, platform, "id", "-u").stdout.strip()
+    assert uid != "0"
+
+
+def test_offline_bases_are_recorded(built):
+    """Offline builds name the bootstrap roles they started from, in the image's own labels."""
+    if not built.bases:
+        pytest.skip("built from the public bases")
+    reg = regclient.Registry(localregistry.HOST)
+    _, images = reg.platform_images(f"{publish.LOCAL_NAMESPACE}/jvm", built.tag)
+    for img in images.values():
+        labels = reg.config(f"{publish.LOCAL_NAMESPACE}/jvm", img.config_digest)["config"]["Labels"]
+        assert labels["org.opencontainers.image.base.name"] == built.bases["JDK_IMAGE"]
