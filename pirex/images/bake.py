@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,14 @@ log = logging.getLogger(__name__)
 
 BAKE_FILE = paths.REPO / "docker-bake.hcl"
 BUILD_TIMEOUT = 3 * 3600
+
+
+def variable_default(name: str) -> str:
+    """A variable's default as docker-bake.hcl writes it (no buildx needed)."""
+    m = re.search(rf'variable "{name}" \{{\s*default = "([^"]+)"', BAKE_FILE.read_text())
+    if not m:
+        raise KeyError(f"{name} is not a variable with a default in {BAKE_FILE}")
+    return m[1]
 
 
 @dataclass(frozen=True)

@@ -5,27 +5,20 @@ import re
 
 import pytest
 
+from pirex.images import bake
 from pirex.paths import REPO
-
-BAKE = (REPO / "docker-bake.hcl").read_text()
-
-
-def bake_default(name: str) -> str:
-    m = re.search(rf'variable "{name}" \{{\s*default = "([^"]+)"', BAKE)
-    assert m, f"{name} not in docker-bake.hcl"
-    return m[1]
 
 
 @pytest.mark.parametrize(("dockerfile", "arg"), [("base", "DEBIAN_IMAGE"), ("jvm", "JDK_IMAGE")])
 def test_dockerfile_defaults_match_the_bake_file(dockerfile, arg):
     text = (REPO / "images" / dockerfile / "Dockerfile").read_text()
     m = re.search(rf"^ARG {arg}=(\S+)$", text, re.M)
-    assert m and m[1] == bake_default(arg)
+    assert m and m[1] == bake.variable_default(arg)
 
 
 @pytest.mark.parametrize("arg", ["DEBIAN_IMAGE", "JDK_IMAGE", "MAVEN_IMAGE"])
 def test_public_bases_are_pinned_by_tag_and_digest(arg):
-    assert re.fullmatch(r"[a-z0-9.-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}", bake_default(arg))
+    assert re.fullmatch(r"[a-z0-9.-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}", bake.variable_default(arg))
 
 
 def test_no_syntax_line_anywhere():

@@ -1,0 +1,78 @@
+"""The Java images' pattern, on a throwaway module: Maven runs once in the build stage on the
+build machine's platform (FROM --platform=$BUILDPLATFORM, the maven role), against the parent
+images/pom.xml, and the jar is copied into the jvm image of every target platform, where it runs
+(arm/v7 under QEMU). This is what images/jmh, moobench and jpa-rest build on."""
+
+from __future__ import annotations
+
+import pytest
+
+from pirex import proc
+from pirex.images import bake, builder, localregistry, publish, regclient
+from pirex.images.platforms import host, parse
+from pirex.paths import REPO
+
+pytestmark = pytest.mark.docker
+
+DOCKERFILE = """\
+ARG MAVEN_IMAGE
+FROM --platform=$BUILDPLATFORM ${MAVEN_IMAGE} AS build
+WORKDIR /src
+COPY pom.xml ./
+COPY hello/pom.xml hello/
+COPY hello/src hello/src
+RUN --mount=type=cache,target=/root/.m2 mvn -B -q -pl hello -am package
+FROM jvm
+COPY --from=build /src/hello/target/hello.jar /opt/pirex/hello.jar
+CMD ["java", "-cp", "/opt/pirex/hello.jar", "Hello"]
+"""
+
+MODULE_POM = """\
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <parent>
+    <groupId>io.github.pirex-bench</groupId>
+    <artifactId>pirex-images</artifactId>
+    <version>0.1.0</version>
+  </parent>
+  <artifactId>hello</artifactId>
+  <build><finalName>hello</finalName></build>
+</project>
+"""
+
+JAVA = """\
+public class Hello {
+    public static void main(String[] args) {
+        System.out.println(System.getProperty("os.arch") + " " + System.getProperty("java.vm.name"));
+    }
+}
+"""
+
+
+def test_jar_built_once_runs_on_every_platform(built, tmp_path):
+    ctx = tmp_path / "ctx"
+    (ctx / "hello" / "src" / "main" / "java").mkdir(parents=True)
+    pom = (REPO / "images" / "pom.xml").read_text()
+    (ctx / "pom.xml").write_text(pom.replace("<modules>", "<modules><module>hello</module>", 1))
+    (ctx / "hello" / "pom.xml").write_text(MODULE_POM)
+    (ctx / "hello" / "src" / "main" / "java" / "Hello.java").write_text(JAVA)
+    (ctx / "Dockerfile").write_text(DOCKERFILE)
+
+    maven = built.bases.get("MAVEN_IMAGE") or bake.variable_default("MAVEN_IMAGE")
+    targets = [parse("linux/arm/v7"), host()]
+    tag = f"{localregistry.HOST}/pirex-test/hello:{built.tag}"
+    with builder.builder() as b:
+        builder.buildx(
+            "build", "--builder", b, "--platform", ",".join(map(str, targets)), "--push", "--provenance=false",
+            "--build-arg", f"MAVEN_IMAGE={maven}",
+            "--build-context", f"jvm=docker-image://{publish.local_ref('jvm', built.tag)}",
+            "-t", tag, str(ctx), timeout=1800, what="building the Java pattern",
+        )  # fmt: skip
+    reg = regclient.Registry(localregistry.HOST)
+    _, images = reg.platform_images("pirex-test/hello", built.tag)
+    assert set(images) == set(targets)
+    for p in targets:
+        ref = f"{localregistry.HOST}/pirex-test/hello@{images[p].manifest_digest}"
+        proc.run(["docker", "pull", "-q", ref], timeout=600)
+        out = proc.run(["docker", "run", "--rm", "--platform", str(p), ref], timeout=300).stdout.split()
+        assert out[0] == p.java_os_arch
