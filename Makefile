@@ -16,14 +16,25 @@ REGISTRY ?=
 REGISTRY_FILE ?= registry.yaml
 PYTHON ?= python3
 VENV ?= .venv
+ACTIONLINT_VERSION ?= v1.7.12
 
 PIREX = $(VENV)/bin/pirex
 TAG_ARG = $(if $(TAG),--tag $(TAG))
+# actionlint from PATH (scripts/host-setup.sh) or built into the venv from its Go module
+ACTIONLINT = $(or $(shell command -v actionlint),$(VENV)/bin/actionlint)
 
+# The runner's few dependencies (a Pi needs no more); the linters and pytest only for development.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	for i in 1 2 3; do $(VENV)/bin/pip install -q -e . && break; sleep $$((i * 5)); done
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.installed
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[dev]' && break; sleep $$((i * 5)); done
 	touch $@
+
+$(VENV)/bin/actionlint: | $(VENV)/.installed
+	for i in 1 2 3; do GOBIN=$(abspath $(VENV)/bin) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) && break; sleep $$((i * 5)); done
 
 ##@ Experiments
 .PHONY: run
@@ -43,6 +54,10 @@ bootstrap: $(VENV)/.installed ## Build only the offline base roles (Debian, JDK 
 sizes: $(VENV)/.installed ## Print each image's size per platform and the collection's distinct bytes.
 	$(PIREX) images sizes $(TAG_ARG)
 
+.PHONY: load
+load: $(VENV)/.installed ## Put this machine's platform of every built image into the Docker engine (localhost:5000/pirex/<image>:<tag>).
+	$(PIREX) images load $(TAG_ARG)
+
 .PHONY: push
 push: $(VENV)/.installed ## Push every image to REGISTRY=host[:port]/namespace; write digests to registry.yaml.
 	@test -n "$(REGISTRY)" || { echo "make push needs REGISTRY=host[:port]/namespace (e.g. ghcr.io/your-lab)"; exit 2; }
@@ -54,17 +69,16 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 
 ##@ Development
 .PHONY: test
-test: lint $(VENV)/.installed ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
-	$(VENV)/bin/python -m pytest -ra
+test: lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
+	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra
 
 .PHONY: lint
-lint: $(VENV)/.installed ## ruff, hadolint, shellcheck, actionlint.
+lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, hadolint, shellcheck, actionlint.
 	$(VENV)/bin/ruff check pirex tests
 	$(VENV)/bin/ruff format --check pirex tests
 	$(VENV)/bin/hadolint images/*/Dockerfile images/bootstrap/*/Dockerfile
 	$(VENV)/bin/shellcheck scripts/*.sh .ci/run
-	@if command -v actionlint >/dev/null; then actionlint; \
-	else echo "actionlint missing: run scripts/host-setup.sh (or go install github.com/rhysd/actionlint/cmd/actionlint)"; exit 1; fi
+	$(ACTIONLINT)
 
 .PHONY: host-setup
 host-setup: ## Debian host, as root: install and start Docker, QEMU, buildx, compose, buildkitd, actionlint.

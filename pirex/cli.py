@@ -125,6 +125,21 @@ def sizes_cmd(tag: str | None) -> None:
     click.echo(sizes.markdown(rows, distinct))
 
 
+@images.command("load")
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option("--platform", "platform_", default="host", show_default=True, help="Which platform to load.")
+@click.argument("names", nargs=-1)
+def load_cmd(tag: str | None, platform_: str, names: tuple[str, ...]) -> None:
+    """Put one platform of built images into the Docker engine, tagged as in the local registry."""
+    tag = tag or git_version()[0]
+    p = plat.host() if platform_ == "host" else plat.parse(platform_)
+    with localregistry.local_registry():
+        for name in names or [t.name for t in bake.catalog()]:
+            ref = publish.pull_local(name, tag, p)
+            proc.run(["docker", "tag", ref, publish.local_ref(name, tag)], timeout=60)
+            click.echo(f"{publish.local_ref(name, tag)} ({p}) <- {ref}")
+
+
 @images.command("push")
 @click.option("--registry", "dest", required=True, help="host[:port]/namespace to push to.")
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")

@@ -76,14 +76,16 @@ enable_binfmt() {
 	log "binfmt: qemu-aarch64 and qemu-arm registered"
 }
 
-go_tool() { # go_tool NAME MODULE@VERSION: build once into $TOOLS_BIN/NAME-VERSION
-	local name=$1 module=$2 version=${2##*@}
+go_tool() { # go_tool NAME MODULE@VERSION [VERSION_VARIABLE]: build once into $TOOLS_BIN/NAME-VERSION
+	local name=$1 module=$2 version=${2##*@} version_var=${3:-}
 	local target="$TOOLS_BIN/$name-$version"
 	if [[ ! -x $target ]]; then
 		log "building $module (cached for later runs)"
-		local tmp
+		local tmp ldflags=()
 		tmp=$(mktemp -d)
-		GOBIN=$tmp GOFLAGS=-mod=mod retry 3 go install "$module"
+		# go install leaves the version string empty; set it so that records name the real one
+		[[ -z $version_var ]] || ldflags=(-ldflags "-X $version_var=$version")
+		GOBIN=$tmp GOFLAGS=-mod=mod retry 3 go install "${ldflags[@]}" "$module"
 		mkdir -p "$TOOLS_BIN"
 		mv "$tmp"/* "$target"
 		rm -rf "$tmp"
@@ -97,8 +99,8 @@ install_go_tools() {
 		exit 1
 	}
 	go_tool buildkitd "github.com/moby/buildkit/cmd/buildkitd@$BUILDKIT_VERSION"
-	go_tool docker-buildx "github.com/docker/buildx/cmd/buildx@$BUILDX_VERSION"
-	go_tool docker-compose "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION"
+	go_tool docker-buildx "github.com/docker/buildx/cmd/buildx@$BUILDX_VERSION" github.com/docker/buildx/version.Version
+	go_tool docker-compose "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION" github.com/docker/compose/v2/internal.Version
 	go_tool actionlint "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
 	# CLI plugins are looked up system-wide too, so a test's own DOCKER_CONFIG still finds them.
 	mkdir -p "$PLUGIN_DIR"
