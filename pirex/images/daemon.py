@@ -24,15 +24,33 @@ class Daemon:
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
 
+    @property
+    def pidfile(self) -> Path:
+        return self.logfile.with_suffix(".pid")
+
+    def _orphan(self) -> int | None:
+        """A daemon of ours left behind by a pirex that was killed (SIGKILL leaves no cleanup)."""
+        try:
+            pid = int(self.pidfile.read_text())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+        except (OSError, ValueError):
+            return None
+        return pid if [a.decode(errors="replace") for a in cmdline] == self.args else None
+
     def __enter__(self) -> Daemon:
         if self.ready():
-            log.info("%s: using the one already running", self.name)
+            if (pid := self._orphan()) is not None:
+                log.info("%s: adopting pid %d, left running by an interrupted pirex", self.name, pid)
+                self.proc = _Adopted(pid)
+            else:
+                log.info("%s: using the one already running", self.name)
             return self
         self.logfile.parent.mkdir(parents=True, exist_ok=True)
         with open(self.logfile, "ab") as out:
             self.proc = subprocess.Popen(
                 self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
             )
+        self.pidfile.write_text(str(self.proc.pid))
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -64,3 +82,26 @@ class Daemon:
                 continue
         log.info("%s stopped", self.name)
         self.proc = None
+        self.pidfile.unlink(missing_ok=True)
+
+
+class _Adopted:
+    """Enough of Popen to stop a process this one did not start."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        try:  # a zombie (state Z) has exited too
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return 0
+        return 0 if state == "Z" else None
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.1)
+        return 0

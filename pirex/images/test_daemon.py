@@ -38,6 +38,18 @@ def test_started_daemon_is_stopped_on_exit(tmp_path):
         os.kill(pid, 0)
 
 
+def test_daemon_left_by_a_killed_pirex_is_adopted_and_stopped(tmp_path):
+    port = free_port()
+    args = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)]
+    first = Daemon("http", args, tmp_path / "log", ready=lambda: accepts(port), start_timeout=30)
+    first.__enter__()
+    first.proc = None  # as if pirex had been SIGKILLed: no cleanup ran
+    with Daemon("http", args, tmp_path / "log", ready=lambda: accepts(port)) as second:
+        assert second.proc is not None
+    assert not accepts(port)
+    assert not (tmp_path / "log.pid").exists()
+
+
 def test_running_service_is_used_and_left_alone(tmp_path):
     d = Daemon("already", ["false"], tmp_path / "log", ready=lambda: True)
     with d:
