@@ -94,6 +94,8 @@ go_tool() { # go_tool NAME MODULE@VERSION [VERSION_VARIABLE]: build once into $T
 }
 
 install_go_tools() {
+	# Go from go.dev's tarball lives here and is not always on a non-login shell's PATH
+	[[ -x /usr/local/go/bin/go ]] && PATH=$PATH:/usr/local/go/bin
 	command -v go >/dev/null || {
 		log "go is needed to build buildx/compose/buildkitd; install golang-go"
 		exit 1

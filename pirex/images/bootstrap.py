@@ -35,6 +35,9 @@ SLIM_DPKG_OPTS = (
     "path-include=/usr/share/locale/locale.alias",
     "path-exclude=/usr/share/lintian/*",
 )
+# merged-/usr through mmdebstrap's hook (usr-is-merged) rather than the usrmerge package, which
+# would pull full perl into every image, as debuerreotype does for the official images.
+MERGED_USR_HOOK = "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr"
 MMDEBSTRAP_TIMEOUT = 1800
 # Raspberry Pi OS adds its own archive with a Debian-like path; its keyring is not in a Debian rootfs.
 FOREIGN = re.compile(r"raspberrypi|raspbian", re.I)
@@ -138,7 +141,9 @@ def rootfs(platform: Platform, refresh: bool = False) -> tuple[Path, dict]:
     """A minbase bookworm rootfs for platform, cached; returns (tarball, its record)."""
     d = paths.cache_dir() / "bootstrap"
     d.mkdir(parents=True, exist_ok=True)
-    tar, meta = d / f"rootfs-{platform.dpkg_arch}.tar", d / f"rootfs-{platform.dpkg_arch}.json"
+    options = ["--variant=minbase", MERGED_USR_HOOK, *(f"--dpkgopt={o}" for o in SLIM_DPKG_OPTS)]
+    stem = f"rootfs-{platform.dpkg_arch}-{_key(SUITE, *options)[:8]}"  # a changed recipe makes a new one
+    tar, meta = d / f"{stem}.tar", d / f"{stem}.json"
     if tar.exists() and meta.exists() and not refresh:
         return tar, json.loads(meta.read_text())
     cands = source_candidates()
@@ -146,16 +151,7 @@ def rootfs(platform: Platform, refresh: bool = False) -> tuple[Path, dict]:
     for n, (desc, text) in enumerate(cands):
         src = d / f"sources-{n}.sources"
         src.write_text(text)
-        args = [
-            "mmdebstrap",
-            "--variant=minbase",
-            f"--arch={platform.dpkg_arch}",
-            "--format=tar",
-            *(f"--dpkgopt={o}" for o in SLIM_DPKG_OPTS),
-            SUITE,
-            tmp,
-            src,
-        ]
+        args = ["mmdebstrap", *options, f"--arch={platform.dpkg_arch}", "--format=tar", SUITE, tmp, src]
         log.info("making a Debian %s rootfs for %s from %s", SUITE, platform, desc)
         try:
             proc.retry(
@@ -180,6 +176,9 @@ def rootfs(platform: Platform, refresh: bool = False) -> tuple[Path, dict]:
             "sha256": _sha256(tmp),
             "mmdebstrap": _mmdebstrap_version(),
         }
+        for stale in d.glob(f"rootfs-{platform.dpkg_arch}-*"):  # older recipes
+            if stale != tmp:
+                stale.unlink()
         os.replace(tmp, tar)
         meta.write_text(json.dumps(record, indent=2) + "\n")
         if n > 0:
