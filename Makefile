@@ -4,17 +4,19 @@ SHELL = /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 
 ##@ Settings (override on the command line: make build PLATFORMS=linux/arm64 OFFLINE=1)
-# Platforms to build: comma-separated subset of linux/amd64,linux/arm64,linux/arm/v7; all; host
+#: comma-separated subset of linux/amd64,linux/arm64,linux/arm/v7; all; host
 PLATFORMS ?= all
-# 1: build the bases from Debian packages (no container registry); 0: public images; auto: probe
+#: 1: bases from Debian packages (no container registry); 0: public images; auto: probe
 OFFLINE ?= auto
-# Image tag; default: git describe of this checkout
+#: image tag; default: git describe of this checkout
 TAG ?=
-# Where `make push` publishes: host[:port]/namespace
+#: where `make push` publishes: host[:port]/namespace
 REGISTRY ?=
-# The record of published images
+#: the record of published images
 REGISTRY_FILE ?= registry.yaml
+#: Python 3.11+ for the virtualenv
 PYTHON ?= python3
+#: where pirex and its dependencies are installed
 VENV ?= .venv
 ACTIONLINT_VERSION ?= v1.7.12
 
@@ -26,15 +28,15 @@ ACTIONLINT = $(or $(shell command -v actionlint),$(VENV)/bin/actionlint)
 # The runner's few dependencies (a Pi needs no more); the linters and pytest only for development.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	for i in 1 2 3; do $(VENV)/bin/pip install -q -e . && break; sleep $$((i * 5)); done
+	for i in 1 2 3; do $(VENV)/bin/pip install -q -e . && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[dev]' && break; sleep $$((i * 5)); done
+	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[dev]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	touch $@
 
 $(VENV)/bin/actionlint: | $(VENV)/.installed
-	for i in 1 2 3; do GOBIN=$(abspath $(VENV)/bin) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) && break; sleep $$((i * 5)); done
+	for i in 1 2 3; do GOBIN=$(abspath $(VENV)/bin) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 
 ##@ Experiments
 .PHONY: run
@@ -90,6 +92,8 @@ clean: ## Remove the virtualenv and caches of this checkout (not the machine-wid
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target> [VAR=value]\n"} \
-		/^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 } \
+	@awk 'BEGIN {printf "Usage: make <target> [VAR=value]\n"} \
+		/^#: / { doc = substr($$0, 4); next } \
+		/^[A-Z_]+ \?=/ && doc { v = $$0; sub(/ \?= ?/, "=", v); printf "  %-28s %s\n", v, doc; doc = ""; next } \
+		/^[a-zA-Z_-]+:.*##/ { split($$0, a, ":.*## "); sub(/:.*/, "", a[1]); printf "  %-12s %s\n", a[1], a[2] } \
 		/^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -61,6 +61,15 @@ install_packages() {
 	DEBIAN_FRONTEND=noninteractive retry 4 apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+quiet_packaged_registry() {
+	# Debian's docker-registry package starts a service on :5000 with htpasswd auth where systemd
+	# runs; pirex runs its own, without auth, on loopback only.
+	if command -v systemctl >/dev/null && systemctl is-enabled docker-registry >/dev/null 2>&1; then
+		log "disabling the packaged docker-registry service (pirex starts its own on 127.0.0.1:5000)"
+		systemctl disable --now docker-registry || true
+	fi
+}
+
 enable_binfmt() {
 	if [[ ! -e /proc/sys/fs/binfmt_misc/status ]]; then
 		mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
@@ -97,7 +106,8 @@ install_go_tools() {
 	# Go from go.dev's tarball lives here and is not always on a non-login shell's PATH
 	[[ -x /usr/local/go/bin/go ]] && PATH=$PATH:/usr/local/go/bin
 	command -v go >/dev/null || {
-		log "go is needed to build buildx/compose/buildkitd; install golang-go"
+		# bookworm's golang-go (1.19) is too old for these modules; actionlint wants Go 1.25+
+		log "Go 1.25 or newer is needed to build buildx/compose/buildkitd/actionlint: install it from go.dev"
 		exit 1
 	}
 	go_tool buildkitd "github.com/moby/buildkit/cmd/buildkitd@$BUILDKIT_VERSION"
@@ -136,6 +146,7 @@ start_dockerd() {
 
 need_root
 install_packages
+quiet_packaged_registry
 enable_binfmt
 install_go_tools
 [[ ${1:-} == --no-daemon ]] || start_dockerd

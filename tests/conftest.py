@@ -6,6 +6,7 @@ so that a broken engine can never pass as a skipped test."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 
 import pytest
@@ -16,6 +17,16 @@ from pirex.images import builder, collection, localregistry
 from pirex.images import platforms as plat
 
 TEST_TAG = "pirex-test"
+
+
+def pytest_configure(config):
+    # SIGTERM (a CI time limit, a killed make) unwinds like Ctrl-C: pytest then runs the fixture
+    # teardowns that stop buildkitd and the registries, and proc.run kills its children.
+    def interrupt(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGHUP, interrupt)
 
 
 def _docker_problem() -> str | None:

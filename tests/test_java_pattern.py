@@ -49,7 +49,7 @@ public class Hello {
 """
 
 
-def test_jar_built_once_runs_on_every_platform(built, tmp_path):
+def test_jar_built_once_runs_on_every_platform(built, infra, tmp_path):
     ctx = tmp_path / "ctx"
     (ctx / "hello" / "src" / "main" / "java").mkdir(parents=True)
     pom = (REPO / "images" / "pom.xml").read_text()
@@ -61,13 +61,13 @@ def test_jar_built_once_runs_on_every_platform(built, tmp_path):
     maven = built.bases.get("MAVEN_IMAGE") or bake.variable_default("MAVEN_IMAGE")
     targets = [parse("linux/arm/v7"), host()]
     tag = f"{localregistry.HOST}/pirex-test/hello:{built.tag}"
-    with builder.builder() as b:
-        builder.buildx(
-            "build", "--builder", b, "--platform", ",".join(map(str, targets)), "--push", "--provenance=false",
-            "--build-arg", f"MAVEN_IMAGE={maven}",
-            "--build-context", f"jvm=docker-image://{publish.local_ref('jvm', built.tag)}",
-            "-t", tag, str(ctx), timeout=1800, what="building the Java pattern",
-        )  # fmt: skip
+    _, builder_name = infra
+    builder.buildx(
+        "build", "--builder", builder_name, "--platform", ",".join(map(str, targets)), "--push", "--provenance=false",
+        "--build-arg", f"MAVEN_IMAGE={maven}",
+        "--build-context", f"jvm=docker-image://{publish.local_ref('jvm', built.tag)}",
+        "-t", tag, str(ctx), timeout=1800, what="building the Java pattern",
+    )  # fmt: skip
     reg = regclient.Registry(localregistry.HOST)
     _, images = reg.platform_images("pirex-test/hello", built.tag)
     assert set(images) == set(targets)

@@ -32,11 +32,9 @@ def auth_registry(built, tmp_path_factory):
     htpasswd = d / "htpasswd"
     htpasswd.write_text(proc.run(["htpasswd", "-Bbn", USER, PASSWORD], timeout=30).stdout)
     addr = f"127.0.0.1:{free_port()}"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("DOCKER_CONFIG", str(d / "docker-config"))
-    with localregistry.registry_daemon(d, addr, htpasswd):
+    with pytest.MonkeyPatch.context() as mp, localregistry.registry_daemon(d, addr, htpasswd):
+        mp.setenv("DOCKER_CONFIG", str(d / "docker-config"))
         yield addr
-    mp.undo()
 
 
 @pytest.fixture
@@ -79,9 +77,13 @@ def test_push_then_pull_by_digest(built, auth_registry, registry_copy):
             assert image_id == images[platform].config_digest, (name, platform)
 
 
-def test_pull_refuses_unpublished_images(registry_copy):
-    with pytest.raises(PirexError, match="no digest for base, jvm"):
-        publish.pull(registry_copy, SUPPORTED[0])
+def test_pull_refuses_unpublished_and_unknown_images(tmp_path):
+    f = tmp_path / "registry.yaml"
+    f.write_text("images:\n  base: {repository: ghcr.io/lab/base, tag: v1, platforms: [linux/amd64], digest: null}\n")
+    with pytest.raises(PirexError, match="no digest for base: nothing published yet"):
+        publish.pull(f, SUPPORTED[0])
+    with pytest.raises(PirexError, match="lists no image named nosuch"):
+        publish.pull(f, SUPPORTED[0], ["nosuch"])
 
 
 def test_push_names_a_missing_build(infra, registry_copy):

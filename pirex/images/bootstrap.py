@@ -115,7 +115,8 @@ def _keep(out: list[Source], uris: list[str], suites: list[str], comps: list[str
 
 
 def host_sources() -> list[Source]:
-    files = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    d = Path("/etc/apt/sources.list.d")
+    files = [Path("/etc/apt/sources.list"), *sorted([*d.glob("*.list"), *d.glob("*.sources")])]
     return parse_sources((f.name, f.read_text(errors="replace")) for f in files if f.is_file())
 
 
@@ -158,11 +159,20 @@ def rootfs(platform: Platform, refresh: bool = False) -> tuple[Path, dict]:
         *(f"--dpkgopt={o}" for o in SLIM_DPKG_OPTS),
         *(f"--aptopt={o}" for o in SLIM_APT_OPTS),
     ]
-    stem = f"rootfs-{platform.dpkg_arch}-{_key(SUITE, *options)[:8]}"  # a changed recipe makes a new one
+    cands = source_candidates()
+    # a changed recipe or changed sources make a new one
+    stem = f"rootfs-{platform.dpkg_arch}-{_key(SUITE, *options, cands[0][1])[:8]}"
     tar, meta = d / f"{stem}.tar", d / f"{stem}.json"
     if tar.exists() and meta.exists() and not refresh:
-        return tar, json.loads(meta.read_text())
-    cands = source_candidates()
+        record = json.loads(meta.read_text())
+        if record["fallback"]:
+            log.warning(
+                "reusing the %s rootfs made WITHOUT security updates (%s); "
+                "`pirex images bootstrap --refresh` tries the full sources again",
+                platform,
+                record["sources"],
+            )
+        return tar, record
     tmp = tar.with_suffix(".tar.part")
     for n, (desc, text) in enumerate(cands):
         src = d / f"sources-{n}.sources"

@@ -21,7 +21,10 @@ from pirex.errors import PirexError
 from pirex.images import localregistry
 from pirex.images.daemon import Daemon
 
-NAME = "pirex"
+# One builder name per driver, so that a builder made the other way is never reused by mistake.
+# Builders are listed under the cache (BUILDX_CONFIG), next to the buildkitd socket they name.
+REMOTE = "pirex-remote"
+CONTAINER = "pirex-container"
 
 CONFIG = """\
 # written by pirex
@@ -91,10 +94,10 @@ def _remote(exe: str):
         ready=lambda: _accepts(sock),
     )
     with daemon:
-        if not _exists(NAME):
-            buildx("create", "--name", NAME, "--driver", "remote", addr, timeout=60)
-        buildx("inspect", "--bootstrap", NAME, timeout=120)
-        yield NAME
+        if not _exists(REMOTE):
+            buildx("create", "--name", REMOTE, "--driver", "remote", addr, timeout=60)
+        buildx("inspect", "--bootstrap", REMOTE, timeout=120)
+        yield REMOTE
 
 
 def _accepts(sock: Path) -> bool:
@@ -109,14 +112,14 @@ def _accepts(sock: Path) -> bool:
 
 
 def _docker_container() -> str:
-    if not _exists(NAME):
+    if not _exists(CONTAINER):
         cfg = Path(paths.cache_dir()) / "buildkitd.toml"
         cfg.parent.mkdir(parents=True, exist_ok=True)
         cfg.write_text(CONFIG.format(registry=localregistry.HOST))
         buildx(
             "create",
             "--name",
-            NAME,
+            CONTAINER,
             "--driver",
             "docker-container",
             "--driver-opt",
@@ -126,11 +129,11 @@ def _docker_container() -> str:
             timeout=120,
         )
     try:
-        buildx("inspect", "--bootstrap", NAME, timeout=300)
+        buildx("inspect", "--bootstrap", CONTAINER, timeout=300)
     except PirexError as e:
         raise PirexError(
             "could not start a BuildKit container (it needs the moby/buildkit image from a registry). "
             "Without registry access, build buildkitd with scripts/host-setup.sh and run as root, "
             f"or name a builder of yours with PIREX_BUILDER.\n{e}"
         ) from e
-    return NAME
+    return CONTAINER

@@ -1,5 +1,6 @@
 """A background service pirex starts for the length of one command and always stops again
-(the local registry, buildkitd). A service that was already running is used and left alone."""
+(the local registry, buildkitd). A service that was already running is used and left alone,
+except one that a killed pirex left behind: that one is adopted and stopped."""
 
 from __future__ import annotations
 
@@ -16,92 +17,109 @@ from pirex.errors import PirexError
 log = logging.getLogger(__name__)
 
 
+def alive(pid: int) -> bool:
+    """True while any thread of pid has not exited (a zombie main thread may still hold sockets)."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+    for t in tasks:
+        try:
+            state = (t / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False
+
+
 class Daemon:
     def __init__(
         self, name: str, args: Sequence[str], logfile: Path, ready: Callable[[], bool], start_timeout: float = 60
     ):
         self.name, self.args, self.logfile, self.ready = name, [str(a) for a in args], logfile, ready
         self.start_timeout = start_timeout
-        self.proc: subprocess.Popen | None = None
+        self.pid: int | None = None  # set while this object owns a running daemon
 
     @property
     def pidfile(self) -> Path:
+        """'<daemon pid> <owner pid>': who started it, and for which pirex process."""
         return self.logfile.with_suffix(".pid")
 
     def _orphan(self) -> int | None:
-        """A daemon of ours left behind by a pirex that was killed (SIGKILL leaves no cleanup)."""
+        """Our daemon whose owning pirex is gone (SIGKILL leaves no cleanup), else None."""
         try:
-            pid = int(self.pidfile.read_text())
+            pid, owner = map(int, self.pidfile.read_text().split())
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
         except (OSError, ValueError):
             return None
-        return pid if [a.decode(errors="replace") for a in cmdline] == self.args else None
+        ours = [a.decode(errors="replace") for a in cmdline] == self.args
+        return pid if ours and not alive(owner) else None
 
     def __enter__(self) -> Daemon:
         if self.ready():
             if (pid := self._orphan()) is not None:
-                log.info("%s: adopting pid %d, left running by an interrupted pirex", self.name, pid)
-                self.proc = _Adopted(pid)
+                log.info("%s: adopting pid %d, left running by a pirex that was killed", self.name, pid)
+                self._own(pid)
             else:
                 log.info("%s: using the one already running", self.name)
             return self
         self.logfile.parent.mkdir(parents=True, exist_ok=True)
         with open(self.logfile, "ab") as out:
-            self.proc = subprocess.Popen(
+            proc = subprocess.Popen(
                 self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
             )
-        self.pidfile.write_text(str(self.proc.pid))
+        self._own(proc.pid)
+        try:
+            self._wait_ready(proc)
+        except BaseException:  # also Ctrl-C and SIGTERM while waiting: never leak the daemon
+            self.stop()
+            raise
+        return self
+
+    def _own(self, pid: int) -> None:
+        self.pid = pid
+        self.pidfile.write_text(f"{pid} {os.getpid()}\n")
+
+    def _wait_ready(self, proc: subprocess.Popen) -> None:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            if proc.poll() is not None:
                 tail = self.logfile.read_text(errors="replace").splitlines()[-10:]
-                self.proc = None
                 raise PirexError(f"{self.name} exited at start; its log ({self.logfile}) ends:\n" + "\n".join(tail))
             if self.ready():
-                log.info("%s started (pid %d, log %s)", self.name, self.proc.pid, self.logfile)
-                return self
+                log.info("%s started (pid %d, log %s)", self.name, proc.pid, self.logfile)
+                return
             time.sleep(0.2)
-        self.stop()
         raise PirexError(f"{self.name} did not become ready within {self.start_timeout:.0f} s; see {self.logfile}")
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
     def stop(self) -> None:
-        if self.proc is None:
+        if self.pid is None:
             return
         for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
             try:
-                os.killpg(self.proc.pid, sig)
+                os.killpg(self.pid, sig)
             except ProcessLookupError:
                 break
-            try:
-                self.proc.wait(timeout=wait)
+            if _wait_gone(self.pid, wait):
                 break
-            except subprocess.TimeoutExpired:
-                continue
         log.info("%s stopped", self.name)
-        self.proc = None
+        self.pid = None
         self.pidfile.unlink(missing_ok=True)
 
 
-class _Adopted:
-    """Enough of Popen to stop a process this one did not start."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-
-    def poll(self) -> int | None:
-        try:  # a zombie (state Z) has exited too
-            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return 0
-        return 0 if state == "Z" else None
-
-    def wait(self, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        while self.poll() is None:
-            if time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(str(self.pid), timeout)
-            time.sleep(0.1)
-        return 0
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:  # reap it if it is our child; harmless otherwise
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if not alive(pid):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)

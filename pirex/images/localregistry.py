@@ -79,5 +79,10 @@ def _answers_any(addr: str) -> bool:
 @contextmanager
 def local_registry():
     """The local registry for the length of a block: the running one, or one started here."""
+    if _answers_any(LISTEN) and not answers(LISTEN):
+        raise PirexError(
+            f"a registry on {LISTEN} requires credentials, so it is not one pirex can build into; on Debian "
+            "the docker-registry package starts one as a service: `systemctl disable --now docker-registry`"
+        )
     with registry_daemon(paths.cache_dir() / "registry", LISTEN):
         yield HOST

@@ -107,6 +107,9 @@ def pull(regfile: Path, platform: Platform, names: list[str] | None = None) -> d
 
     Returns {name: image ID}."""
     entries = registryfile.load(regfile)
+    unknown = sorted(set(names or []) - set(entries))
+    if unknown:
+        raise PirexError(f"{regfile} lists no image named {', '.join(unknown)} (it lists {', '.join(entries)})")
     unpublished = [n for n, e in entries.items() if not e.digest and (names is None or n in names)]
     if unpublished:
         raise PirexError(

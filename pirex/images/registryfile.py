@@ -79,16 +79,17 @@ def load(path: Path) -> dict[str, Entry]:
             raise _problem(
                 path, f"{k}.platforms", "a non-empty list such as [linux/amd64, linux/arm64, linux/arm/v7]", ps
             )
+        canonical = []
         for p in ps:
             try:
-                plat.parse(str(p))
+                canonical.append(str(plat.parse(str(p))))
             except PirexError as err:
                 raise PirexError(f"{path}: {k}.platforms: {err}") from None
         digest = e.get("digest")
         if digest is not None and not (isinstance(digest, str) and DIGEST.match(digest)):
             raise _problem(path, f"{k}.digest", "null or sha256:<64 hex digits>", digest)
         extra = {x: v for x, v in e.items() if x not in ("repository", "tag", "platforms", "digest")}
-        out[name] = Entry(e["repository"], e["tag"], [str(p) for p in ps], digest, extra)
+        out[name] = Entry(e["repository"], e["tag"], canonical, digest, extra)
     return out
 
 
@@ -96,10 +97,14 @@ def save(path: Path, entries: dict[str, Entry]) -> None:
     body = yaml.safe_dump(
         {"images": {n: e.to_dict() for n, e in entries.items()}}, sort_keys=False, default_flow_style=None, width=100
     )
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(HEADER + body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)  # mkstemp makes it owner-only
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

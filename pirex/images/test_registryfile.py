@@ -70,3 +70,17 @@ def test_failed_save_leaves_the_file(tmp_path, monkeypatch):
         registryfile.save(f, entries)
     assert f.read_text() == GOOD
     assert [p.name for p in tmp_path.iterdir()] == ["registry.yaml"]
+
+
+def test_platform_aliases_are_stored_canonically(tmp_path):
+    f = tmp_path / "registry.yaml"
+    f.write_text(GOOD.replace("[linux/amd64, linux/arm/v7]", "[linux/arm64/v8, linux/arm]"))
+    assert registryfile.load(f)["base"].platforms == ["linux/arm64", "linux/arm/v7"]
+
+
+def test_save_keeps_the_file_readable(tmp_path):
+    f = tmp_path / "registry.yaml"
+    f.write_text(GOOD)
+    f.chmod(0o644)
+    registryfile.save(f, registryfile.load(f))
+    assert f.stat().st_mode & 0o777 == 0o644
