@@ -79,7 +79,7 @@ lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, hadolint, shellcheck, action
 	$(VENV)/bin/ruff check pirex tests
 	$(VENV)/bin/ruff format --check pirex tests
 	$(VENV)/bin/hadolint images/*/Dockerfile images/bootstrap/*/Dockerfile
-	$(VENV)/bin/shellcheck scripts/*.sh .ci/run
+	$(VENV)/bin/shellcheck scripts/*.sh .ci/run images/*/pirex-*
 	$(ACTIONLINT)
 
 .PHONY: host-setup

@@ -41,7 +41,7 @@ function "tags" {
 }
 
 group "default" {
-  targets = ["base", "jvm"]
+  targets = ["base", "jvm", "jmh"]
 }
 
 target "_common" {
@@ -66,4 +66,14 @@ target "jvm" {
   contexts = { base = "target:base" }
   args     = { JDK_IMAGE = JDK_IMAGE }
   tags     = tags("jvm")
+}
+
+# Java images build from images/ (the Maven parent is there) on the build platform.
+target "jmh" {
+  inherits   = ["_common"]
+  context    = "images"
+  dockerfile = "jmh/Dockerfile"
+  contexts   = { jvm = "target:jvm" }
+  args       = { MAVEN_IMAGE = MAVEN_IMAGE }
+  tags       = tags("jmh")
 }

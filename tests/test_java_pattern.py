@@ -5,6 +5,8 @@ images/pom.xml, and the jar is copied into the jvm image of every target platfor
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pirex import proc
@@ -53,7 +55,9 @@ def test_jar_built_once_runs_on_every_platform(built, infra, tmp_path):
     ctx = tmp_path / "ctx"
     (ctx / "hello" / "src" / "main" / "java").mkdir(parents=True)
     pom = (REPO / "images" / "pom.xml").read_text()
-    (ctx / "pom.xml").write_text(pom.replace("<modules>", "<modules><module>hello</module>", 1))
+    (ctx / "pom.xml").write_text(
+        re.sub(r"<modules>.*</modules>", "<modules><module>hello</module></modules>", pom, flags=re.S)
+    )
     (ctx / "hello" / "pom.xml").write_text(MODULE_POM)
     (ctx / "hello" / "src" / "main" / "java" / "Hello.java").write_text(JAVA)
     (ctx / "Dockerfile").write_text(DOCKERFILE)

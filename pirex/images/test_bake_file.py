@@ -9,7 +9,9 @@ from pirex.images import bake
 from pirex.paths import REPO
 
 
-@pytest.mark.parametrize(("dockerfile", "arg"), [("base", "DEBIAN_IMAGE"), ("jvm", "JDK_IMAGE")])
+@pytest.mark.parametrize(
+    ("dockerfile", "arg"), [("base", "DEBIAN_IMAGE"), ("jvm", "JDK_IMAGE"), ("jmh", "MAVEN_IMAGE")]
+)
 def test_dockerfile_defaults_match_the_bake_file(dockerfile, arg):
     text = (REPO / "images" / dockerfile / "Dockerfile").read_text()
     m = re.search(rf"^ARG {arg}=(\S+)$", text, re.M)
