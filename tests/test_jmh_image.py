@@ -41,9 +41,6 @@ def test_quick_profile_runs_every_benchmark(built, tmp_path):
         forks = r["primaryMetric"]["rawData"]
         assert len(forks) == 2 and all(len(iterations) == 5 for iterations in forks)
         assert all(v > 0 for iterations in forks for v in iterations)
-    scores = {r["benchmark"].rsplit(".", 1)[1]: r["primaryMetric"]["score"] for r in doc}
-    # Excluding the method from compilation must cost throughput (the paper: 30x on a Pi 3).
-    assert scores["b4_exclude"] < scores["b1_default"]
 
 
 def test_b1_runs_on_emulated_arm64(built, tmp_path):
