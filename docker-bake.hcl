@@ -35,6 +35,12 @@ variable "MAVEN_IMAGE" {
   default = "maven:3.9.16-eclipse-temurin-17-noble@sha256:b1420375ab2a5f3ef6e0f355367bff4096e23bdea2191af2b95f9f1c71984690"
 }
 
+# Certificate authorities Maven must trust in the Java build stages (TLS-inspecting proxies);
+# see images/extra-ca/README.md. Never part of an image.
+variable "EXTRA_CA_DIR" {
+  default = "images/extra-ca"
+}
+
 function "tags" {
   params = [name]
   result = ["${REGISTRY}/${name}:${TAG}"]
@@ -73,7 +79,7 @@ target "jmh" {
   inherits   = ["_common"]
   context    = "images"
   dockerfile = "jmh/Dockerfile"
-  contexts   = { jvm = "target:jvm" }
+  contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
   args       = { MAVEN_IMAGE = MAVEN_IMAGE }
   tags       = tags("jmh")
 }

@@ -16,18 +16,18 @@ from pirex.paths import REPO
 
 pytestmark = pytest.mark.docker
 
-DOCKERFILE = """\
-ARG MAVEN_IMAGE
-FROM --platform=$BUILDPLATFORM ${MAVEN_IMAGE} AS build
-WORKDIR /src
-COPY pom.xml ./
-COPY hello/pom.xml hello/
-COPY hello/src hello/src
-RUN --mount=type=cache,target=/root/.m2 mvn -B -q -pl hello -am package
-FROM jvm
-COPY --from=build /src/hello/target/hello.jar /opt/pirex/hello.jar
-CMD ["java", "-cp", "/opt/pirex/hello.jar", "Hello"]
-"""
+
+def dockerfile() -> str:
+    """The real build stage of images/jmh/Dockerfile, for module hello, plus a final stage."""
+    text = (REPO / "images" / "jmh" / "Dockerfile").read_text()
+    build_stage = text[text.index("ARG MAVEN_IMAGE") : text.index("# `jvm` is a named build context")]
+    assert "--platform=$BUILDPLATFORM" in build_stage
+    return build_stage.replace("jmh", "hello") + (
+        "FROM jvm\n"
+        "COPY --from=build /src/hello/target/hello.jar /opt/pirex/hello.jar\n"
+        'CMD ["java", "-cp", "/opt/pirex/hello.jar", "Hello"]\n'
+    )
+
 
 MODULE_POM = """\
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -60,7 +60,7 @@ def test_jar_built_once_runs_on_every_platform(built, infra, tmp_path):
     )
     (ctx / "hello" / "pom.xml").write_text(MODULE_POM)
     (ctx / "hello" / "src" / "main" / "java" / "Hello.java").write_text(JAVA)
-    (ctx / "Dockerfile").write_text(DOCKERFILE)
+    (ctx / "Dockerfile").write_text(dockerfile())
 
     maven = built.bases.get("MAVEN_IMAGE") or bake.variable_default("MAVEN_IMAGE")
     targets = [parse("linux/arm/v7"), host()]
@@ -70,6 +70,7 @@ def test_jar_built_once_runs_on_every_platform(built, infra, tmp_path):
         "build", "--builder", builder_name, "--platform", ",".join(map(str, targets)), "--push", "--provenance=false",
         "--build-arg", f"MAVEN_IMAGE={maven}",
         "--build-context", f"jvm=docker-image://{publish.local_ref('jvm', built.tag)}",
+        "--build-context", f"extra-ca={bake.extra_ca_dir()}",
         "-t", tag, str(ctx), timeout=1800, what="building the Java pattern",
     )  # fmt: skip
     reg = regclient.Registry(localregistry.HOST)

@@ -58,6 +58,17 @@ def catalog(group: str = "default", env: dict[str, str] | None = None) -> list[T
     ]
 
 
+EXTRA_CA_SYSTEM = Path("/usr/local/share/ca-certificates")
+
+
+def extra_ca_dir() -> Path:
+    """The CAs Maven must trust in Java build stages: the host's locally added ones, if any."""
+    if any(EXTRA_CA_SYSTEM.glob("*.crt")):
+        log.info("Java build stages trust the extra CAs in %s as well", EXTRA_CA_SYSTEM)
+        return EXTRA_CA_SYSTEM
+    return paths.REPO / "images" / "extra-ca"
+
+
 def bake_vars(
     *,
     registry: str,
@@ -73,6 +84,7 @@ def bake_vars(
         "VERSION": version,
         "REVISION": revision,
         "PLATFORMS": ",".join(map(str, platforms)),
+        "EXTRA_CA_DIR": str(extra_ca_dir()),
         **(bases or {}),
     }
 

@@ -1,0 +1,476 @@
+"""Result bundles: one directory per run, written atomically, never overwritten, resumable, verifiable.
+
+Layout::
+
+    results/<experiment>/<run-id>/
+      manifest.json            what was run and every file of the bundle with its sha256 (below)
+      machine.json             the machine record: {"before": {...}, "after": {...}}
+      <variant>/<repetition>/  one completed step: raw outputs as the benchmark wrote them, stdout, stderr
+
+manifest.json (SCHEMA_VERSION 1), keys in this order:
+
+    schema_version  1; readers refuse any other number
+    run_id          "20261122T061500Z-3fa9c1": UTC start, then 6 random hex digits; sorts by start time
+    experiment      experiments/<id>, and the directory above the bundle
+    profile         "quick", "paper", ...
+    parameters      the resolved parameters, as the runner passed them
+    variants        ["native", "docker", ...]
+    images          the images used, as the runner passed them (reference, digest, platform)
+    tool            {"version": ..., "commit": ...}: the pirex that wrote the bundle
+    started         UTC ISO 8601 ("2026-11-22T06:15:00Z"), when the bundle was created
+    ended           UTC ISO 8601 of the last finish(), null while running
+    resumed         UTC times at which the run was resumed, oldest first
+    status          running | complete | partial | failed
+    plan            the ordered steps: [{"variant", "repetition", "params"?}, ...]; "params" only when a step has its own
+    completed       the steps done, in the order they completed: [{"variant", "repetition", "started", "ended"}, ...]
+    files           {"<relative path>": {"sha256": <hex>, "size": <bytes>}} for every file except manifest.json
+
+Atomicity: the bundle directory is prepared under a temporary name and renamed into place (the rename fails if the
+name exists, so nothing is overwritten). A step is written into `<variant>/<repetition>.tmp-<pid>/` and renamed to
+`<variant>/<repetition>/` only when it succeeded; it counts as completed once the manifest says so. Every manifest and
+machine.json write goes to a temporary file that is fsynced and then os.replace()d. A crash therefore leaves either a
+step directory that no manifest mentions (resume removes it and runs the step again) or none at all.
+
+While a Bundle is writable (after create or resume, until finish or close) it holds an flock on the bundle directory,
+so two pirex processes never write one bundle at the same time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pirex.errors import PirexError
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+MACHINE = "machine.json"
+
+RUNNING, COMPLETE, PARTIAL, FAILED = "running", "complete", "partial", "failed"
+STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # experiment and variant names become directory names
+TMP_MARK = ".tmp-"  # <repetition>.tmp-<pid>: a step being written
+REQUIRED = ("run_id", "experiment", "profile", "variants", "status", "plan", "completed", "files")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_id(now: datetime) -> str:
+    """`20261122T061500Z-3fa9c1`: the UTC time, so ids sort by start, and 6 random hex digits, so two runs started in
+    the same second get different ids."""
+    if now.tzinfo is None:
+        raise ValueError("new_run_id needs an aware datetime (datetime.now(UTC)), not local time")
+    return now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def _check_name(what: str, name: object) -> str:
+    if not isinstance(name, str) or not NAME.match(name) or TMP_MARK in name:
+        raise PirexError(f"{what} {name!r} cannot name a directory: use letters, digits, '.', '_' and '-'")
+    return name
+
+
+def _normalise_plan(plan: Iterable, variants: list[str]) -> list[dict]:
+    out, seen = [], set()
+    for i, s in enumerate(plan):
+        if isinstance(s, tuple | list) and len(s) == 2:
+            s = {"variant": s[0], "repetition": s[1]}
+        if not isinstance(s, dict) or set(s) - {"variant", "repetition", "params"}:
+            raise PirexError(f"plan step {i}: expected {{variant, repetition, params?}}, found {s!r}")
+        v, r = s.get("variant"), s.get("repetition")
+        if v not in variants:
+            raise PirexError(f"plan step {i}: variant {v!r} is not one of the run's variants {variants}")
+        if not isinstance(r, int) or isinstance(r, bool) or r < 0:
+            raise PirexError(f"plan step {i}: repetition must be an integer >= 0, found {r!r}")
+        if (v, r) in seen:
+            raise PirexError(f"plan step {i}: {v} repetition {r} is planned twice")
+        seen.add((v, r))
+        step = {"variant": v, "repetition": r}
+        if s.get("params"):
+            step["params"] = s["params"]
+        out.append(step)
+    return out
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for d, _, files in os.walk(root):
+        for f in files:
+            fd = os.open(os.path.join(d, f), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(d))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _dump(path: Path, doc: dict) -> str:
+    try:
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    except (TypeError, ValueError) as e:
+        raise PirexError(f"{path}: cannot be written as JSON ({e}): pass plain strings, numbers, lists and dicts") from None
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _files(bundle: Path, under: Path | None = None) -> list[str]:
+    """Every file below `under` (default: the bundle), as POSIX paths relative to the bundle, manifest.json aside."""
+    out = []
+    for d, _, files in os.walk(under or bundle):
+        for f in files:
+            rel = Path(d, f).relative_to(bundle).as_posix()
+            if rel != MANIFEST:
+                out.append(rel)
+    return sorted(out)
+
+
+def _hash(bundle: Path, rels: list[str]) -> dict[str, dict]:
+    return {r: {"sha256": sha256(bundle / r), "size": (bundle / r).stat().st_size} for r in rels}
+
+
+def _read_manifest(path: Path) -> dict:
+    """The manifest of the bundle at `path`, checked for what every reader relies on; PirexError otherwise."""
+    f = path / MANIFEST
+    if not path.is_dir():
+        raise PirexError(f"{path} is not a result bundle directory (results/<experiment>/<run-id>)")
+    if not f.is_file():
+        raise PirexError(f"{f} is missing: {path} is not a result bundle, or its creation was cut short")
+    try:
+        doc = json.loads(f.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise PirexError(f"{f} is not valid JSON ({e}): the bundle is damaged; restore it from a copy") from None
+    if not isinstance(doc, dict):
+        raise PirexError(f"{f}: expected a JSON object, found {type(doc).__name__}")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise PirexError(
+            f"{f}: schema_version {doc.get('schema_version')!r} is not {SCHEMA_VERSION}, the one this pirex reads: "
+            "use the pirex version that wrote it"
+        )
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:
+        raise PirexError(f"{f}: missing {', '.join(missing)}: the bundle is damaged")
+    if doc["status"] not in STATUSES:
+        raise PirexError(f"{f}: status {doc['status']!r} is not one of {', '.join(STATUSES)}")
+    for key in ("plan", "completed"):
+        if not isinstance(doc[key], list) or not all(isinstance(s, dict) and {"variant", "repetition"} <= set(s)
+                                                     for s in doc[key]):
+            raise PirexError(f"{f}: {key}: expected a list of {{variant, repetition, ...}}: the bundle is damaged")
+    if not isinstance(doc["files"], dict):
+        raise PirexError(f"{f}: files: expected a mapping of path to {{sha256, size}}: the bundle is damaged")
+    return doc
+
+
+class Bundle:
+    """One result bundle. Bundle.create starts one, Bundle.resume continues one, Bundle.open only reads."""
+
+    def __init__(self, path: Path, manifest: dict, lock_fd: int | None = None):
+        self.path = path
+        self.manifest = manifest
+        self._lock_fd = lock_fd
+
+    # --- starting, opening, resuming
+
+    @classmethod
+    def create(
+        cls,
+        results_dir: Path,
+        experiment: str,
+        profile: str,
+        parameters: dict,
+        variants: list[str],
+        plan: Iterable,
+        images: object,
+        tool: dict,
+        *,
+        run_id: str | None = None,
+    ) -> Bundle:
+        """Create results_dir/<experiment>/<run-id>/ with its manifest (status running). Never replaces a bundle."""
+        _check_name("experiment", experiment)
+        variants = [_check_name("variant", v) for v in variants]
+        if len(set(variants)) != len(variants):
+            raise PirexError(f"variants {variants}: each variant may be named only once")
+        if not isinstance(tool, dict) or not {"version", "commit"} <= set(tool):
+            raise PirexError(f"tool: expected {{version, commit}}, found {tool!r}")
+        now = utcnow()
+        run_id = _check_name("run id", run_id or new_run_id(now))
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run_id,
+            "experiment": experiment,
+            "profile": profile,
+            "parameters": parameters,
+            "variants": variants,
+            "images": images,
+            "tool": dict(tool),
+            "started": iso(now),
+            "ended": None,
+            "resumed": [],
+            "status": RUNNING,
+            "plan": _normalise_plan(plan, variants),
+            "completed": [],
+            "files": {},
+        }
+        parent = Path(results_dir) / experiment
+        final = parent / run_id
+        text = _dump(final / MANIFEST, manifest)
+        if final.exists():
+            raise PirexError(f"{final} already exists: bundles are never overwritten; start the run again for a new id")
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{run_id}{TMP_MARK}"))
+        try:
+            os.chmod(tmp, 0o755)  # mkdtemp makes it owner-only
+            _write_atomic(tmp / MANIFEST, text)
+            os.rename(tmp, final)  # fails on a non-empty target, and final always holds a manifest
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if final.exists():
+                raise PirexError(
+                    f"{final} already exists: bundles are never overwritten; start the run again for a new id"
+                ) from None
+            raise PirexError(f"cannot create the bundle {final}: {e.strerror}; check that {parent} is writable") from e
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _fsync_dir(parent)
+        return cls(final, manifest, _lock(final))
+
+    @classmethod
+    def open(cls, path: Path) -> Bundle:
+        """Read a bundle (for remaining_steps, reports). Writing needs Bundle.resume."""
+        path = Path(path)
+        return cls(path, _read_manifest(path))
+
+    @classmethod
+    def resume(cls, path: Path) -> Bundle:
+        """Continue an interrupted, partial or failed run: drop steps that never completed, set status running."""
+        path = Path(path)
+        manifest = _read_manifest(path)
+        if manifest["status"] == COMPLETE:
+            raise PirexError(
+                f"{path} is complete: there is nothing to resume; run the experiment again for a new bundle"
+            )
+        fd = _lock(path)
+        try:
+            b = cls(path, _read_manifest(path), fd)  # re-read under the lock
+            done = b._completed_keys()
+            for v in b.manifest["variants"]:
+                vdir = path / v
+                if not vdir.is_dir():
+                    continue
+                for d in vdir.iterdir():
+                    rep = d.name.split(TMP_MARK)[0]
+                    if d.is_dir() and (TMP_MARK in d.name or not rep.isdigit() or (v, int(rep)) not in done):
+                        shutil.rmtree(d)  # a step cut short, or renamed into place but never recorded
+            for stale in path.glob(f".{MANIFEST}.*"):
+                stale.unlink()
+            for stale in path.glob(f".{MACHINE}.*"):
+                stale.unlink()
+            b.manifest["status"] = RUNNING
+            b.manifest["ended"] = None
+            b.manifest["resumed"].append(iso(utcnow()))
+            b._save()
+        except BaseException:
+            os.close(fd)
+            raise
+        return b
+
+    # --- properties
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest["run_id"]
+
+    @property
+    def status(self) -> str:
+        return self.manifest["status"]
+
+    @property
+    def plan(self) -> list[dict]:
+        return [dict(s) for s in self.manifest["plan"]]
+
+    def remaining_steps(self) -> list[dict]:
+        """The planned steps not yet completed, in plan order: what a resumed run still has to do."""
+        done = self._completed_keys()
+        return [dict(s) for s in self.manifest["plan"] if (s["variant"], s["repetition"]) not in done]
+
+    def step_dir(self, variant: str, repetition: int) -> Path:
+        return self.path / variant / str(repetition)
+
+    # --- writing
+
+    @contextmanager
+    def step(self, variant: str, repetition: int) -> Iterator[Path]:
+        """A fresh directory for one step's outputs. When the block succeeds, it becomes step_dir(variant, repetition)
+        and the step is recorded as completed; when it raises (KeyboardInterrupt included), it is removed."""
+        self._writable()
+        if not any(s["variant"] == variant and s["repetition"] == repetition for s in self.manifest["plan"]):
+            raise PirexError(f"{self.path}: {variant} repetition {repetition} is not in the plan of this run")
+        if (variant, repetition) in self._completed_keys():
+            raise PirexError(f"{self.path}: {variant} repetition {repetition} is already completed; it is never rerun")
+        final = self.step_dir(variant, repetition)
+        if final.exists():
+            raise PirexError(f"{final} exists but is not recorded as completed: resume the bundle to clear it")
+        tmp = final.with_name(f"{final.name}{TMP_MARK}{os.getpid()}")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        started = utcnow()
+        tmp.mkdir(parents=True)
+        try:
+            yield tmp
+            _fsync_tree(tmp)
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _fsync_dir(final.parent)
+        self.manifest["completed"].append(
+            {"variant": variant, "repetition": repetition, "started": iso(started), "ended": iso(utcnow())}
+        )
+        self.manifest["files"].update(_hash(self.path, _files(self.path, final)))
+        self._save()
+
+    def write_machine(self, *, before: dict | None = None, after: dict | None = None) -> None:
+        """machine.json = {"before": ..., "after": ...}; an argument left out keeps what the file already holds."""
+        self._writable()
+        f = self.path / MACHINE
+        doc = {"before": None, "after": None}
+        if f.exists():
+            try:
+                doc.update(json.loads(f.read_text()))
+            except ValueError as e:
+                raise PirexError(f"{f} is not valid JSON ({e}): remove it and take the machine record again") from None
+        if before is not None:
+            doc["before"] = before
+        if after is not None:
+            doc["after"] = after
+        _write_atomic(f, _dump(f, doc))
+
+    def finish(self, status: str = PARTIAL) -> str:
+        """Hash every file, set ended and status, release the bundle. The status is complete when every planned step
+        completed, otherwise `status` (partial: stopped early; failed: a step or the runner failed). Returns it."""
+        if status not in (PARTIAL, FAILED):
+            raise ValueError(f"finish(status={status!r}): pass partial or failed; complete is decided by the plan")
+        self._writable()
+        self.manifest["files"] = _hash(self.path, _files(self.path))
+        self.manifest["ended"] = iso(utcnow())
+        self.manifest["status"] = COMPLETE if not self.remaining_steps() else status
+        self._save()
+        self.close()
+        return self.manifest["status"]
+
+    def mark_interrupted(self) -> str:
+        """finish() after Ctrl-C or SIGTERM: the bundle is partial (complete if the last step had just finished)."""
+        return self.finish(PARTIAL)
+
+    def close(self) -> None:
+        """Release the bundle without finishing it (as a crash would); Bundle.resume picks it up again."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # --- internals
+
+    def _completed_keys(self) -> set[tuple[str, int]]:
+        return {(s["variant"], s["repetition"]) for s in self.manifest["completed"]}
+
+    def _writable(self) -> None:
+        if self._lock_fd is None or self.manifest["status"] != RUNNING:
+            raise PirexError(f"{self.path} is {self.status} and not open for writing: resume it first")
+
+    def _save(self) -> None:
+        f = self.path / MANIFEST
+        _write_atomic(f, _dump(f, self.manifest))
+
+
+def _lock(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise PirexError(
+            f"{path} is being written by another pirex process: wait for it to end, or stop it first"
+        ) from None
+    return fd
+
+
+def verify(path: Path) -> list[str]:
+    """Everything wrong with the bundle at `path` compared with its manifest; an empty list means it is intact and
+    complete."""
+    path = Path(path)
+    try:
+        m = _read_manifest(path)
+    except PirexError as e:
+        return [str(e)]
+    files = m["files"]
+    problems = []
+    for rel, want in sorted(files.items()):
+        f = path / rel
+        if not f.is_file():
+            problems.append(f"{f}: listed in the manifest but missing")
+            continue
+        if not isinstance(want, dict):
+            problems.append(f"{path / MANIFEST}: files.{rel}: expected {{sha256, size}}, found {want!r}")
+            continue
+        size = f.stat().st_size
+        if size != want.get("size"):
+            problems.append(f"{f}: changed: {size} bytes, the manifest says {want.get('size')}")
+        elif sha256(f) != want.get("sha256"):
+            problems.append(f"{f}: changed: its sha256 differs from the manifest's")
+    for rel in _files(path):
+        if rel not in files:
+            problems.append(f"{path / rel}: not listed in the manifest (added after the run, or left by a crash)")
+    done = {(s["variant"], s["repetition"]) for s in m["completed"]}
+    left = [s for s in m["plan"] if (s["variant"], s["repetition"]) not in done]
+    if m["status"] != COMPLETE:
+        problems.append(
+            f"{path}: status is {m['status']}, not complete: {len(left)} of {len(m['plan'])} planned steps "
+            "did not complete; resume the run to finish them"
+        )
+    elif left:
+        problems.append(f"{path}: status is complete, but {len(left)} planned steps never completed")
+    return problems
