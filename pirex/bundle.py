@@ -21,7 +21,7 @@ manifest.json (SCHEMA_VERSION 1), keys in this order:
     ended           UTC ISO 8601 of the last finish(), null while running
     resumed         UTC times at which the run was resumed, oldest first
     status          running | complete | partial | failed
-    plan            the ordered steps: [{"variant", "repetition", "params"?}, ...]; "params" only when a step has its own
+    plan            the ordered steps: [{"variant", "repetition", "params"?}, ...]; "params" only if a step has its own
     completed       the steps done, in the order they completed: [{"variant", "repetition", "started", "ended"}, ...]
     files           {"<relative path>": {"sha256": <hex>, "size": <bytes>}} for every file except manifest.json
 
@@ -146,7 +146,9 @@ def _dump(path: Path, doc: dict) -> str:
     try:
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     except (TypeError, ValueError) as e:
-        raise PirexError(f"{path}: cannot be written as JSON ({e}): pass plain strings, numbers, lists and dicts") from None
+        raise PirexError(
+            f"{path}: cannot be written as JSON ({e}): pass plain strings, numbers, lists and dicts"
+        ) from None
 
 
 def sha256(path: Path) -> str:
@@ -196,8 +198,9 @@ def _read_manifest(path: Path) -> dict:
     if doc["status"] not in STATUSES:
         raise PirexError(f"{f}: status {doc['status']!r} is not one of {', '.join(STATUSES)}")
     for key in ("plan", "completed"):
-        if not isinstance(doc[key], list) or not all(isinstance(s, dict) and {"variant", "repetition"} <= set(s)
-                                                     for s in doc[key]):
+        if not isinstance(doc[key], list) or not all(
+            isinstance(s, dict) and {"variant", "repetition"} <= set(s) for s in doc[key]
+        ):
             raise PirexError(f"{f}: {key}: expected a list of {{variant, repetition, ...}}: the bundle is damaged")
     if not isinstance(doc["files"], dict):
         raise PirexError(f"{f}: files: expected a mapping of path to {{sha256, size}}: the bundle is damaged")
