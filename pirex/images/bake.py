@@ -94,8 +94,10 @@ def build(builder_name: str, variables: dict[str, str], targets: list[str], *, s
     provenance. Returns {target: manifest-list digest}."""
     with tempfile.TemporaryDirectory() as tmp:
         meta = Path(tmp) / "metadata.json"
+        outside = [v for k, v in variables.items() if k.endswith("_DIR") and not Path(v).is_relative_to(paths.REPO)]
         cmd = [
             "bake",
+            *(f"--allow=fs.read={d}" for d in outside),  # bake asks before reading outside the repository
             "--builder",
             builder_name,
             "-f",

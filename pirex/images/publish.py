@@ -127,6 +127,7 @@ def pull(regfile: Path, platform: Platform, names: list[str] | None = None) -> d
         if served != e.digest:
             raise PirexError(f"{ref}: the registry served content with digest {served}: not what registry.yaml names")
         expected = _config_digest(e.repository, index, platform)
+        _forget_other_platform(ref, platform)
         _registry_call(["docker", "pull", "--platform", str(platform), ref], ref, "pull")
         info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
         got = Platform(info["Os"], info["Architecture"], info.get("Variant") or "")
@@ -136,6 +137,17 @@ def pull(regfile: Path, platform: Platform, names: list[str] | None = None) -> d
         ids[name] = info["Id"]
         print(f"{name}: {ref} ({platform}) -> {info['Id']} verified")
     return ids
+
+
+def _forget_other_platform(ref: str, platform: Platform) -> None:
+    """The engine keeps one image per digest reference: to pull another platform of the same
+    manifest list ("Cannot overwrite digest"), drop the reference to the one it has."""
+    r = proc.run(["docker", "image", "inspect", ref], timeout=60, check=False)
+    if not r.ok:
+        return
+    info = json.loads(r.stdout)[0]
+    if Platform(info["Os"], info["Architecture"], info.get("Variant") or "") != platform:
+        proc.run(["docker", "image", "rm", ref], timeout=120)
 
 
 def _config_digest(repository: str, index: dict, platform: Platform) -> str:
