@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import sys
@@ -48,6 +49,44 @@ def run() -> None:
     click.echo("pirex: no experiment yet. The image collection is ready: `make build`, `make test`.")
 
 
+@cli.command()
+@click.option(
+    "--work-dir",
+    type=click.Path(path_type=Path),
+    default=".",
+    show_default=True,
+    help="Whose storage to describe: where results and benchmark files go.",
+)
+@click.option("--no-docker", is_flag=True, help="Leave the Docker engine out of the record.")
+def machine(work_dir: Path, no_docker: bool) -> None:
+    """Print this machine's record (as stored in every result bundle), as JSON."""
+    from pirex import machine as machine_record
+
+    click.echo(json.dumps(machine_record.record(work_dir, docker=not no_docker), indent=2))
+
+
+@cli.command()
+@click.option("--work-dir", type=click.Path(path_type=Path), default=".", show_default=True)
+@click.option("--io-heavy", is_flag=True, help="The experiment writes a lot (warn about SD cards).")
+@click.option("--min-free-disk-mb", type=int, default=0, show_default=True)
+@click.option("--min-free-mem-mb", type=int, default=0, show_default=True)
+def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int) -> None:
+    """Check the machine before a run and say what to fix; exit 1 when something must be fixed."""
+    from pirex import machine as machine_record
+    from pirex import preflight
+
+    findings = preflight.check(
+        machine_record.record(work_dir),
+        min_free_disk_bytes=min_free_disk_mb << 20,
+        min_free_mem_bytes=min_free_mem_mb << 20,
+        io_heavy=io_heavy,
+    )
+    for f in findings:
+        click.echo(f"{f.level.upper():4}  {f.check:12} {f.message}" + (f"\n      fix: {f.fix}" if f.fix else ""))
+    if preflight.worst(findings) == "fail":
+        sys.exit(1)
+
+
 @cli.group()
 def images() -> None:
     """Build, publish and pull the image collection."""
@@ -90,11 +129,12 @@ def bootstrap_cmd(platforms: str, refresh: bool) -> None:
 def build_cmd(platforms: str, offline: str, tag: str | None, refresh_bootstrap: bool, targets: tuple[str, ...]) -> None:
     """Build every image (or TARGETS) for every platform into the local registry."""
     version, revision = git_version()
+    ps = _platforms(platforms)  # bad input fails before any daemon starts
     with localregistry.local_registry() as host, builder.builder() as b:
         built = collection.build(
             b,
             host,
-            platforms=_platforms(platforms),
+            platforms=ps,
             offline=offline,
             tag=tag or version,
             version=version,
