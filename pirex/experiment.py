@@ -1,0 +1,219 @@
+"""experiments/<id>/experiment.yaml: what an experiment runs, with which parameters, profiles,
+variants and outputs. This module only reads and validates; every problem names the file, the
+key and what was expected. Placeholders `{name}` in commands are checked against the names a
+run will supply (parameters, the profile's values and the runner's own), so that a typo fails
+at load time, not an hour into a run."""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pirex.errors import PirexError
+from pirex.paths import REPO
+
+SCHEMA = 1
+EXPERIMENTS = REPO / "experiments"
+# The variants the runner knows (DESIGN.md): the image's own files outside any container, a
+# default `docker run`, and Docker taken apart one mechanism at a time.
+KNOWN_VARIANTS = ("native", "docker", "docker-host-network", "docker-bind-workdir", "docker-seccomp-unconfined")
+# Names the runner fills in for every step.
+RUNTIME_NAMES = ("output", "workdir", "sink_host", "variant", "repetition")
+OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv")
+NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters", "profiles", "variants",
+            "default_variants", "services", "needs", "outputs"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    command: tuple[str, ...]
+    ready_line: str
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    title: str
+    source: str
+    image: str
+    command: tuple[str, ...]
+    parameters: dict[str, Any]
+    profiles: dict[str, dict[str, Any]]
+    variants: tuple[str, ...]
+    default_variants: tuple[str, ...]
+    services: tuple[Service, ...]
+    needs: dict[str, Any]
+    outputs: tuple[dict[str, str], ...]
+    path: Path = field(compare=False)
+
+    def resolve(self, profile: str) -> dict[str, Any]:
+        """The parameters of a profile: the experiment's, overridden by the profile's."""
+        if profile not in self.profiles:
+            raise PirexError(f"{self.path}: no profile {profile!r} (profiles: {', '.join(self.profiles)})")
+        return {**self.parameters, **self.profiles[profile]}
+
+    def command_for(self, profile: str, **runtime: Any) -> list[str]:
+        return render(self.command, {**self.resolve(profile), **runtime})
+
+    def pick_variants(self, text: str | None) -> tuple[str, ...]:
+        if not text:
+            return self.default_variants
+        chosen = tuple(v.strip() for v in text.split(",") if v.strip())
+        unknown = [v for v in chosen if v not in self.variants]
+        if unknown or not chosen:
+            raise PirexError(
+                f"{self.id}: no variant {', '.join(unknown) or '(none given)'}; this experiment offers "
+                f"{', '.join(self.variants)}"
+            )
+        return tuple(dict.fromkeys(chosen))
+
+
+def render(template: tuple[str, ...] | list[str], values: dict[str, Any]) -> list[str]:
+    out = []
+    for arg in template:
+        try:
+            out.append(arg.format_map(values))
+        except KeyError as e:
+            raise PirexError(f"command argument {arg!r} names {e.args[0]!r}, which has no value") from None
+    return out
+
+
+def placeholders(args: tuple[str, ...]) -> set[str]:
+    return {f for a in args for _, f, _, _ in string.Formatter().parse(a) if f}
+
+
+def path_of(experiment_id: str) -> Path:
+    return EXPERIMENTS / experiment_id / "experiment.yaml"
+
+
+def available() -> list[str]:
+    return sorted(p.parent.name for p in EXPERIMENTS.glob("*/experiment.yaml"))
+
+
+def load(experiment: str | Path) -> Experiment:
+    """Load by id (experiments/<id>/experiment.yaml) or by path."""
+    path = Path(experiment) if str(experiment).endswith((".yaml", ".yml")) else path_of(str(experiment))
+    if not path.exists():
+        raise PirexError(f"no experiment {str(experiment)!r}: {path} does not exist (experiments: "
+                         f"{', '.join(available()) or 'none'})")  # fmt: skip
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise PirexError(f"{path} is not valid YAML: {e}") from None
+    return parse(doc, path)
+
+
+class _Checker:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, key: str, expected: str, got: Any) -> PirexError:
+        return PirexError(f"{self.path}: {key}: expected {expected}, found {got!r}")
+
+    def get(self, doc: dict, key: str, kind: type | tuple[type, ...], expected: str, prefix: str = "",
+            required: bool = True, default: Any = None) -> Any:  # fmt: skip
+        if key not in doc:
+            if required:
+                raise PirexError(f"{self.path}: {prefix}{key}: missing ({expected})")
+            return default
+        value = doc[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _tuple(kind)):
+            raise self.fail(prefix + key, expected, value)
+        return value
+
+    def strings(self, value: Any, key: str) -> tuple[str, ...]:
+        if not isinstance(value, list) or not value or not all(isinstance(a, str | int | float) for a in value):
+            raise self.fail(key, "a non-empty list of strings", value)
+        return tuple(str(a) for a in value)
+
+
+def _tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def parse(doc: Any, path: Path) -> Experiment:
+    c = _Checker(path)
+    if not isinstance(doc, dict):
+        raise c.fail("(top level)", "a mapping", doc)
+    unknown = sorted(set(doc) - TOP_KEYS)
+    if unknown:
+        raise PirexError(f"{path}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(TOP_KEYS))})")
+    schema = c.get(doc, "schema", int, f"schema version {SCHEMA}")
+    if schema != SCHEMA:
+        raise c.fail("schema", f"{SCHEMA} (this pirex reads schema {SCHEMA})", schema)
+    exp_id = c.get(doc, "id", str, "the experiment's id")
+    if exp_id != path.parent.name and path.parent.parent == EXPERIMENTS:
+        raise c.fail("id", f"{path.parent.name!r}, the folder's name", exp_id)
+    if not NAME.match(exp_id):
+        raise c.fail("id", "lowercase letters, digits, - and _", exp_id)
+    title = c.get(doc, "title", str, "a one-line title")
+    source = c.get(doc, "source", str, "the paper and section", required=False, default="")
+    image = c.get(doc, "image", str, "an image name from docker-bake.hcl")
+    command = c.strings(c.get(doc, "command", list, "the command, as a list"), "command")
+
+    parameters = c.get(doc, "parameters", dict, "a mapping of name to value", required=False, default={})
+    profiles = c.get(doc, "profiles", dict, "a mapping of profile name to parameters")
+    if not profiles:
+        raise c.fail("profiles", "at least one profile (quick and paper)", profiles)
+    for name, values in profiles.items():
+        if not isinstance(values, dict):
+            raise c.fail(f"profiles.{name}", "a mapping of parameter to value", values)
+        reps = values.get("repetitions")
+        if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+            raise c.fail(f"profiles.{name}.repetitions", "a whole number >= 1", reps)
+    for required_profile in ("quick", "paper"):
+        if required_profile not in profiles:
+            raise PirexError(f"{path}: profiles.{required_profile}: missing (every experiment has quick and paper)")
+
+    variants = c.strings(c.get(doc, "variants", list, "a list of variants"), "variants")
+    for v in variants:
+        if v not in KNOWN_VARIANTS:
+            raise c.fail("variants", f"names among {', '.join(KNOWN_VARIANTS)}", v)
+    defaults = c.strings(c.get(doc, "default_variants", list, "a list of variants", required=False,
+                               default=list(variants)), "default_variants")  # fmt: skip
+    for v in defaults:
+        if v not in variants:
+            raise c.fail("default_variants", f"variants listed under variants ({', '.join(variants)})", v)
+
+    services = []
+    for name, svc in (c.get(doc, "services", dict, "a mapping of service name to {command, ready_line}",
+                             required=False, default={}) or {}).items():  # fmt: skip
+        if not isinstance(svc, dict):
+            raise c.fail(f"services.{name}", "a mapping with command and ready_line", svc)
+        cmd = c.strings(svc.get("command"), f"services.{name}.command")
+        ready = c.get(svc, "ready_line", str, "text the service prints once it is ready", prefix=f"services.{name}.")
+        services.append(Service(name, cmd, ready))
+
+    needs = c.get(doc, "needs", dict, "a mapping (memory_mb, disk_mb, io_heavy, capabilities)", required=False,
+                  default={})  # fmt: skip
+    for key in ("memory_mb", "disk_mb"):
+        if key in needs and (not isinstance(needs[key], int) or needs[key] < 0):
+            raise c.fail(f"needs.{key}", "a whole number of MB", needs[key])
+
+    outputs = c.get(doc, "outputs", list, "a list of {path, format}")
+    for i, out in enumerate(outputs):
+        if not isinstance(out, dict) or not isinstance(out.get("path"), str):
+            raise c.fail(f"outputs[{i}]", "a mapping with path and format", out)
+        if out.get("format") not in OUTPUT_FORMATS:
+            raise c.fail(f"outputs[{i}].format", f"one of {', '.join(OUTPUT_FORMATS)}", out.get("format"))
+
+    known = set(parameters) | set(RUNTIME_NAMES)
+    for prof_name, values in profiles.items():
+        missing = placeholders(command) | {p for s in services for p in placeholders(s.command)}
+        missing -= known | set(values)
+        if missing:
+            raise PirexError(
+                f"{path}: command names {', '.join(sorted(missing))}, which neither parameters nor "
+                f"profiles.{prof_name} define (nor the runner: {', '.join(RUNTIME_NAMES)})"
+            )
+
+    return Experiment(exp_id, title, source, image, command, dict(parameters),
+                      {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
+                      dict(needs), tuple(outputs), path)  # fmt: skip

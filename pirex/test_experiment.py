@@ -1,0 +1,85 @@
+"""The experiment loader: the committed experiments load, and every kind of mistake is named
+by file, key and what was expected."""
+
+import copy
+
+import pytest
+import yaml
+
+from pirex import experiment
+from pirex.errors import PirexError
+
+JMH = yaml.safe_load(experiment.path_of("jmh").read_text())
+
+
+def test_every_committed_experiment_loads():
+    assert "jmh" in experiment.available()
+    for exp_id in experiment.available():
+        exp = experiment.load(exp_id)
+        for profile in exp.profiles:
+            exp.command_for(profile, output="/o", workdir="/w", sink_host="h", variant="docker", repetition=0)
+
+
+def test_jmh_profiles_match_the_paper():
+    paper = experiment.load("jmh").resolve("paper")
+    # ICPE'18: 10 fresh JVMs, 20 warm-up and 20 measurement iterations of 1 s, depth 10
+    assert paper["repetitions"] * paper["forks"] == 10
+    assert (paper["warmup_iterations"], paper["iterations"], paper["warmup_time"], paper["time"]) == (
+        20,
+        20,
+        "1s",
+        "1s",
+    )
+    assert paper["depth"] == 10
+
+
+def test_variant_choice():
+    exp = experiment.load("jmh")
+    assert exp.pick_variants(None) == ("native", "docker")
+    assert exp.pick_variants("docker,native,docker") == ("docker", "native")
+    with pytest.raises(PirexError, match="no variant podman; this experiment offers native, docker"):
+        exp.pick_variants("podman")
+
+
+def broken(tmp_path, change):
+    doc = copy.deepcopy(JMH)
+    change(doc)
+    f = tmp_path / "experiment.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    return f
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.pop("image"), "image: missing"),
+        (lambda d: d.update(schema=2), "schema: expected 1"),
+        (lambda d: d.update(color="red"), "unknown key color"),
+        (lambda d: d.update(command="java -jar x"), "command: expected the command, as a list"),
+        (lambda d: d["profiles"]["quick"].update(repetitions=0), "profiles.quick.repetitions: expected a whole number"),
+        (lambda d: d["profiles"].pop("paper"), "profiles.paper: missing"),
+        (lambda d: d.update(variants=["native", "vm"]), "variants: expected names among native, docker"),
+        (lambda d: d.update(default_variants=["docker-host-network", "podman"]), "default_variants: expected"),
+        (lambda d: d["command"].append("{dpeth}"), "command names dpeth, which neither parameters nor profiles"),
+        (lambda d: d["outputs"][0].update(format="xml"), r"outputs\[0\].format: expected one of jmh-json"),
+        (lambda d: d["needs"].update(memory_mb="lots"), "needs.memory_mb: expected a whole number of MB"),
+        (lambda d: d["services"]["sink"].pop("ready_line"), "services.sink.ready_line: missing"),
+    ],
+)
+def test_problems_name_file_key_and_expectation(tmp_path, change, message):
+    f = broken(tmp_path, change)
+    with pytest.raises(PirexError, match=message) as e:
+        experiment.load(f)
+    assert str(f) in str(e.value)
+
+
+def test_unknown_experiment_lists_the_known_ones():
+    with pytest.raises(PirexError, match=r"no experiment 'jhm'.*experiments: .*jmh"):
+        experiment.load("jhm")
+
+
+def test_invalid_yaml(tmp_path):
+    f = tmp_path / "experiment.yaml"
+    f.write_text("id: [jmh\n")
+    with pytest.raises(PirexError, match="not valid YAML"):
+        experiment.load(f)
