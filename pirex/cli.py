@@ -43,10 +43,65 @@ def cli(verbose: bool) -> None:
     )
 
 
+def _overrides(pairs: tuple[str, ...]) -> dict:
+    out = {}
+    for p in pairs:
+        key, sep, value = p.partition("=")
+        if not sep or not key:
+            raise PirexError(f"--set {p!r}: expected NAME=VALUE, e.g. --set repetitions=5")
+        out[key] = int(value) if value.isdigit() else value
+    return out
+
+
 @cli.command()
-def run() -> None:
-    """Run the experiments of this machine (none yet)."""
-    click.echo("pirex: no experiment yet. The image collection is ready: `make build`, `make test`.")
+@click.argument("experiments", nargs=-1)
+@click.option("--profile", default="quick", show_default=True, help="quick (every code path, small) or paper.")
+@click.option("--variants", default=None, help="Comma-separated, e.g. native,docker (default: the experiment's).")
+@click.option(
+    "--order",
+    default="interleaved",
+    show_default=True,
+    type=click.Choice(["interleaved", "sequential"]),
+    help="interleaved: each repetition runs the variants in a fresh random order.",
+)
+@click.option("--seed", type=int, default=None, help="Seed of the interleaving (recorded in the bundle).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="Override a parameter (recorded).")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option(
+    "--resume", "resume_", type=click.Path(path_type=Path, exists=True), default=None, help="Finish a partial bundle."
+)
+@click.option("--force", is_flag=True, help="Run even when the preflight fails.")
+def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force) -> None:
+    """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
+    from pirex import experiment as experiment_mod
+    from pirex.runner import run as runner
+
+    if resume_:
+        runner.resume(resume_)
+        return
+    ids = list(experiments) or experiment_mod.available()
+    if not ids:
+        click.echo("pirex: no experiment yet.")
+        return
+    for exp_id in ids:
+        runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
+                                  _overrides(sets), force))  # fmt: skip
+
+
+@cli.command()
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+def verify(bundles) -> None:
+    """Check every file of result bundles against their manifests; exit 1 on any problem."""
+    from pirex.bundle import verify as verify_bundle
+
+    bad = 0
+    for b in bundles:
+        problems = verify_bundle(b)
+        bad += bool(problems)
+        click.echo(f"{b}: " + ("ok" if not problems else "\n  " + "\n  ".join(problems)))
+    if bad:
+        sys.exit(1)
 
 
 @cli.command()

@@ -1,0 +1,86 @@
+"""The `native` variant: the image's own filesystem, exported to the host disk (cached by image
+ID), run with chroot outside any container: no namespaces, cgroups, overlayfs or bridge
+network, so that only Docker differs between `native` and `docker`. The image's user,
+environment and working directory are applied; /proc, /sys and /dev are bind-mounted for the
+length of a step and unmounted on every exit path."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from pirex import paths, proc
+
+log = logging.getLogger(__name__)
+
+
+def unavailable_reason() -> str | None:
+    """Why this machine cannot run the native variant, or None."""
+    if os.geteuid() != 0:
+        return "the native variant needs root (chroot and bind mounts): run pirex as root, e.g. with sudo"
+    for tool in ("chroot", "mount", "umount", "tar"):
+        if not shutil.which(tool):
+            return f"the native variant needs {tool}"
+    return None
+
+
+def rootfs(image_ref: str) -> tuple[Path, dict]:
+    """The image's filesystem on the host disk and its config (user, env, working directory)."""
+    info = json.loads(proc.run(["docker", "image", "inspect", image_ref], timeout=60).stdout)[0]
+    image_id = info["Id"].split(":", 1)[1]
+    root = paths.cache_dir() / "native" / image_id[:16]
+    if not (root / ".complete").exists():
+        log.info("exporting %s to %s for the native variant", image_ref, root)
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        cid = proc.run(["docker", "create", image_ref, "true"], timeout=120).stdout.strip()
+        try:
+            proc.run(["bash", "-o", "pipefail", "-c", 'docker export "$0" | tar -x -C "$1" --numeric-owner', cid, root],
+                     timeout=900, what=f"exporting {image_ref}")  # fmt: skip
+        finally:
+            proc.run(["docker", "rm", "-f", cid], timeout=120, check=False)
+        (root / ".complete").write_text(info["Id"] + "\n")
+    return root, info["Config"]
+
+
+@contextmanager
+def mounted(root: Path, binds: dict[Path, str]):
+    """/proc, /sys, /dev and the given host directories mounted into root; all undone on exit."""
+    targets: list[Path] = []
+    with ExitStack() as stack:
+        stack.callback(_unmount_all, targets)
+        for src, fstype, dest in (("proc", "proc", "proc"), ("/sys", None, "sys"), ("/dev", None, "dev")):
+            t = root / dest
+            t.mkdir(exist_ok=True)
+            if fstype:
+                proc.run(["mount", "-t", fstype, src, t], timeout=30)
+            else:
+                proc.run(["mount", "--rbind", src, t], timeout=30)
+                proc.run(["mount", "--make-rslave", t], timeout=30)
+            targets.append(t)
+        for host_dir, inside in binds.items():
+            t = root / inside.lstrip("/")
+            t.mkdir(parents=True, exist_ok=True)
+            proc.run(["mount", "--bind", host_dir, t], timeout=30)
+            targets.append(t)
+        yield
+
+
+def _unmount_all(targets: list[Path]) -> None:
+    for t in reversed(targets):
+        r = proc.run(["umount", "-R", t], timeout=60, check=False)
+        if not r.ok:  # busy: detach now, the kernel finishes when the last user goes
+            proc.run(["umount", "-R", "-l", t], timeout=60, check=False)
+
+
+def command(root: Path, config: dict, argv: list[str], extra_env: dict[str, str]) -> list[str]:
+    """chroot with the image's user, environment and working directory."""
+    user = config.get("User") or "0:0"
+    workdir = config.get("WorkingDir") or "/"
+    env = [e for e in config.get("Env") or []] + [f"{k}={v}" for k, v in extra_env.items()]
+    return ["chroot", f"--userspec={user}", str(root), "/usr/bin/env", "-i", *env,
+            "/bin/sh", "-c", 'cd "$0" && exec "$@"', workdir, *argv]  # fmt: skip

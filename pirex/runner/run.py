@@ -1,0 +1,199 @@
+"""One run of an experiment: image, preflight, plan, bundle, services, every step in order, the
+machine record before and after. Ctrl-C or a kill leaves a bundle marked partial, which
+`pirex run --resume BUNDLE` finishes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pirex import __version__, experiment, machine, preflight, proc
+from pirex.bundle import PARTIAL, Bundle
+from pirex.errors import PirexError
+from pirex.images import localregistry, publish
+from pirex.images import platforms as plat
+from pirex.runner import native, plan, variants
+
+log = logging.getLogger(__name__)
+
+STEP_TIMEOUT = 6 * 3600
+WORKDIR = "/work"
+
+
+@dataclass
+class Options:
+    experiment: str
+    profile: str = "quick"
+    variants: str | None = None
+    order: str = "interleaved"
+    seed: int | None = None
+    results_dir: Path = Path("results")
+    tag: str = "dev"
+    overrides: dict | None = None
+    force: bool = False
+
+
+def image_for(name: str, tag: str) -> dict:
+    """This machine's platform of a built image, in the engine, pinned by digest."""
+    platform = plat.host()
+    with localregistry.local_registry():
+        ref = publish.pull_local(name, tag, platform)
+    info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
+    return {"name": name, "reference": ref, "digest": ref.split("@", 1)[1], "image_id": info["Id"],
+            "platform": str(platform), "env": info["Config"].get("Env") or []}  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        return s.getsockname()[1]
+
+
+def bridge_gateway() -> str:
+    r = proc.run(["docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"], timeout=60)
+    return r.stdout.strip()
+
+
+class Service:
+    """A helper process of the experiment (B6's sink) in its own container on the host network,
+    the same for every variant; stopped on every exit path."""
+
+    def __init__(self, spec: experiment.Service, image_ref: str, params: dict, name: str):
+        self.spec, self.image_ref, self.name = spec, image_ref, name
+        self.argv = experiment.render(spec.command, params)
+
+    def __enter__(self):
+        proc.run(["docker", "run", "-d", "--rm", "--name", self.name, "--network", "host", self.image_ref, *self.argv],
+                 timeout=120)  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            logs = proc.run(["docker", "logs", self.name], timeout=30, check=False)
+            if self.spec.ready_line in logs.stdout + logs.stderr:
+                return self
+            if not logs.ok:
+                break
+            time.sleep(0.5)
+        self.__exit__()
+        raise PirexError(f"service {self.spec.name} did not print {self.spec.ready_line!r} within 120 s")
+
+    def __exit__(self, *exc):
+        proc.run(["docker", "rm", "-f", self.name], timeout=120, check=False)
+
+
+def run(opts: Options) -> Path:
+    exp = experiment.load(opts.experiment)
+    chosen = exp.pick_variants(opts.variants)
+    if opts.order not in plan.ORDERS:
+        raise PirexError(f"--order {opts.order!r}: expected one of {', '.join(plan.ORDERS)}")
+    skipped = {}
+    if "native" in chosen and (why := native.unavailable_reason()):
+        skipped["native"] = why
+        log.warning("skipping the native variant: %s", why)
+    runnable = tuple(v for v in chosen if v not in skipped)
+    if not runnable:
+        raise PirexError("no variant left to run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+
+    params = {**exp.resolve(opts.profile), **(opts.overrides or {})}
+    params["sink_port"] = free_port()
+    seed = opts.seed if opts.seed is not None else secrets.randbits(32)
+    steps = plan.make(runnable, int(params["repetitions"]), opts.order, seed)
+
+    image = image_for(exp.image, opts.tag)
+    opts.results_dir.mkdir(parents=True, exist_ok=True)
+    before = machine.record(opts.results_dir)
+    findings = preflight.check(before, min_free_disk_bytes=exp.needs.get("disk_mb", 0) << 20,
+                               min_free_mem_bytes=exp.needs.get("memory_mb", 0) << 20,
+                               io_heavy=bool(exp.needs.get("io_heavy")))  # fmt: skip
+    for f in findings:
+        if f.level != "ok":
+            log.warning("preflight %s: %s", f.check, f.message)
+    if preflight.worst(findings) == "fail" and not opts.force:
+        raise PirexError("preflight failed (see above; `pirex doctor` says how to fix it, --force runs anyway)")
+
+    from pirex.cli import git_version  # the checkout that ran
+
+    bundle = Bundle.create(
+        opts.results_dir, exp.id, opts.profile, params, list(runnable), steps, {exp.image: image},
+        {"version": __version__, "commit": git_version()[1]},
+    )  # fmt: skip
+    log.info("bundle %s", bundle.path)
+    (bundle.path / "run.json").write_text(json.dumps({
+        "order": opts.order, "seed": seed, "skipped_variants": skipped,
+        "variants": {v: variants.by_name(v).describe() for v in runnable},
+        "preflight": [f.to_dict() for f in findings],
+    }, indent=2) + "\n")  # fmt: skip
+    bundle.write_machine(before=before)
+    return _execute(bundle, exp, image, params)
+
+
+def resume(path: Path) -> Path:
+    bundle = Bundle.resume(path)
+    exp = experiment.load(bundle.manifest["experiment"])
+    image = next(iter(bundle.manifest["images"].values()))
+    return _execute(bundle, exp, image, bundle.manifest["parameters"])
+
+
+def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: dict) -> Path:
+    todo = bundle.remaining_steps()
+    gateway = bridge_gateway()
+    workdir_host = bundle.path.parent / f".{bundle.run_id}-work"
+    try:
+        services = [Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}") for s in exp.services]
+        for s in services:
+            s.__enter__()
+        try:
+            started = time.monotonic()
+            for i, step in enumerate(todo, 1):
+                v = variants.by_name(step["variant"])
+                argv = experiment.render(exp.command, {**params, "output": "/results", "workdir": WORKDIR,
+                                                       "sink_host": v.sink_host(gateway), "variant": v.name,
+                                                       "repetition": step["repetition"]})  # fmt: skip
+                with bundle.step(v.name, step["repetition"]) as out:
+                    r = variants.run_step(v, image["reference"], argv, out, workdir_host, STEP_TIMEOUT,
+                                          f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}")  # fmt: skip
+                    (out / "step.json").write_text(
+                        json.dumps(
+                            {"argv": r.argv, "returncode": r.returncode, "seconds": round(r.seconds, 3)}, indent=2
+                        )
+                        + "\n"
+                    )
+                    if r.returncode != 0:
+                        tail = (out / "stderr.txt").read_text()[-2000:]
+                        raise PirexError(f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}")
+                    missing = [o["path"] for o in exp.outputs if not (out / o["path"]).exists()]
+                    if missing:
+                        raise PirexError(f"{v.name} repetition {step['repetition']} wrote no {', '.join(missing)}")
+                eta = (time.monotonic() - started) / i * (len(todo) - i)
+                print(
+                    f"[{i}/{len(todo)}] {v.name} repetition {step['repetition']}: {r.seconds:.1f} s"
+                    + (f", about {eta / 60:.1f} min left" if i < len(todo) else ""),
+                    flush=True,
+                )
+        finally:
+            for s in services:
+                s.__exit__()
+    except KeyboardInterrupt:
+        bundle.write_machine(after=machine.record(bundle.path))
+        bundle.mark_interrupted()
+        print(f"interrupted: {bundle.path} is partial; `pirex run --resume {bundle.path}` finishes it")
+        raise
+    except PirexError:
+        bundle.write_machine(after=machine.record(bundle.path))
+        bundle.finish("failed")
+        raise
+    finally:
+        proc.run(["rm", "-rf", workdir_host], timeout=300, check=False)
+    after = machine.record(bundle.path)
+    bundle.write_machine(after=after)
+    before = json.loads((bundle.path / "machine.json").read_text())["before"]
+    for f in preflight.compare(before, after):
+        if f.level != "ok":
+            log.warning("during the run, %s: %s", f.check, f.message)
+    final = bundle.finish(PARTIAL)  # complete when every planned step is done
+    print(f"{final}: {bundle.path}")
+    return bundle.path
