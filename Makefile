@@ -40,8 +40,9 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 
 ##@ Experiments
 .PHONY: run
-run: $(VENV)/.installed ## Run the quick profile of every experiment here, natively and in Docker, then the tables.
-	$(PIREX) run
+run: $(VENV)/.installed ## Build this machine's images, then run the quick profile of every experiment, natively and in Docker.
+	$(PIREX) images build --platforms host --offline $(OFFLINE) $(TAG_ARG)
+	$(PIREX) run --profile quick $(TAG_ARG)
 
 ##@ Images
 .PHONY: build

@@ -55,8 +55,17 @@ def free_port() -> int:
 
 
 def bridge_gateway() -> str:
-    r = proc.run(["docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"], timeout=60)
-    return r.stdout.strip()
+    """The host's address on Docker's default bridge, where containers reach host services."""
+    info = json.loads(proc.run(["docker", "network", "inspect", "bridge"], timeout=60).stdout)[0]
+    for cfg in info.get("IPAM", {}).get("Config") or []:
+        if cfg.get("Gateway"):
+            return cfg["Gateway"]
+    # Older engines leave Gateway out: read the bridge device's own address.
+    dev = info.get("Options", {}).get("com.docker.network.bridge.name", "docker0")
+    out = proc.run(["ip", "-4", "-o", "addr", "show", "dev", dev], timeout=30).stdout.split()
+    if "inet" not in out:
+        raise PirexError(f"cannot tell the host's address on Docker's bridge ({dev}): `ip addr show {dev}` has none")
+    return out[out.index("inet") + 1].split("/")[0]
 
 
 class Service:
@@ -165,6 +174,12 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
                     if r.returncode != 0:
                         tail = (out / "stderr.txt").read_text()[-2000:]
                         raise PirexError(f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}")
+                    stdout = (out / "stdout.txt").read_text()
+                    if "<failure>" in stdout and any(o["format"] == "jmh-json" for o in exp.outputs):
+                        # JMH carries on past a failed benchmark; a table without it would mislead
+                        detail = stdout[stdout.index("<failure>") :].splitlines()[:12]
+                        raise PirexError(f"{v.name} repetition {step['repetition']}: a benchmark failed:\n"
+                                         + "\n".join(detail))  # fmt: skip
                     missing = [o["path"] for o in exp.outputs if not (out / o["path"]).exists()]
                     if missing:
                         raise PirexError(f"{v.name} repetition {step['repetition']} wrote no {', '.join(missing)}")
