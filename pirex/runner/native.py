@@ -44,7 +44,21 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
         finally:
             proc.run(["docker", "rm", "-f", cid], timeout=120, check=False)
         (root / ".complete").write_text(info["Id"] + "\n")
+        _prune(root.parent, keep=root)
+    os.utime(root / ".complete")  # the prune keeps the most recently used
     return root, info["Config"]
+
+
+KEEP_EXPORTS = 3
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Exports of older images go, so that a new commit's image does not add another ~300 MB each time."""
+    exports = sorted((p for p in directory.iterdir() if (p / ".complete").exists() and p != keep),
+                     key=lambda p: (p / ".complete").stat().st_mtime, reverse=True)  # fmt: skip
+    for old in exports[KEEP_EXPORTS - 1 :]:
+        log.info("removing the native export of an older image: %s", old)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 @contextmanager
