@@ -14,6 +14,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from pirex import paths, proc
+from pirex.errors import PirexError
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
     root = paths.cache_dir() / "native" / image_id[:16]
     if not (root / ".complete").exists():
         log.info("exporting %s to %s for the native variant", image_ref, root)
-        shutil.rmtree(root, ignore_errors=True)
+        _remove(root)
         root.mkdir(parents=True)
         cid = proc.run(["docker", "create", image_ref, "true"], timeout=120).stdout.strip()
         try:
@@ -57,8 +58,29 @@ def _prune(directory: Path, keep: Path) -> None:
     exports = sorted((p for p in directory.iterdir() if (p / ".complete").exists() and p != keep),
                      key=lambda p: (p / ".complete").stat().st_mtime, reverse=True)  # fmt: skip
     for old in exports[KEEP_EXPORTS - 1 :]:
+        if _mounts_under(old):
+            continue  # in use by another run
         log.info("removing the native export of an older image: %s", old)
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
+
+
+def _mounts_under(path: Path) -> list[str]:
+    prefix = str(path.resolve()) + "/"
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4].replace("\\040", " ") for line in f]
+    return [p for p in points if p.startswith(prefix)]
+
+
+def _remove(path: Path) -> None:
+    """rmtree would walk into a bind-mounted /dev or /sys left by a killed run and delete the
+    host's files: detach every mount under path first, and refuse if any stays."""
+    if not path.exists():
+        return
+    for point in sorted(_mounts_under(path), key=len, reverse=True):
+        proc.run(["umount", "-R", "-l", point], timeout=60, check=False)
+    if left := _mounts_under(path):
+        raise PirexError(f"{path} still has mounts ({', '.join(left)}); unmount them, then remove it")
+    shutil.rmtree(path)
 
 
 @contextmanager

@@ -1,0 +1,31 @@
+"""The native variant's safety around mounts (needs root for the mount; skipped otherwise)."""
+
+import os
+import subprocess
+
+import pytest
+
+from pirex.runner import native
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+def test_remove_never_walks_into_a_mount(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("keep me")
+    root = tmp_path / "export"
+    (root / "dev").mkdir(parents=True)
+    subprocess.run(["mount", "--bind", str(outside), str(root / "dev")], check=True)
+    try:
+        assert native._mounts_under(root) == [str((root / "dev").resolve())]
+        native._remove(root)
+    finally:
+        subprocess.run(["umount", "-l", str(root / "dev")], check=False)
+    assert not root.exists()
+    assert (outside / "precious").read_text() == "keep me"
+
+
+def test_command_applies_user_env_and_workdir(tmp_path):
+    cmd = native.command(tmp_path, {"User": "1000:1000", "Env": ["PATH=/usr/bin"], "WorkingDir": "/work"}, ["id"], {})
+    assert cmd[:3] == ["chroot", "--userspec=1000:1000", str(tmp_path)]
+    assert "PATH=/usr/bin" in cmd and cmd[-2:] == ["/work", "id"]
