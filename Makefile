@@ -25,14 +25,15 @@ TAG_ARG = $(if $(TAG),--tag $(TAG))
 # actionlint from PATH (scripts/host-setup.sh) or built into the venv from its Go module
 ACTIONLINT = $(or $(shell command -v actionlint),$(VENV)/bin/actionlint)
 
-# The runner's few dependencies (a Pi needs no more); the linters and pytest only for development.
+# The runner's few dependencies plus the analysis extra (numpy, scipy) for the tables; the linters and
+# pytest only for development.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	for i in 1 2 3; do $(VENV)/bin/pip install -q -e . && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[dev]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,dev]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	touch $@
 
 $(VENV)/bin/actionlint: | $(VENV)/.installed
@@ -43,6 +44,8 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 run: $(VENV)/.installed ## Build this machine's images, then run the quick profile of every experiment, natively and in Docker.
 	$(PIREX) images build --platforms host --offline $(OFFLINE) $(TAG_ARG)
 	$(PIREX) run --profile quick $(TAG_ARG)
+	$(PIREX) table jmh
+	$(PIREX) compare jmh --reference icpe18
 
 ##@ Images
 .PHONY: build

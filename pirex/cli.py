@@ -89,6 +89,57 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
                                   _overrides(sets), force))  # fmt: skip
 
 
+def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_dir: Path) -> list[Path]:
+    if bundles:
+        return list(bundles)
+    found = sorted(p for p in (results_dir / experiment_id).glob("*") if (p / "manifest.json").exists())
+    if not found:
+        raise PirexError(f"no {experiment_id} bundle under {results_dir}: run `pirex run {experiment_id}` first")
+    return [found[-1]]
+
+
+@cli.command()
+@click.argument("experiment_id", metavar="EXPERIMENT")
+@click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
+@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where CSV and LaTeX go (default: <results-dir>/tables/<experiment>).",
+)
+def table(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> None:
+    """The paper's table from bundles (default: the newest), as Markdown; CSV and LaTeX beside."""
+    if experiment_id != "jmh":
+        raise PirexError(f"no table for {experiment_id!r} yet (tables: jmh)")
+    from pirex.analysis import jmh, tidy
+
+    paths_ = _bundles_or_latest(experiment_id, bundles, results_dir)
+    rows = [r for b in paths_ for r in tidy.jmh_rows(b)]
+    lines = jmh.table1(rows)
+    out = out or results_dir / "tables" / experiment_id
+    jmh.write_csv(lines, out / "table1.csv")
+    tidy.write_csv(rows, out / "tidy.csv")
+    (out / "table1.tex").write_text(jmh.latex(lines))
+    click.echo(jmh.markdown(lines, jmh.ratios(rows)))
+    click.echo(f"\n(from {', '.join(map(str, paths_))}; CSV, LaTeX and the tidy table in {out})")
+
+
+@cli.command()
+@click.argument("experiment_id", metavar="EXPERIMENT")
+@click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
+@click.option("--reference", default="icpe18", show_default=True, type=click.Choice(["icpe18"]))
+@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+def compare(experiment_id: str, bundles, reference: str, results_dir: Path) -> None:
+    """Our results beside the published table, as ratios comparable across hardware."""
+    if experiment_id != "jmh":
+        raise PirexError(f"no published reference for {experiment_id!r} yet (jmh: icpe18)")
+    from pirex.analysis import jmh, tidy
+
+    rows = [r for b in _bundles_or_latest(experiment_id, bundles, results_dir) for r in tidy.jmh_rows(b)]
+    click.echo(jmh.compare_markdown(jmh.compare(rows)))
+
+
 @cli.command()
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
 def verify(bundles) -> None:
