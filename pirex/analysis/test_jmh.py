@@ -1,0 +1,63 @@
+"""Table 1 and the comparison, on a bundle made here with known numbers (no Docker)."""
+
+import json
+
+import pytest
+
+from pirex.analysis import jmh, tidy
+from pirex.bundle import Bundle
+
+MACHINE = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
+           "storage": {"kind": "usb", "model": "WD Elements", "fstype": "ext4"}}  # fmt: skip
+
+
+def jmh_json(scores: dict[str, list[list[float]]]) -> str:
+    return json.dumps([
+        {"benchmark": f"io.github.pirexbench.jmh.X.{name}", "primaryMetric": {"rawData": raw, "scoreUnit": "ops/s"}}
+        for name, raw in scores.items()
+    ])  # fmt: skip
+
+
+def make_bundle(tmp_path, forks_per_variant: int):
+    plan = [(v, r) for r in range(forks_per_variant) for v in ("native", "docker")]
+    b = Bundle.create(tmp_path, "jmh", "quick", {}, ["native", "docker"], plan, {}, {"version": "t", "commit": "c"})
+    b.write_machine(before=MACHINE, after=MACHINE)
+    for v, r in plan:
+        base = 100.0 if v == "native" else 90.0  # docker 10 % slower, exactly
+        with b.step(v, r) as d:
+            (d / "jmh.json").write_text(jmh_json({
+                "b1_default": [[base + r, base - r]],
+                "b3_dontInline": [[base / 2 + r, base / 2 - r]],
+            }))  # fmt: skip
+    b.finish()
+    return b.path
+
+
+def test_tidy_rows_and_table1(tmp_path):
+    rows = tidy.jmh_rows(make_bundle(tmp_path, 2))
+    assert {r.benchmark for r in rows} == {"B1", "B3"}
+    assert rows[0].device == "Raspberry Pi 3 Model B Rev 1.2" and rows[0].storage == "usb WD Elements ext4"
+    lines = {(ln.benchmark, ln.variant): ln.summary for ln in jmh.table1(rows)}
+    # native B1: values 100, 100, 101, 99 -> mean 100, n 4
+    assert lines[("B1", "native")].n == 4 and lines[("B1", "native")].mean == pytest.approx(100.0)
+    assert lines[("B1", "docker")].mean == pytest.approx(90.0)
+    md = jmh.markdown(jmh.table1(rows), jmh.ratios(rows))
+    assert "| B1 | Raspberry Pi 3 Model B Rev 1.2, usb WD Elements ext4, native | 100.000 |" in md
+    assert "0.9000 (no interval: 2 forks, 5 needed)" in md
+
+
+def test_ratio_interval_with_enough_forks_and_verdicts(tmp_path):
+    rows = tidy.jmh_rows(make_bundle(tmp_path, 6))
+    ((bench, _, _, ratio), *_) = jmh.ratios(rows)
+    assert bench == "B1" and ratio.has_interval and ratio.low <= 0.9 <= ratio.high
+    result = {(n, c.rsplit(", ", 1)[-1]): (p, v) for n, c, p, r, v in jmh.compare(rows)}
+    # B3/B1 = 0.5 here against 0.5207 published: outside our (tight) interval
+    assert result[("B3/B1", "native")][1] == "differs from the paper"
+    assert result[("B1 docker/native", "usb WD Elements ext4")][1] == "differs from the paper"
+
+
+def test_published_ratios_from_table1():
+    r = jmh.published_ratios()
+    assert r["B3/B1"] == pytest.approx(6_416_150.780 / 12_322_204.022)
+    assert r["B1 docker/native"] == pytest.approx(12_299_546.551 / 12_322_204.022)
+    assert len(jmh.published()) == 21
