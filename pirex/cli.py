@@ -72,7 +72,13 @@ def _overrides(pairs: tuple[str, ...]) -> dict:
     "--resume", "resume_", type=click.Path(path_type=Path, exists=True), default=None, help="Finish a partial bundle."
 )
 @click.option("--force", is_flag=True, help="Run even when the preflight fails.")
-def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force) -> None:
+@click.option(
+    "--platform",
+    "platform_",
+    default=None,
+    help="Run another platform's image under QEMU (docker variants; function, not timing).",
+)
+def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_) -> None:
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
@@ -86,7 +92,7 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         return
     for exp_id in ids:
         runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
-                                  _overrides(sets), force))  # fmt: skip
+                                  _overrides(sets), force, platform_))  # fmt: skip
 
 
 def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_dir: Path) -> list[Path]:

@@ -36,11 +36,11 @@ class Options:
     tag: str = "dev"
     overrides: dict | None = None
     force: bool = False
+    platform: str | None = None  # another platform than this machine's runs under QEMU: function, not timing
 
 
-def image_for(name: str, tag: str) -> dict:
-    """This machine's platform of a built image, in the engine, pinned by digest."""
-    platform = plat.host()
+def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
+    """One platform of a built image, in the engine, pinned by digest."""
     with localregistry.local_registry():
         ref = publish.pull_local(name, tag, platform)
     info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
@@ -99,8 +99,11 @@ def run(opts: Options) -> Path:
     chosen = exp.pick_variants(opts.variants)
     if opts.order not in plan.ORDERS:
         raise PirexError(f"--order {opts.order!r}: expected one of {', '.join(plan.ORDERS)}")
+    platform = plat.parse(opts.platform) if opts.platform else plat.host()
     skipped = {}
-    if "native" in chosen and (why := native.unavailable_reason()):
+    if "native" in chosen and platform != plat.host():
+        skipped["native"] = f"native runs this machine's platform only ({plat.host()}), not {platform}"
+    elif "native" in chosen and (why := native.unavailable_reason()):
         skipped["native"] = why
         log.warning("skipping the native variant: %s", why)
     runnable = tuple(v for v in chosen if v not in skipped)
@@ -112,7 +115,9 @@ def run(opts: Options) -> Path:
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
     steps = plan.make(runnable, int(params["repetitions"]), opts.order, seed)
 
-    image = image_for(exp.image, opts.tag)
+    image = image_for(exp.image, opts.tag, platform)
+    if platform != plat.host():
+        log.warning("running %s under emulation: these numbers show function, not performance", platform)
     opts.results_dir.mkdir(parents=True, exist_ok=True)
     before = machine.record(opts.results_dir)
     findings = preflight.check(before, min_free_disk_bytes=exp.needs.get("disk_mb", 0) << 20,
@@ -164,7 +169,8 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
                                                        "repetition": step["repetition"]})  # fmt: skip
                 with bundle.step(v.name, step["repetition"]) as out:
                     r = variants.run_step(v, image["reference"], argv, out, workdir_host, STEP_TIMEOUT,
-                                          f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}")  # fmt: skip
+                                          f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}",
+                                          image["platform"])  # fmt: skip
                     (out / "step.json").write_text(
                         json.dumps(
                             {"argv": r.argv, "returncode": r.returncode, "seconds": round(r.seconds, 3)}, indent=2

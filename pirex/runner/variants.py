@@ -66,7 +66,7 @@ class StepRun:
 
 
 def run_step(variant: Variant, image_ref: str, argv: list[str], outdir: Path, workdir: Path, timeout: float,
-             container_name: str) -> StepRun:  # fmt: skip
+             container_name: str, platform: str | None = None) -> StepRun:  # fmt: skip
     """Run argv once under variant; outputs to outdir (seen as /results), stdout/stderr beside them."""
     outdir.chmod(0o777)  # the image's user writes there
     if variant.is_native:
@@ -76,6 +76,8 @@ def run_step(variant: Variant, image_ref: str, argv: list[str], outdir: Path, wo
             cmd = native.command(root, config, argv, {})
             return _timed(cmd, outdir, timeout)
     cmd = ["docker", "run", "--rm", "--name", container_name, "-v", f"{outdir}:/results", *variant.docker_args]
+    if platform:
+        cmd += ["--platform", platform]
     if variant.host_network:
         cmd += ["--network", "host"]
     if variant.bind_workdir:
