@@ -82,7 +82,7 @@ def test_jvm_runs_a_jit_vm_of_the_right_arch(built, platform):
     assert props["os.arch"] == platform.java_os_arch
     assert props["java.specification.version"] == "17"
     info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
-    assert Platform(info["Os"], info["Architecture"], info.get("Variant") or "") == platform
+    assert Platform.of_image(info) == platform
     uid = docker_run(ref, platform, "id", "-u").stdout.strip()
     assert uid != "0"
 

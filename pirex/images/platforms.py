@@ -17,6 +17,11 @@ class Platform:
     def __str__(self) -> str:
         return "/".join(p for p in (self.os, self.architecture, self.variant) if p)
 
+    @classmethod
+    def of_image(cls, inspect: dict) -> Platform:
+        """The platform `docker image inspect` reports for an image in the engine."""
+        return cls(inspect["Os"], inspect["Architecture"], inspect.get("Variant") or "")
+
     @property
     def dpkg_arch(self) -> str:
         """Debian's name: linux/arm/v7 is armhf."""

@@ -130,7 +130,7 @@ def pull(regfile: Path, platform: Platform, names: list[str] | None = None) -> d
         _forget_other_platform(ref, platform)
         _registry_call(["docker", "pull", "--platform", str(platform), ref], ref, "pull")
         info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
-        got = Platform(info["Os"], info["Architecture"], info.get("Variant") or "")
+        got = Platform.of_image(info)
         if info["Id"] != expected or got != platform or ref not in info.get("RepoDigests", []):
             raise PirexError(f"{name}: pulled image {info['Id']} ({got}) is not {expected} ({platform}) named by {ref}")
         proc.run(["docker", "tag", ref, f"{e.repository}:{e.tag}"], timeout=60)
@@ -146,7 +146,7 @@ def _forget_other_platform(ref: str, platform: Platform) -> None:
     if not r.ok:
         return
     info = json.loads(r.stdout)[0]
-    if Platform(info["Os"], info["Architecture"], info.get("Variant") or "") != platform:
+    if Platform.of_image(info) != platform:
         proc.run(["docker", "image", "rm", ref], timeout=120)
 
 
