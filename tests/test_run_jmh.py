@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from pirex.analysis import jmh, tidy
 from pirex.bundle import Bundle, verify
 from pirex.runner import run as runner
 from pirex.runner import variants
@@ -39,6 +40,11 @@ def test_native_and_docker_into_a_verifiable_bundle(built, tmp_path):
     assert machine["before"]["schema"] == machine["after"]["schema"] == "pirex-machine/1"
     run = json.loads((path / "run.json").read_text())
     assert run["seed"] == 7 and run["order"] == "interleaved" and run["skipped_variants"] == {}
+    lines = jmh.table1(tidy.jmh_rows(path))  # Table 1: 6 benchmarks x 2 variants
+    assert sorted((ln.benchmark, ln.variant) for ln in lines) == sorted(
+        (f"B{i}", v) for i in range(1, 7) for v in ("docker", "native")
+    )
+    assert all(ln.summary.n == 2 * 2 and ln.summary.mean > 0 for ln in lines)  # 2 repetitions x 2 iterations
 
 
 def test_interrupted_run_is_partial_and_resumes(built, tmp_path, monkeypatch):

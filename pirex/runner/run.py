@@ -111,7 +111,8 @@ def run(opts: Options) -> Path:
         raise PirexError("no variant left to run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
 
     params = {**exp.resolve(opts.profile), **(opts.overrides or {})}
-    params["sink_port"] = free_port()
+    if "sink_host" not in params:  # --set sink_host=H --set sink_port=P: a sink on another machine, as the paper
+        params["sink_port"] = free_port()
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
     steps = plan.make(runnable, int(params["repetitions"]), opts.order, seed)
 
@@ -157,16 +158,18 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
     gateway = bridge_gateway()
     workdir_host = bundle.path.parent / f".{bundle.run_id}-work"
     try:
-        services = [Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}") for s in exp.services]
+        remote_sink = "sink_host" in params
+        services = [Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}")
+                    for s in exp.services if not (s.name == "sink" and remote_sink)]  # fmt: skip
         for s in services:
             s.__enter__()
         try:
             started = time.monotonic()
             for i, step in enumerate(todo, 1):
                 v = variants.by_name(step["variant"])
-                argv = experiment.render(exp.command, {**params, "output": "/results", "workdir": WORKDIR,
-                                                       "sink_host": v.sink_host(gateway), "variant": v.name,
-                                                       "repetition": step["repetition"]})  # fmt: skip
+                values = {"sink_host": v.sink_host(gateway), **params}  # a --set sink_host wins
+                values.update(output="/results", workdir=WORKDIR, variant=v.name, repetition=step["repetition"])
+                argv = experiment.render(exp.command, values)
                 with bundle.step(v.name, step["repetition"]) as out:
                     r = variants.run_step(v, image["reference"], argv, out, workdir_host, STEP_TIMEOUT,
                                           f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}",
@@ -198,7 +201,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
         finally:
             for s in services:
                 s.__exit__()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM/SIGHUP through the CLI's handler
         bundle.write_machine(after=machine.record(bundle.path))
         bundle.mark_interrupted()
         print(f"interrupted: {bundle.path} is partial; `pirex run --resume {bundle.path}` finishes it")
