@@ -48,6 +48,15 @@ def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
             "platform": str(platform), "env": info["Config"].get("Env") or []}  # fmt: skip
 
 
+def jvm_of(image: dict) -> dict | None:
+    """The JVM the image runs (vendor, VM, version), as `java -XshowSettings:properties` reports it."""
+    r = proc.run(["docker", "run", "--rm", "--platform", image["platform"], image["reference"],
+                  "java", "-XshowSettings:properties", "-version"], timeout=300, check=False)  # fmt: skip
+    props = {k.strip(): v.strip() for k, _, v in (ln.partition(" = ") for ln in r.stderr.splitlines() if " = " in ln)}
+    keys = ("java.vendor", "java.vm.name", "java.vm.version", "java.runtime.version", "os.arch")
+    return {k: props.get(k) for k in keys} if r.ok else None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("0.0.0.0", 0))
@@ -140,6 +149,7 @@ def run(opts: Options) -> Path:
     (bundle.path / "run.json").write_text(json.dumps({
         "order": opts.order, "seed": seed, "skipped_variants": skipped,
         "variants": {v: variants.by_name(v).describe() for v in runnable},
+        "jvm": jvm_of(image),
         "preflight": [f.to_dict() for f in findings],
     }, indent=2) + "\n")  # fmt: skip
     bundle.write_machine(before=before)
