@@ -169,39 +169,26 @@ def check_storage(record: Mapping[str, Any], io_heavy: bool = False) -> list[Fin
     return [Finding("ok", "storage", f"{where}: {st.get('kind') or 'no block device'}")]
 
 
+def _enough(check: str, have: int | None, need: int, what: str, unknown: str, fix: str) -> list[Finding]:
+    """have >= need, or a finding that says by how much not; unknown only matters when something is needed."""
+    if have is None:
+        return [Finding("warn" if need else "ok", check, unknown)]
+    if have < need:
+        return [Finding("fail", check, f"{_gib(have)} {what}, the experiment needs {_gib(need)}", fix)]
+    return [Finding("ok", check, f"{_gib(have)} {what}")]
+
+
 def check_free_disk(record: Mapping[str, Any], need_bytes: int) -> list[Finding]:
-    free = _get(record, "storage", "free_bytes")
-    if free is None:
-        level: Level = "warn" if need_bytes else "ok"
-        return [Finding(level, "free-disk", "free disk space under the work directory unknown")]
-    if free < need_bytes:
-        return [
-            Finding(
-                "fail",
-                "free-disk",
-                f"{_gib(free)} free under the work directory, the experiment needs {_gib(need_bytes)}",
-                "free some space or choose another work directory",
-            )
-        ]
-    return [Finding("ok", "free-disk", f"{_gib(free)} free under the work directory")]
+    return _enough("free-disk", _get(record, "storage", "free_bytes"), need_bytes,
+                   "free under the work directory", "free disk space under the work directory unknown",
+                   "free some space or choose another work directory")  # fmt: skip
 
 
 def check_free_memory(record: Mapping[str, Any], need_bytes: int) -> list[Finding]:
     mem = record.get("memory") or {}
-    avail = mem.get("available_bytes", mem.get("free_bytes"))
-    if avail is None:
-        level: Level = "warn" if need_bytes else "ok"
-        return [Finding(level, "free-memory", "available memory unknown")]
-    if avail < need_bytes:
-        return [
-            Finding(
-                "fail",
-                "free-memory",
-                f"{_gib(avail)} memory available, the experiment needs {_gib(need_bytes)}",
-                "stop other programs (desktop, browsers) or use a machine with more memory",
-            )
-        ]
-    return [Finding("ok", "free-memory", f"{_gib(avail)} memory available")]
+    return _enough("free-memory", mem.get("available_bytes", mem.get("free_bytes")), need_bytes,
+                   "memory available", "available memory unknown",
+                   "stop other programs (desktop, browsers) or use a machine with more memory")  # fmt: skip
 
 
 def check_load(record: Mapping[str, Any]) -> list[Finding]:
