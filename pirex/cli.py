@@ -14,23 +14,11 @@ from pirex import __version__, paths, proc
 from pirex.errors import PirexError
 from pirex.images import bake, bootstrap, builder, collection, localregistry, publish, regclient, sizes
 from pirex.images import platforms as plat
+from pirex.paths import git_version
 
 log = logging.getLogger("pirex")
 
 PLATFORMS_HELP = "comma-separated: linux/amd64, linux/arm64, linux/arm/v7; 'all' (default) or 'host'"
-
-
-def git_version() -> tuple[str, str]:
-    """(version, revision) of the checkout: what the OCI labels and the default tag record."""
-
-    def git(*a: str) -> str:
-        r = proc.run(["git", "-C", paths.REPO, *a], timeout=30, check=False)
-        return r.stdout.strip() if r.ok else ""
-
-    revision = git("rev-parse", "HEAD") or "unknown"
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-    version = git("describe", "--tags", "--always", "--dirty") or __version__
-    return version, revision + ("-dirty" if dirty and revision != "unknown" else "")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

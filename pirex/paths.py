@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pirex import __version__, proc
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -17,3 +19,16 @@ def cache_dir() -> Path:
     if os.geteuid() == 0:
         return Path("/var/cache/pirex")
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pirex"
+
+
+def git_version() -> tuple[str, str]:
+    """(version, revision) of the checkout: what the OCI labels and the default tag record."""
+
+    def git(*a: str) -> str:
+        r = proc.run(["git", "-C", REPO, *a], timeout=30, check=False)
+        return r.stdout.strip() if r.ok else ""
+
+    revision = git("rev-parse", "HEAD") or "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    version = git("describe", "--tags", "--always", "--dirty") or __version__
+    return version, revision + ("-dirty" if dirty and revision != "unknown" else "")

@@ -12,9 +12,9 @@ import subprocess
 import pytest
 
 from pirex import proc
-from pirex.cli import git_version
 from pirex.images import builder, collection, localregistry
 from pirex.images import platforms as plat
+from pirex.paths import git_version
 
 TEST_TAG = "pirex-test"
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pirex import paths, proc
+from pirex.bundle import sha256
 from pirex.errors import PirexError
 from pirex.images import builder, localregistry, regclient
 from pirex.images.platforms import Platform
@@ -199,7 +200,7 @@ def rootfs(platform: Platform, refresh: bool = False) -> tuple[Path, dict]:
             "suite": SUITE,
             "sources": desc,
             "fallback": n > 0,
-            "sha256": _sha256(tmp),
+            "sha256": sha256(tmp),
             "mmdebstrap": _mmdebstrap_version(),
         }
         for stale in d.glob(f"rootfs-{platform.dpkg_arch}-*"):  # older recipes
@@ -216,14 +217,6 @@ def rootfs(platform: Platform, refresh: bool = False) -> tuple[Path, dict]:
             )
         return tar, record
     raise AssertionError("unreachable")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _mmdebstrap_version() -> str:

@@ -17,6 +17,7 @@ from pirex.bundle import PARTIAL, Bundle
 from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
+from pirex.paths import git_version
 from pirex.runner import native, plan, variants
 
 log = logging.getLogger(__name__)
@@ -138,8 +139,6 @@ def run(opts: Options) -> Path:
             log.warning("preflight %s: %s", f.check, f.message)
     if preflight.worst(findings) == "fail" and not opts.force:
         raise PirexError("preflight failed (see above; `pirex doctor` says how to fix it, --force runs anyway)")
-
-    from pirex.cli import git_version  # the checkout that ran
 
     bundle = Bundle.create(
         opts.results_dir, exp.id, opts.profile, params, list(runnable), steps, {exp.image: image},
