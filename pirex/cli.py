@@ -66,7 +66,8 @@ def _overrides(pairs: tuple[str, ...]) -> dict:
     default=None,
     help="Run another platform's image under QEMU (docker variants; function, not timing).",
 )
-def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_) -> None:
+@click.option("--matrix", default=None, help="Run a matrix of cases instead (moobench: fluctuation, ICPE'18 Table 5).")
+def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix) -> None:
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
@@ -80,7 +81,7 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         return
     for exp_id in ids:
         runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
-                                  _overrides(sets), force, platform_))  # fmt: skip
+                                  _overrides(sets), force, platform_, matrix))  # fmt: skip
 
 
 def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_dir: Path) -> list[Path]:

@@ -27,7 +27,10 @@ RUNTIME_NAMES = ("output", "workdir", "sink_host", "variant", "repetition")
 OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv")
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters", "profiles", "variants",
-            "default_variants", "services", "needs", "outputs"}  # fmt: skip
+            "default_variants", "services", "needs", "outputs", "matrices"}  # fmt: skip
+# What a matrix case may change against its base case (ICPE'18 Table 5's factors).
+CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap", "requires"}
+GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative", "userspace")
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,74 @@ class Service:
     name: str
     command: tuple[str, ...]
     ready_line: str
+
+
+@dataclass(frozen=True)
+class Privileges:
+    """What the experiment needs beyond a default container, granted by the runner to every
+    variant alike and recorded in the bundle (e.g. fork: root for drop_caches, SYS_ADMIN for
+    perf_event_open with kernel events under Docker's default seccomp profile)."""
+
+    root: bool = False  # run as uid 0 instead of the image's user (native and docker)
+    capabilities: tuple[str, ...] = ()  # docker --cap-add
+    unmask_proc: bool = False  # docker --security-opt systempaths=unconfined: /proc/sys writable
+    why: str = ""
+
+    def docker_args(self) -> list[str]:
+        args = ["--user", "0"] if self.root else []
+        for cap in self.capabilities:
+            args += ["--cap-add", cap]
+        return args + (["--security-opt", "systempaths=unconfined"] if self.unmask_proc else [])
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of a matrix: its own change, applied on top of its base case's (see resolved)."""
+
+    name: str
+    table_id: int | None
+    title: str
+    base: str | None
+    set: dict[str, Any]
+    cpus: str | None = None
+    ram_workdir_mb: int | None = None
+    governor: str | None = None
+    swap: str | None = None  # "off": every active swap area is turned off for the step
+    requires: str | None = None
+
+
+@dataclass(frozen=True)
+class Matrix:
+    name: str
+    source: str
+    runs_as: str
+    cases: tuple[Case, ...]
+    parameters: dict[str, Any]
+    fallback: dict[str, Any]
+
+    def case(self, name: str) -> Case:
+        for c in self.cases:
+            if c.name == name:
+                return c
+        raise PirexError(f"matrix {self.name}: no case {name!r}")
+
+    def chain(self, name: str) -> list[Case]:
+        """The case and its bases, the root first: each case changes one factor of its base."""
+        out = [self.case(name)]
+        while out[0].base:
+            out.insert(0, self.case(out[0].base))
+        return out
+
+    def resolved(self, name: str) -> Case:
+        """The case with every change along its base chain applied (later ones win)."""
+        merged: dict[str, Any] = {"set": {}}
+        for c in self.chain(name):
+            merged["set"] = {**merged["set"], **c.set}
+            for key in ("cpus", "ram_workdir_mb", "governor", "swap", "requires"):
+                if getattr(c, key) is not None:
+                    merged[key] = getattr(c, key)
+        me = self.case(name)
+        return Case(me.name, me.table_id, me.title, me.base, **merged)
 
 
 @dataclass(frozen=True)
@@ -52,6 +123,8 @@ class Experiment:
     needs: dict[str, Any]
     outputs: tuple[dict[str, str], ...]
     path: Path = field(compare=False)
+    privileges: Privileges = Privileges()
+    matrices: dict[str, Matrix] = field(default_factory=dict)
 
     def resolve(self, profile: str) -> dict[str, Any]:
         """The parameters of a profile: the experiment's, overridden by the profile's."""
@@ -197,6 +270,7 @@ def parse(doc: Any, path: Path) -> Experiment:
         if key in needs and (not isinstance(needs[key], int) or needs[key] < 0):
             raise c.fail(f"needs.{key}", "a whole number of MB", needs[key])
 
+    privileges = _privileges(c, needs.get("privileges"))
     outputs = c.get(doc, "outputs", list, "a list of {path, format}")
     for i, out in enumerate(outputs):
         if not isinstance(out, dict) or not isinstance(out.get("path"), str):
@@ -205,6 +279,9 @@ def parse(doc: Any, path: Path) -> Experiment:
             raise c.fail(f"outputs[{i}].format", f"one of {', '.join(OUTPUT_FORMATS)}", out.get("format"))
 
     known = set(parameters) | set(RUNTIME_NAMES)
+    matrices = {name: _matrix(c, name, m, known | {k for v in profiles.values() for k in v})
+                for name, m in (c.get(doc, "matrices", dict, "a mapping of matrix name to {runs_as, cases}",
+                                      required=False, default={}) or {}).items()}  # fmt: skip
     for prof_name, values in profiles.items():
         missing = placeholders(command) | {p for s in services for p in placeholders(s.command)}
         missing -= known | set(values)
@@ -216,4 +293,68 @@ def parse(doc: Any, path: Path) -> Experiment:
 
     return Experiment(exp_id, title, source, image, command, dict(parameters),
                       {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
-                      dict(needs), tuple(outputs), path)  # fmt: skip
+                      dict(needs), tuple(outputs), path, privileges, matrices)  # fmt: skip
+
+
+def _privileges(c: _Checker, doc: Any) -> Privileges:
+    if doc is None:
+        return Privileges()
+    if not isinstance(doc, dict):
+        raise c.fail("needs.privileges", "a mapping (root, capabilities, unmask_proc, why)", doc)
+    unknown = sorted(set(doc) - {"root", "capabilities", "unmask_proc", "why"})
+    if unknown:
+        raise c.fail("needs.privileges", "keys among root, capabilities, unmask_proc, why", unknown)
+    caps = doc.get("capabilities") or []
+    if not isinstance(caps, list) or not all(isinstance(x, str) and re.fullmatch(r"[A-Z_]+", x) for x in caps):
+        raise c.fail("needs.privileges.capabilities", "a list of capability names like SYS_ADMIN", caps)
+    for key in ("root", "unmask_proc"):
+        if not isinstance(doc.get(key, False), bool):
+            raise c.fail(f"needs.privileges.{key}", "true or false", doc[key])
+    why = doc.get("why", "")
+    if not isinstance(why, str) or not why:
+        raise c.fail("needs.privileges.why", "a sentence saying why (it goes into the bundle)", why)
+    return Privileges(bool(doc.get("root")), tuple(caps), bool(doc.get("unmask_proc")), why)
+
+
+def _matrix(c: _Checker, name: str, doc: Any, known: set[str]) -> Matrix:
+    key = f"matrices.{name}"
+    if not isinstance(doc, dict):
+        raise c.fail(key, "a mapping with runs_as and cases", doc)
+    runs_as = c.get(doc, "runs_as", str, "native or docker", prefix=f"{key}.", required=False, default="native")
+    if runs_as not in ("native", "docker"):
+        raise c.fail(f"{key}.runs_as", "native or docker", runs_as)
+    params = c.get(doc, "parameters", dict, "parameters of every case", prefix=f"{key}.", required=False, default={})
+    fallback = c.get(doc, "fallback", dict, "{probe, parameters, skip_cases}", prefix=f"{key}.", required=False,
+                     default={})  # fmt: skip
+    raw_cases = c.get(doc, "cases", list, "a list of cases", prefix=f"{key}.")
+    cases: list[Case] = []
+    for i, cd in enumerate(raw_cases):
+        where = f"{key}.cases[{i}]"
+        if not isinstance(cd, dict) or not isinstance(cd.get("name"), str) or not NAME.match(cd["name"]):
+            raise c.fail(where, "a mapping with a name (lowercase letters, digits, - and _)", cd)
+        unknown = sorted(set(cd) - CASE_KEYS)
+        if unknown:
+            raise c.fail(where, f"keys among {', '.join(sorted(CASE_KEYS))}", unknown)
+        if cd["name"] in KNOWN_VARIANTS or any(x.name == cd["name"] for x in cases):
+            raise c.fail(f"{where}.name", "a name not used by another case or variant", cd["name"])
+        base = cd.get("base")
+        if base is not None and not any(x.name == base for x in cases):
+            raise c.fail(f"{where}.base", "an earlier case's name", base)
+        sets = cd.get("set") or {}
+        if not isinstance(sets, dict) or not set(sets) <= known:
+            raise c.fail(f"{where}.set", f"parameters of the experiment ({', '.join(sorted(known))})", sets)
+        if cd.get("governor") is not None and cd["governor"] not in GOVERNORS:
+            raise c.fail(f"{where}.governor", f"one of {', '.join(GOVERNORS)}", cd["governor"])
+        if cd.get("swap") not in (None, "off"):
+            raise c.fail(f"{where}.swap", "off", cd["swap"])
+        if cd.get("cpus") is not None and not re.fullmatch(r"\d+([-,]\d+)*", str(cd["cpus"])):
+            raise c.fail(f"{where}.cpus", "a CPU list like 0 or 0-1", cd["cpus"])
+        ram = cd.get("ram_workdir_mb")
+        if ram is not None and (not isinstance(ram, int) or ram < 1):
+            raise c.fail(f"{where}.ram_workdir_mb", "a whole number of MB", ram)
+        cases.append(Case(cd["name"], cd.get("table_id"), str(cd.get("title", cd["name"])), base, dict(sets),
+                          None if cd.get("cpus") is None else str(cd["cpus"]), ram, cd.get("governor"),
+                          cd.get("swap"), cd.get("requires")))  # fmt: skip
+    if not cases:
+        raise c.fail(f"{key}.cases", "at least one case", raw_cases)
+    return Matrix(name, str(doc.get("source", "")), runs_as, tuple(cases), dict(params), dict(fallback))

@@ -84,8 +84,9 @@ def _remove(path: Path) -> None:
 
 
 @contextmanager
-def mounted(root: Path, binds: dict[Path, str]):
-    """/proc, /sys, /dev and the given host directories mounted into root; all undone on exit."""
+def mounted(root: Path, binds: dict[Path, str], tmpfs: dict[str, int] | None = None):
+    """/proc, /sys, /dev, the given host directories and RAM drives (path -> MB) mounted into
+    root; all undone on exit."""
     targets: list[Path] = []
     with ExitStack() as stack:
         stack.callback(_unmount_all, targets)
@@ -102,6 +103,11 @@ def mounted(root: Path, binds: dict[Path, str]):
             t = root / inside.lstrip("/")
             t.mkdir(parents=True, exist_ok=True)
             proc.run(["mount", "--bind", host_dir, t], timeout=30)
+            targets.append(t)
+        for inside, mb in (tmpfs or {}).items():
+            t = root / inside.lstrip("/")
+            t.mkdir(parents=True, exist_ok=True)
+            proc.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m,mode=1777", "pirex-ramdrive", t], timeout=30)
             targets.append(t)
         yield
 

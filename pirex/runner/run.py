@@ -9,6 +9,7 @@ import logging
 import secrets
 import socket
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import git_version
-from pirex.runner import native, plan, variants
+from pirex.runner import host, native, plan, variants
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class Options:
     overrides: dict | None = None
     force: bool = False
     platform: str | None = None  # another platform than this machine's runs under QEMU: function, not timing
+    matrix: str | None = None  # run a matrix's cases (e.g. moobench fluctuation) instead of the variants
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -106,10 +108,17 @@ class Service:
 
 def run(opts: Options) -> Path:
     exp = experiment.load(opts.experiment)
-    chosen = exp.pick_variants(opts.variants)
     if opts.order not in plan.ORDERS:
         raise PirexError(f"--order {opts.order!r}: expected one of {', '.join(plan.ORDERS)}")
     platform = plat.parse(opts.platform) if opts.platform else plat.host()
+    matrix = _matrix(exp, opts.matrix)
+    if matrix:
+        base = opts.variants or matrix.runs_as
+        if base not in ("native", "docker"):
+            raise PirexError(f"--matrix {matrix.name} runs its cases on one variant: --variants native or docker")
+        chosen = (base,)
+    else:
+        chosen = exp.pick_variants(opts.variants)
     skipped = {}
     if "native" in chosen and platform != plat.host():
         skipped["native"] = f"native runs this machine's platform only ({plat.host()}), not {platform}"
@@ -120,13 +129,39 @@ def run(opts: Options) -> Path:
     if not runnable:
         raise PirexError("no variant left to run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
 
-    params = {**exp.resolve(opts.profile), **(opts.overrides or {})}
+    params = {**exp.resolve(opts.profile), **(matrix.parameters if matrix else {}), **(opts.overrides or {})}
     if "sink_host" not in params:  # --set sink_host=H --set sink_port=P: a sink on another machine, as the paper
         params["sink_port"] = free_port()
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
-    steps = plan.make(runnable, int(params["repetitions"]), opts.order, seed)
 
     image = image_for(exp.image, opts.tag, platform)
+    matrix_info: dict = {}
+    if matrix:
+        matrix_info = {"name": matrix.name, "source": matrix.source, "runs_as": runnable[0], "notes": {}}
+        fallback = _fallback(matrix, image)
+        if fallback:
+            params.update({**(fallback.get("parameters") or {}), **(opts.overrides or {})})
+            matrix_info["fallback"] = fallback
+        cases = []
+        for case in matrix.cases:
+            resolved = matrix.resolved(case.name)
+            why = host.unavailable_reason(resolved)
+            if fallback and case.name in (fallback.get("skip_cases") or []):
+                why = fallback["reason"]
+            if why:
+                skipped[case.name] = why
+                log.warning("skipping case %s: %s", case.name, why)
+                continue
+            if notes := host.notes(resolved):
+                matrix_info["notes"][case.name] = notes
+            cases.append(case.name)
+        runnable = tuple(cases)
+        if not runnable:
+            raise PirexError(
+                "no case of the matrix can run here: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())
+            )
+    steps = plan.make(runnable, int(params["repetitions"]), opts.order, seed)
+
     if platform != plat.host():
         log.warning("running %s under emulation: these numbers show function, not performance", platform)
     opts.results_dir.mkdir(parents=True, exist_ok=True)
@@ -146,24 +181,64 @@ def run(opts: Options) -> Path:
     )  # fmt: skip
     log.info("bundle %s", bundle.path)
     (bundle.path / "run.json").write_text(json.dumps({
-        "order": opts.order, "seed": seed, "skipped_variants": skipped,
-        "variants": {v: variants.by_name(v).describe() for v in runnable},
+        "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None,
+        "variants": {v.name: v.describe() for v in _variants(exp, runnable, matrix_info).values()},
         "jvm": jvm_of(image),
         "preflight": [f.to_dict() for f in findings],
     }, indent=2) + "\n")  # fmt: skip
     bundle.write_machine(before=before)
-    return _execute(bundle, exp, image, params)
+    return _execute(bundle, exp, image, params, _variants(exp, runnable, matrix_info))
 
 
 def resume(path: Path) -> Path:
     bundle = Bundle.resume(path)
     exp = experiment.load(bundle.manifest["experiment"])
     image = next(iter(bundle.manifest["images"].values()))
-    return _execute(bundle, exp, image, bundle.manifest["parameters"])
+    matrix_info = json.loads((bundle.path / "run.json").read_text()).get("matrix") or {}
+    return _execute(bundle, exp, image, bundle.manifest["parameters"],
+                    _variants(exp, tuple(bundle.manifest["variants"]), matrix_info))  # fmt: skip
 
 
-def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: dict) -> Path:
+def _matrix(exp: experiment.Experiment, name: str | None) -> experiment.Matrix | None:
+    if not name:
+        return None
+    if name not in exp.matrices:
+        offered = ", ".join(exp.matrices) or "none"
+        raise PirexError(f"{exp.id} has no matrix {name!r} (matrices: {offered})")
+    return exp.matrices[name]
+
+
+def _fallback(matrix: experiment.Matrix, image: dict) -> dict | None:
+    """A matrix's optional part missing from the image (SPASS-meter, bring-your-own): what stands in."""
+    fb = matrix.fallback
+    if not fb:
+        return None
+    probe = proc.run(["docker", "run", "--rm", "--platform", image["platform"], image["reference"], *fb["probe"]],
+                     timeout=300, check=False)  # fmt: skip
+    if probe.ok:
+        return None
+    log.warning("%s", fb["reason"])
+    return {"reason": fb["reason"], "parameters": fb.get("parameters") or {}, "skip_cases": fb.get("skip_cases") or []}
+
+
+def _variants(exp: experiment.Experiment, names: tuple[str, ...], matrix_info: dict) -> dict[str, variants.Variant]:
+    """The bundle's variant names -> how each runs: a variant, or a matrix case on one, with the
+    experiment's privileges."""
+    if not matrix_info:
+        return {n: variants.by_name(n).with_privileges(exp.privileges) for n in names}
+    m = exp.matrices[matrix_info["name"]]
+    base = variants.by_name(matrix_info["runs_as"]).with_privileges(exp.privileges)
+    return {n: base.for_case(m.resolved(n)) for n in names}
+
+
+def _case_of(exp: experiment.Experiment, v: variants.Variant, matrix_info: dict) -> experiment.Case | None:
+    return exp.matrices[matrix_info["name"]].resolved(v.name) if matrix_info else None
+
+
+def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: dict,
+             by_name: dict[str, variants.Variant]) -> Path:  # fmt: skip
     todo = bundle.remaining_steps()
+    matrix_info = json.loads((bundle.path / "run.json").read_text()).get("matrix") or {}
     gateway = bridge_gateway()
     workdir_host = bundle.path.parent / f".{bundle.run_id}-work"
     try:
@@ -175,11 +250,12 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
         try:
             started = time.monotonic()
             for i, step in enumerate(todo, 1):
-                v = variants.by_name(step["variant"])
-                values = {"sink_host": v.sink_host(gateway), **params}  # a --set sink_host wins
+                v = by_name[step["variant"]]
+                values = {"sink_host": v.sink_host(gateway), **params, **v.parameters}  # a --set sink_host wins
                 values.update(output="/results", workdir=WORKDIR, variant=v.name, repetition=step["repetition"])
                 argv = experiment.render(exp.command, values)
-                with bundle.step(v.name, step["repetition"]) as out:
+                case = _case_of(exp, v, matrix_info)
+                with bundle.step(v.name, step["repetition"]) as out, host.applied(case) if case else nullcontext():
                     r = variants.run_step(v, image["reference"], argv, out, workdir_host, STEP_TIMEOUT,
                                           f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}",
                                           image["platform"])  # fmt: skip

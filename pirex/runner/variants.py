@@ -6,16 +6,21 @@ differs is exactly what the variant names.
   docker-host-network        ... with --network host (no bridge, no NAT)
   docker-bind-workdir        ... with the working directory bind-mounted from the host disk
   docker-seccomp-unconfined  ... with --security-opt seccomp=unconfined
+
+An experiment's privileges (experiment.Privileges) are granted to every variant alike, and a
+matrix case (ICPE'18 Table 5) runs on top of one of these with its changes: CPUs, a RAM drive
+as working directory, parameters; machine-wide settings (governor, swap) are host.py's.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pirex import proc
 from pirex.errors import PirexError
+from pirex.experiment import Case, Privileges
 from pirex.runner import native
 
 LOOPBACK = "127.0.0.1"
@@ -27,10 +32,29 @@ class Variant:
     docker_args: list[str] = field(default_factory=list)
     host_network: bool = False
     bind_workdir: bool = False
+    runs_as: str = ""  # native or docker; empty: as the name says
+    user: str | None = None  # instead of the image's user (an experiment that needs root)
+    cpus: str | None = None  # CPU list: docker --cpuset-cpus, native taskset
+    ram_workdir_mb: int | None = None  # working directory on a RAM drive (tmpfs) of this size
+    parameters: dict = field(default_factory=dict)  # a matrix case's parameters
+    granted: dict = field(default_factory=dict)  # the experiment's privileges, as recorded
 
     @property
     def is_native(self) -> bool:
-        return self.name == "native"
+        return (self.runs_as or self.name) == "native"
+
+    def with_privileges(self, priv: Privileges) -> Variant:
+        if not (priv.root or priv.capabilities or priv.unmask_proc):
+            return self
+        granted = {"why": priv.why, "native": "runs as root" if priv.root else "the image's user",
+                   "docker_args": priv.docker_args()}  # fmt: skip
+        return replace(self, user="0:0" if priv.root else self.user,
+                       docker_args=[*self.docker_args, *priv.docker_args()], granted=granted)  # fmt: skip
+
+    def for_case(self, case: Case) -> Variant:
+        """This variant running a matrix case: the case's name, with its changes."""
+        return replace(self, name=case.name, runs_as="native" if self.is_native else "docker", cpus=case.cpus,
+                       ram_workdir_mb=case.ram_workdir_mb, parameters=dict(case.set))  # fmt: skip
 
     def sink_host(self, bridge_gateway: str) -> str:
         """Where this variant reaches a service on the host (the B6 sink)."""
@@ -39,10 +63,26 @@ class Variant:
     def describe(self) -> dict:
         """What the bundle records about how this variant ran."""
         if self.is_native:
-            return {"runs": "chroot into the image's exported filesystem, outside any container"}
-        return {"runs": "docker run", "extra_docker_args": self.docker_args
-                + (["--network", "host"] if self.host_network else [])
-                + (["-v", "<host dir>:/work"] if self.bind_workdir else [])}  # fmt: skip
+            d = {"runs": "chroot into the image's exported filesystem, outside any container"}
+            d |= {"user": self.user} if self.user else {}
+            d |= {"taskset": self.cpus} if self.cpus else {}
+            d |= {"workdir": f"tmpfs of {self.ram_workdir_mb} MB"} if self.ram_workdir_mb else {}
+        else:
+            d = {"runs": "docker run", "extra_docker_args": self.extra_docker_args()}
+        if self.parameters:
+            d["parameters"] = self.parameters
+        if self.granted:
+            d["privileges"] = self.granted
+        return d
+
+    def extra_docker_args(self) -> list[str]:
+        args = list(self.docker_args)
+        args += ["--network", "host"] if self.host_network else []
+        args += ["-v", "<host dir>:/work"] if self.bind_workdir else []
+        args += ["--cpuset-cpus", self.cpus] if self.cpus else []
+        if self.ram_workdir_mb:
+            args += ["--tmpfs", f"/work:rw,exec,size={self.ram_workdir_mb}m,mode=1777"]
+        return args
 
 
 def by_name(name: str) -> Variant:
@@ -71,19 +111,21 @@ def run_step(variant: Variant, image_ref: str, argv: list[str], outdir: Path, wo
     outdir.chmod(0o777)  # the image's user writes there
     if variant.is_native:
         root, config = native.rootfs(image_ref)
-        binds = {outdir: "/results"}
-        with native.mounted(root, binds):
+        if variant.user:
+            config = {**config, "User": variant.user}
+        tmpfs = {"/work": variant.ram_workdir_mb} if variant.ram_workdir_mb else {}
+        with native.mounted(root, {outdir: "/results"}, tmpfs):
             cmd = native.command(root, config, argv, {})
+            if variant.cpus:
+                cmd = ["taskset", "-c", variant.cpus, *cmd]
             return _timed(cmd, outdir, timeout)
-    cmd = ["docker", "run", "--rm", "--name", container_name, "-v", f"{outdir}:/results", *variant.docker_args]
+    cmd = ["docker", "run", "--rm", "--name", container_name, "-v", f"{outdir}:/results"]
     if platform:
         cmd += ["--platform", platform]
-    if variant.host_network:
-        cmd += ["--network", "host"]
     if variant.bind_workdir:
         workdir.mkdir(parents=True, exist_ok=True)
         workdir.chmod(0o777)
-        cmd += ["-v", f"{workdir}:/work"]
+    cmd += [a if a != "<host dir>:/work" else f"{workdir}:/work" for a in variant.extra_docker_args()]
     try:
         return _timed([*cmd, image_ref, *argv], outdir, timeout)
     finally:  # a killed client leaves its container running: remove it on every exit path
