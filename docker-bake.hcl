@@ -47,7 +47,7 @@ function "tags" {
 }
 
 group "default" {
-  targets = ["base", "jvm", "jmh"]
+  targets = ["base", "jvm", "jmh", "fork"]
 }
 
 target "_common" {
@@ -82,4 +82,14 @@ target "jmh" {
   contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
   args       = { MAVEN_IMAGE = MAVEN_IMAGE }
   tags       = tags("jmh")
+}
+
+# C images build from images/ and cross-compile on the build platform.
+target "fork" {
+  inherits   = ["_common"]
+  context    = "images"
+  dockerfile = "fork/Dockerfile"
+  contexts   = { base = "target:base" }
+  args       = { DEBIAN_IMAGE = DEBIAN_IMAGE }
+  tags       = tags("fork")
 }

@@ -83,3 +83,52 @@ def test_invalid_yaml(tmp_path):
     f.write_text("id: [jmh\n")
     with pytest.raises(PirexError, match="not valid YAML"):
         experiment.load(f)
+
+
+def _matrix_doc(cases):
+    doc = copy.deepcopy(JMH)
+    doc["matrices"] = {"m": {"runs_as": "native", "cases": cases}}
+    return doc
+
+
+def test_matrix_cases_build_on_their_base():
+    exp = experiment.parse(_matrix_doc([
+        {"name": "base"},
+        {"name": "ram", "base": "base", "ram_workdir_mb": 100},
+        {"name": "one-core", "base": "ram", "cpus": 0, "set": {"depth": 1}},
+        {"name": "two", "base": "ram", "cpus": "0-1"},
+    ]), experiment.path_of("jmh"))  # fmt: skip
+    m = exp.matrices["m"]
+    assert [c.name for c in m.chain("one-core")] == ["base", "ram", "one-core"]
+    one = m.resolved("one-core")
+    assert (one.cpus, one.ram_workdir_mb, one.set) == ("0", 100, {"depth": 1})
+    assert m.resolved("two").set == {}  # a sibling's change does not leak
+
+
+@pytest.mark.parametrize(
+    "cases, message",
+    [
+        ([{"name": "a", "base": "b"}, {"name": "b"}], r"cases\[0\].base: expected an earlier case's name"),
+        ([{"name": "a", "set": {"nonsense": 1}}], r"cases\[0\].set: expected parameters of the experiment"),
+        ([{"name": "a", "governor": "turbo"}], r"cases\[0\].governor: expected one of performance"),
+        ([{"name": "docker"}], r"cases\[0\].name: expected a name not used by another case or variant"),
+        ([{"name": "a", "cpus": "zero"}], r"cases\[0\].cpus: expected a CPU list"),
+        ([{"name": "a", "colour": "red"}], r"cases\[0\]: expected keys among"),
+    ],
+)
+def test_matrix_mistakes_are_named(cases, message):
+    with pytest.raises(PirexError, match=message):
+        experiment.parse(_matrix_doc(cases), experiment.path_of("jmh"))
+
+
+def test_privileges_become_docker_arguments_and_need_a_reason():
+    exp = experiment.load("fork")
+    assert exp.privileges.docker_args() == ["--user", "0", "--cap-add", "SYS_ADMIN", "--security-opt",
+                                            "systempaths=unconfined"]  # fmt: skip
+    doc = copy.deepcopy(JMH)
+    doc["needs"]["privileges"] = {"root": True}
+    with pytest.raises(PirexError, match="needs.privileges.why: expected a sentence"):
+        experiment.parse(doc, experiment.path_of("jmh"))
+    doc["needs"]["privileges"] = {"capabilities": ["sys admin"], "why": "x"}
+    with pytest.raises(PirexError, match="capabilities: expected a list of capability names"):
+        experiment.parse(doc, experiment.path_of("jmh"))

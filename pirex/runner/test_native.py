@@ -29,3 +29,18 @@ def test_command_applies_user_env_and_workdir(tmp_path):
     cmd = native.command(tmp_path, {"User": "1000:1000", "Env": ["PATH=/usr/bin"], "WorkingDir": "/work"}, ["id"], {})
     assert cmd[:3] == ["chroot", "--userspec=1000:1000", str(tmp_path)]
     assert "PATH=/usr/bin" in cmd and cmd[-2:] == ["/work", "id"]
+
+
+def test_privileged_and_case_variants_describe_what_they_change():
+    from pirex.experiment import Case, Privileges
+    from pirex.runner import variants
+
+    priv = Privileges(root=True, capabilities=("SYS_ADMIN",), why="drop caches")
+    docker = variants.by_name("docker").with_privileges(priv)
+    assert docker.user == "0:0" and docker.describe()["privileges"]["why"] == "drop caches"
+    assert docker.extra_docker_args()[:4] == ["--user", "0", "--cap-add", "SYS_ADMIN"]
+    case = variants.by_name("docker").for_case(Case("one-core", 9, "one core", "ram", {"depth": 1}, "0", 100))
+    assert case.name == "one-core" and not case.is_native
+    assert case.extra_docker_args() == ["--cpuset-cpus", "0", "--tmpfs", "/work:rw,exec,size=100m,mode=1777"]
+    native = variants.by_name("native").for_case(Case("one-core", 9, "one core", None, {}, "0"))
+    assert native.is_native and native.describe()["taskset"] == "0"
