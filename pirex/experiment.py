@@ -29,7 +29,7 @@ NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters", "profiles", "variants",
             "default_variants", "services", "needs", "outputs", "matrices"}  # fmt: skip
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
-CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap", "requires"}
+CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
 GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative", "userspace")
 
 
@@ -71,7 +71,6 @@ class Case:
     ram_workdir_mb: int | None = None
     governor: str | None = None
     swap: str | None = None  # "off": every active swap area is turned off for the step
-    requires: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class Matrix:
         merged: dict[str, Any] = {"set": {}}
         for c in self.chain(name):
             merged["set"] = {**merged["set"], **c.set}
-            for key in ("cpus", "ram_workdir_mb", "governor", "swap", "requires"):
+            for key in ("cpus", "ram_workdir_mb", "governor", "swap"):
                 if getattr(c, key) is not None:
                     merged[key] = getattr(c, key)
         me = self.case(name)
@@ -279,7 +278,8 @@ def parse(doc: Any, path: Path) -> Experiment:
             raise c.fail(f"outputs[{i}].format", f"one of {', '.join(OUTPUT_FORMATS)}", out.get("format"))
 
     known = set(parameters) | set(RUNTIME_NAMES)
-    matrices = {name: _matrix(c, name, m, known | {k for v in profiles.values() for k in v})
+    all_params = known | {k for v in profiles.values() for k in v}
+    matrices = {name: _matrix(c, name, m, all_params)
                 for name, m in (c.get(doc, "matrices", dict, "a mapping of matrix name to {runs_as, cases}",
                                       required=False, default={}) or {}).items()}  # fmt: skip
     for prof_name, values in profiles.items():
@@ -326,6 +326,8 @@ def _matrix(c: _Checker, name: str, doc: Any, known: set[str]) -> Matrix:
     params = c.get(doc, "parameters", dict, "parameters of every case", prefix=f"{key}.", required=False, default={})
     fallback = c.get(doc, "fallback", dict, "{probe, parameters, skip_cases}", prefix=f"{key}.", required=False,
                      default={})  # fmt: skip
+    if fallback and (not isinstance(fallback.get("probe"), list) or not isinstance(fallback.get("reason"), str)):
+        raise c.fail(f"{key}.fallback", "a mapping with probe (a command) and reason", fallback)
     raw_cases = c.get(doc, "cases", list, "a list of cases", prefix=f"{key}.")
     cases: list[Case] = []
     for i, cd in enumerate(raw_cases):
@@ -354,7 +356,7 @@ def _matrix(c: _Checker, name: str, doc: Any, known: set[str]) -> Matrix:
             raise c.fail(f"{where}.ram_workdir_mb", "a whole number of MB", ram)
         cases.append(Case(cd["name"], cd.get("table_id"), str(cd.get("title", cd["name"])), base, dict(sets),
                           None if cd.get("cpus") is None else str(cd["cpus"]), ram, cd.get("governor"),
-                          cd.get("swap"), cd.get("requires")))  # fmt: skip
+                          cd.get("swap")))  # fmt: skip
     if not cases:
         raise c.fail(f"{key}.cases", "at least one case", raw_cases)
     return Matrix(name, str(doc.get("source", "")), runs_as, tuple(cases), dict(params), dict(fallback))

@@ -274,7 +274,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
                         detail = stdout[stdout.index("<failure>") :].splitlines()[:12]
                         raise PirexError(f"{v.name} repetition {step['repetition']}: a benchmark failed:\n"
                                          + "\n".join(detail))  # fmt: skip
-                    missing = [o["path"] for o in exp.outputs if not (out / o["path"]).exists()]
+                    missing = [o["path"] for o in exp.outputs if not any(out.glob(o["path"]))]
                     if missing:
                         raise PirexError(f"{v.name} repetition {step['repetition']} wrote no {', '.join(missing)}")
                 eta = (time.monotonic() - started) / i * (len(todo) - i)
