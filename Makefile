@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,dev]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,dev]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	touch $@
 
 $(VENV)/bin/actionlint: | $(VENV)/.installed
@@ -78,10 +78,15 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 test: lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra
 
+.PHONY: bench-analysis
+bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).
+	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	$(VENV)/bin/python scripts/bench_analysis.py $(ARGS)
+
 .PHONY: lint
 lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, hadolint, shellcheck, actionlint.
-	$(VENV)/bin/ruff check pirex tests
-	$(VENV)/bin/ruff format --check pirex tests
+	$(VENV)/bin/ruff check pirex tests scripts
+	$(VENV)/bin/ruff format --check pirex tests scripts
 	$(VENV)/bin/hadolint images/*/Dockerfile images/bootstrap/*/Dockerfile
 	$(VENV)/bin/shellcheck scripts/*.sh .ci/run images/*/pirex-*
 	$(ACTIONLINT)

@@ -84,13 +84,23 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
                                   _overrides(sets), force, platform_, matrix))  # fmt: skip
 
 
-def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_dir: Path) -> list[Path]:
+def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_dir: Path,
+                       matrix: bool | None = None) -> list[Path]:  # fmt: skip
+    """The given bundles, or the newest of the experiment (a matrix run, or not, when matrix says so)."""
     if bundles:
         return list(bundles)
     found = sorted(p for p in (results_dir / experiment_id).glob("*") if (p / "manifest.json").exists())
+    if matrix is not None:
+        found = [p for p in found if _is_matrix_run(p) == matrix]
     if not found:
-        raise PirexError(f"no {experiment_id} bundle under {results_dir}: run `pirex run {experiment_id}` first")
+        how = f"pirex run {experiment_id}" + (" --matrix fluctuation" if matrix else "")
+        raise PirexError(f"no {experiment_id} bundle under {results_dir}: run `{how}` first")
     return [found[-1]]
+
+
+def _is_matrix_run(bundle: Path) -> bool:
+    run = bundle / "run.json"
+    return run.exists() and bool(json.loads(run.read_text()).get("matrix"))
 
 
 @cli.command()
@@ -104,20 +114,60 @@ def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_di
     help="Where CSV and LaTeX go (default: <results-dir>/tables/<experiment>).",
 )
 def table(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> None:
-    """The paper's table from bundles (default: the newest), as Markdown; CSV and LaTeX beside."""
-    if experiment_id != "jmh":
-        raise PirexError(f"no table for {experiment_id!r} yet (tables: jmh)")
+    """The paper's table from bundles (default: the newest), as Markdown; CSV and LaTeX beside.
+
+    Tables: jmh (ICPE'18 Table 1), moobench (ICPE'18 Table 2, SSP'17 Table 1, overheads),
+    moobench-fluctuation (ICPE'18 Table 5, from a --matrix fluctuation bundle), fork (thesis)."""
+    tables = {"jmh": _table_jmh, "moobench": _table_moobench, "moobench-fluctuation": _table_fluctuation,
+              "fork": _table_fork}  # fmt: skip
+    if experiment_id not in tables:
+        raise PirexError(f"no table {experiment_id!r} (tables: {', '.join(tables)})")
+    experiment_dir = experiment_id.split("-")[0]
+    paths_ = _bundles_or_latest(experiment_dir, bundles, results_dir, matrix=experiment_id == "moobench-fluctuation")
+    out = out or results_dir / "tables" / experiment_id
+    tables[experiment_id](paths_, out)
+    click.echo(f"\n(from {', '.join(map(str, paths_))}; CSV and LaTeX in {out})")
+
+
+def _table_jmh(paths_: list[Path], out: Path) -> None:
     from pirex.analysis import jmh, tidy
 
-    paths_ = _bundles_or_latest(experiment_id, bundles, results_dir)
     rows = [r for b in paths_ for r in tidy.jmh_rows(b)]
     lines = jmh.table1(rows)
-    out = out or results_dir / "tables" / experiment_id
     jmh.write_csv(lines, out / "table1.csv")
     tidy.write_csv(rows, out / "tidy.csv")
     (out / "table1.tex").write_text(jmh.latex(lines))
     click.echo(jmh.markdown(lines, jmh.ratios(rows)))
-    click.echo(f"\n(from {', '.join(map(str, paths_))}; CSV, LaTeX and the tidy table in {out})")
+
+
+def _write_tables(module, named: dict, out: Path) -> None:
+    for name, t in named.items():
+        module.write_csv(t, out / f"{name}.csv")
+        (out / f"{name}.tex").write_text(module.latex(t))
+        click.echo(module.markdown(t) + "\n")
+
+
+def _table_moobench(paths_: list[Path], out: Path) -> None:
+    from pirex.analysis import moobench
+
+    results = moobench.analyse(paths_)
+    _write_tables(moobench, {"table2": moobench.table2(results), "table1": moobench.table1(results),
+                             "overhead": moobench.overhead_table(results)}, out)  # fmt: skip
+    for f in moobench.figure(results, out / "response-time"):
+        click.echo(f"figure: {f}")
+
+
+def _table_fluctuation(paths_: list[Path], out: Path) -> None:
+    from pirex.analysis import moobench
+
+    results = moobench.analyse(paths_)
+    _write_tables(moobench, {"table5": moobench.table5(results)}, out)
+    for f in moobench.figure(results, out / "response-time"):
+        click.echo(f"figure: {f}")
+
+
+def _table_fork(paths_: list[Path], out: Path) -> None:
+    raise PirexError("fork tables: not wired yet")
 
 
 @cli.command()
@@ -127,8 +177,14 @@ def table(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> N
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 def compare(experiment_id: str, bundles, reference: str, results_dir: Path) -> None:
     """Our results beside the published table, as ratios comparable across hardware."""
+    if experiment_id == "moobench":
+        from pirex.analysis import moobench
+
+        results = moobench.analyse(_bundles_or_latest(experiment_id, bundles, results_dir))
+        click.echo(moobench.compare_markdown(moobench.compare(results)))
+        return
     if experiment_id != "jmh":
-        raise PirexError(f"no published reference for {experiment_id!r} yet (jmh: icpe18)")
+        raise PirexError(f"no published reference for {experiment_id!r} (jmh and moobench: icpe18)")
     from pirex.analysis import jmh, tidy
 
     rows = [r for b in _bundles_or_latest(experiment_id, bundles, results_dir) for r in tidy.jmh_rows(b)]

@@ -45,7 +45,8 @@ def default_engine() -> str:
 class Loop:
     """One raw file: one MooBench loop of one configuration.
 
-    steady: int64 durations in ns of the steady-state calls of every thread, in file order.
+    steady: int64 durations in ns of the steady-state calls, thread after thread (in order of first appearance),
+        each thread's in call order.
     blocks: float64 mean duration in ns per block of BLOCK consecutive calls over the whole loop (warm-up included;
         the last block may be shorter); with several threads, the per-thread series averaged block by block.
     calls: calls per thread in the file (thread order of first appearance).
@@ -98,12 +99,12 @@ def _parse_numpy(path: Path, header: bool) -> tuple[np.ndarray | None, np.ndarra
 def _parse_polars(path: Path, header: bool) -> tuple[np.ndarray | None, np.ndarray]:
     import polars as pl
 
-    df = pl.read_csv(path, separator=";", has_header=header, columns=[0, 1], new_columns=["thread", "duration"],
-                     schema_overrides={"thread": pl.String, "duration": pl.Int64}, comment_prefix="#")  # fmt: skip
-    durations = df["duration"].to_numpy()
-    if df.height == 0 or df["thread"].n_unique() == 1:
+    df = pl.read_csv(path, separator=";", has_header=header, columns=[0, 1], comment_prefix="#")
+    thread, duration = df.columns
+    durations = df[duration].cast(pl.Int64, strict=True).to_numpy()
+    if df.height == 0 or df[thread].min() == df[thread].max():
         return None, durations
-    return df["thread"].rank("dense").to_numpy(), durations
+    return df[thread].cast(pl.String).rank("dense").to_numpy(), durations
 
 
 def _split_threads(threads: np.ndarray) -> list[np.ndarray]:

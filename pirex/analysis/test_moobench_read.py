@@ -1,0 +1,73 @@
+"""The MooBench raw reader: layout, header, threads, the steady-state rule, and both engines alike."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pirex.analysis import moobench_read as mr
+from pirex.errors import PirexError
+
+DATA = Path(__file__).parent / "testdata" / "moobench"
+ENGINES = [
+    "numpy",
+    pytest.param("polars", marks=pytest.mark.skipif(not mr.has_polars(), reason="polars (the fast extra) missing")),
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_handmade_raw_file_odd_count(engine):
+    # 7 calls: the first 4 (ceil(7/2)) are warm-up, the last 3 (7 // 2) the steady state
+    lp = mr.read_loop(DATA / "raw-handmade.csv", engine)
+    assert lp.steady.tolist() == [1000, 2000, 3000] and lp.steady.dtype == np.int64
+    assert lp.calls == (7,) and lp.steady_from == 4
+    assert lp.blocks.tolist() == [35000 / 7]  # one block of 1,000 calls (a short one) over the whole loop
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_header_and_comment_lines_are_skipped(engine):
+    a, b = mr.read_loop(DATA / "raw-handmade.csv", engine), mr.read_loop(DATA / "raw-header.csv", engine)
+    assert a.steady.tolist() == b.steady.tolist() and a.blocks.tolist() == b.blocks.tolist()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", ["raw-threads.csv", "raw-named.csv"])
+def test_second_half_per_thread(engine, name, monkeypatch):
+    monkeypatch.setattr(mr, "BLOCK", 2)
+    lp = mr.read_loop(DATA / name, engine)
+    # thread A: 50 40 10 20 30 -> last 5 // 2 = 2 calls; thread B: 400 300 100 200 -> last 2
+    assert lp.steady.tolist() == [20, 30, 100, 200]
+    assert lp.calls == (5, 4) and lp.steady_from == 3
+    # blocks of 2 per thread: A 45, 15, (30); B 350, 150 -> averaged over the blocks both threads have
+    assert lp.blocks.tolist() == [197.5, 82.5]
+
+
+def test_a_single_call_has_no_steady_state(tmp_path):
+    f = tmp_path / "raw-x.csv"
+    f.write_text("1;500;0;0\n")
+    for engine in ("numpy", "polars") if mr.has_polars() else ("numpy",):
+        assert mr.read_loop(f, engine).steady.size == 0
+
+
+def test_not_moobench_and_unknown_engine(tmp_path):
+    f = tmp_path / "raw-x.csv"
+    f.write_text("just text\n")
+    with pytest.raises(PirexError, match="thread;duration_ns"):
+        mr.read_loop(f, "numpy")
+    with pytest.raises(PirexError, match="unknown reader engine"):
+        mr.read_loop(DATA / "raw-handmade.csv", "awk")
+
+
+@pytest.mark.skipif(not mr.has_polars(), reason="polars (the fast extra) missing")
+def test_both_engines_agree_on_generated_files(tmp_path):
+    rng = np.random.default_rng(7)
+    for i, threads in enumerate((1, 3)):
+        n = 10_001
+        t = np.repeat(np.arange(1, threads + 1), n)
+        d = rng.lognormal(8, 1, t.size).astype(np.int64)
+        f = tmp_path / f"raw-{i}.csv"
+        np.savetxt(f, np.column_stack([t, d, d * 3, d % 2]), fmt="%d", delimiter=";")
+        a, b = mr.read_loop(f, "numpy"), mr.read_loop(f, "polars")
+        assert np.array_equal(a.steady, b.steady) and np.array_equal(a.blocks, b.blocks)
+        assert a.calls == b.calls == (n,) * threads
+        assert a.steady.size == threads * (n // 2)

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Benchmark of the MooBench analysis: pirex's reader and statistics against a straightforward pandas version.
+
+Generates a moobench bundle of the papers' size (10 loops x 1,000,000 calls x 5 configurations = 50 M rows, about
+1 GB; seeded), then times, each in its own subprocess so that peak RSS (VmHWM of the child) is per implementation:
+
+  (a) pirex: pirex.analysis.moobench.analyse() (reader engine: polars if installed, else numpy; --engine picks)
+  (b) pandas: read_csv per file, second half per thread, pooled statistics
+
+and prints rows/s, the speed ratio and the peak RSS of both, and checks that they computed the same statistics.
+
+    .venv/bin/python scripts/bench_analysis.py                       # full size, in a temporary directory
+    .venv/bin/python scripts/bench_analysis.py --calls 20000 --loops 3 --configurations 2   # smoke run
+    .venv/bin/python scripts/bench_analysis.py --dir /var/tmp/mb     # keep (and reuse) the generated data
+
+Needs pandas (and polars for the fast path): pip install -e '.[analysis,fast,bench]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+# name -> (mean µs of the steady state, relative sd, peak probability, peak factor range): plausible for a Pi 3
+PROFILES = {
+    "baseline": (1.6, 0.12, 0.0017, (5, 70)),
+    "spass-meter": (150.0, 0.25, 0.0004, (5, 120)),
+    "kieker-text": (120.0, 0.30, 0.0008, (5, 400)),
+    "kieker-binary": (90.0, 0.30, 0.0006, (5, 300)),
+    "kieker-dump": (25.0, 0.20, 0.0005, (5, 60)),
+    "kieker-deactivated": (4.0, 0.15, 0.0010, (5, 60)),
+    "kieker-tcp": (70.0, 0.30, 0.0006, (5, 200)),
+    "opentelemetry": (60.0, 0.25, 0.0005, (5, 100)),
+    "spass-meter-time-only": (130.0, 0.22, 0.0003, (5, 100)),
+}
+
+
+def durations(rng: np.random.Generator, cfg: str, calls: int, loop_factor: float) -> np.ndarray:
+    mean, rel_sd, p_peak, (lo, hi) = PROFILES[cfg]
+    i = np.arange(calls)
+    warmup = 1 + 9 * np.exp(-i / (calls / 20))  # JIT warm-up: 10x slower at first
+    drift = 1 + 0.04 * i / calls  # the slope SSP'17 saw over a run
+    sigma = math.sqrt(math.log(1 + rel_sd**2))
+    noise = rng.lognormal(-(sigma**2) / 2, sigma, calls)
+    peaks = np.where(rng.random(calls) < p_peak, rng.uniform(lo, hi, calls), 1.0)
+    return np.maximum(mean * 1000 * loop_factor * warmup * drift * noise * peaks, 1).astype(np.int64)
+
+
+def write_raw(path: Path, d: np.ndarray, rng: np.random.Generator) -> None:
+    n = d.size
+    gc = (rng.random(n) < 0.002).astype(np.int64)
+    heap = 20_000_000 + (np.arange(n) * 48) % 90_000_000
+    try:
+        import polars as pl
+
+        pl.DataFrame({"t": np.ones(n, np.int64), "d": d, "h": heap, "g": gc}).write_csv(
+            path, separator=";", include_header=False
+        )
+    except ImportError:
+        with open(path, "w") as f:
+            for row in zip(d.tolist(), heap.tolist(), gc.tolist(), strict=True):
+                f.write("1;{};{};{}\n".format(*row))
+
+
+def generate(root: Path, calls: int, loops: int, configurations: list[str], seed: int) -> Path:
+    from pirex.bundle import Bundle
+
+    plan = [("native", r) for r in range(loops)]
+    params = {"calls": calls, "loops": loops, "configurations": configurations, "seed": seed}
+    b = Bundle.create(root, "moobench", "bench", params, ["native"], plan, {}, {"version": "bench", "commit": "-"})
+    machine = {"hostname": "bench", "cpu": {"model": "synthetic"}, "storage": {"kind": "bench"}}
+    b.write_machine(before=machine, after=machine)
+    rng = np.random.default_rng(seed)
+    for v, r in plan:
+        with b.step(v, r) as d:
+            for cfg in configurations:
+                loop_factor = rng.normal(1.0, 0.03)  # loops differ: a fresh JVM lands elsewhere
+                write_raw(d / f"raw-{cfg}.csv", durations(rng, cfg, calls, loop_factor), rng)
+    b.finish()
+    return b.path
+
+
+# --- the two implementations, each run in a child process ---------------------------------------------------------
+
+
+def run_pirex(bundle: Path, engine: str | None) -> dict:
+    from pirex.analysis import moobench
+
+    out = {}
+    for r in moobench.analyse([bundle], engine):
+        s = r.stats
+        out[r.configuration] = {"n": s.n, "mean": s.mean, "sd": s.sd, "ci": list(s.ci()), "min": s.summary.min,
+                                "q1": s.summary.q1, "median": s.summary.median, "q3": s.summary.q3,
+                                "max": s.summary.max}  # fmt: skip
+    return out
+
+
+def run_pandas(bundle: Path) -> dict:
+    import pandas as pd
+    from scipy import stats as sps
+
+    files: dict[str, list[Path]] = {}
+    for f in sorted(bundle.glob("*/*/raw-*.csv")):
+        files.setdefault(f.name[4:-4], []).append(f)
+    out = {}
+    for cfg, paths in files.items():
+        halves = []
+        for p in paths:
+            df = pd.read_csv(p, sep=";", header=None, names=["thread", "duration", "heap", "gc"])
+            pos = df.groupby("thread").cumcount()
+            n = df.groupby("thread")["duration"].transform("size")
+            halves.append(df[pos >= n - n // 2])
+        x = pd.concat(halves)["duration"] / 1000.0
+        mean, sd, k = x.mean(), x.std(), len(x)
+        half = sps.t.ppf(0.975, k - 1) * sd / math.sqrt(k)
+        q = x.quantile([0.25, 0.5, 0.75])
+        out[cfg] = {"n": k, "mean": mean, "sd": sd, "ci": [mean - half, mean + half], "min": x.min(),
+                    "q1": q[0.25], "median": q[0.5], "q3": q[0.75], "max": x.max()}  # fmt: skip
+    return out
+
+
+def child(which: str, bundle: Path, engine: str | None) -> None:
+    if which == "pandas":  # imports are not timed
+        import pandas  # noqa: F401
+        import scipy.stats  # noqa: F401
+    else:
+        import pirex.analysis.moobench  # noqa: F401
+
+        if engine == "polars":
+            import polars  # noqa: F401
+    t = time.perf_counter()
+    result = run_pandas(bundle) if which == "pandas" else run_pirex(bundle, engine)
+    seconds = time.perf_counter() - t
+    hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
+    print(json.dumps({"seconds": seconds, "peak_rss_kb": hwm_kb, "stats": result}, default=float))
+
+
+def measure(which: str, bundle: Path, engine: str | None) -> dict:
+    cmd = [sys.executable, __file__, "--child", which, "--dir", str(bundle)] + (["--engine", engine] if engine else [])
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if p.returncode:
+        sys.exit(f"{which} failed:\n{p.stderr}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def same(a: dict, b: dict) -> list[str]:
+    diffs = []
+    for cfg in sorted(set(a) | set(b)):
+        for k in ("n", "mean", "sd", "min", "q1", "median", "q3", "max"):
+            x, y = a.get(cfg, {}).get(k), b.get(cfg, {}).get(k)
+            if x is None or y is None or not math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9):
+                diffs.append(f"{cfg} {k}: {x} vs {y}")
+    return diffs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=1_000_000, help="calls per loop (default 1,000,000)")
+    ap.add_argument("--loops", type=int, default=10, help="loops = repetitions (default 10)")
+    ap.add_argument("--configurations", type=int, default=5, help=f"how many of {', '.join(PROFILES)} (default 5)")
+    ap.add_argument("--seed", type=int, default=2018)
+    ap.add_argument("--dir", type=Path, help="keep the data here (a bundle found there is reused); default: a temp dir")
+    ap.add_argument("--engine", choices=["polars", "numpy"], help="pirex's reader (default: polars if installed)")
+    ap.add_argument("--child", choices=["pirex", "pandas"], help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        child(a.child, a.dir, a.engine)
+        return
+    configurations = list(PROFILES)[: a.configurations]
+    tmp = None
+    if a.dir is None:
+        tmp = Path(tempfile.mkdtemp(prefix="pirex-bench-"))
+    root = a.dir or tmp
+    try:
+        existing = sorted(root.glob("moobench/*/manifest.json"))
+        bundle = None
+        wanted = {"calls": a.calls, "loops": a.loops, "configurations": configurations, "seed": a.seed}
+        for m in existing:
+            if json.loads(m.read_text()).get("parameters") == wanted:
+                bundle = m.parent
+        if bundle is None:
+            t = time.perf_counter()
+            bundle = generate(root, a.calls, a.loops, configurations, a.seed)
+            print(f"generated {bundle} in {time.perf_counter() - t:.1f} s")
+        else:
+            print(f"reusing {bundle}")
+        rows = a.calls * a.loops * len(configurations)
+        size = sum(f.stat().st_size for f in bundle.glob("*/*/raw-*.csv"))
+        print(f"{rows:,} rows ({a.loops} loops x {a.calls:,} calls x {len(configurations)} configurations), "
+              f"{size / 1e9:.2f} GB")  # fmt: skip
+        from pirex.analysis.moobench_read import default_engine
+
+        engine = a.engine or default_engine()
+        ours = measure("pirex", bundle, engine)
+        ref = measure("pandas", bundle, None)
+        for name, r in ((f"pirex ({engine})", ours), ("pandas", ref)):
+            print(f"{name:16s} {r['seconds']:8.2f} s  {rows / r['seconds'] / 1e6:8.2f} M rows/s  "
+                  f"peak RSS {r['peak_rss_kb'] / 1024:8.0f} MiB")  # fmt: skip
+        print(f"speed ratio pandas/pirex: {ref['seconds'] / ours['seconds']:.2f}x; "
+              f"peak RSS pirex/pandas: {ours['peak_rss_kb'] / ref['peak_rss_kb']:.2f}")  # fmt: skip
+        diffs = same(ours["stats"], ref["stats"])
+        print("statistics: identical (rel. 1e-9)" if not diffs else "statistics DIFFER:\n  " + "\n  ".join(diffs))
+        if diffs:
+            sys.exit(1)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("POLARS_MAX_THREADS", str(os.cpu_count() or 1))
+    main()
