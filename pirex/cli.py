@@ -67,7 +67,9 @@ def _overrides(pairs: tuple[str, ...]) -> dict:
     help="Run another platform's image under QEMU (docker variants; function, not timing).",
 )
 @click.option("--matrix", default=None, help="Run a matrix of cases instead (moobench: fluctuation, ICPE'18 Table 5).")
-def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix) -> None:
+@click.option("--trace", is_flag=True, help="ftrace around each step, as the experiment declares (fork; needs root).")
+def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
+        trace) -> None:  # fmt: skip
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
@@ -81,7 +83,7 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         return
     for exp_id in ids:
         runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
-                                  _overrides(sets), force, platform_, matrix))  # fmt: skip
+                                  _overrides(sets), force, platform_, matrix, trace))  # fmt: skip
 
 
 def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_dir: Path,

@@ -27,7 +27,7 @@ RUNTIME_NAMES = ("output", "workdir", "sink_host", "variant", "repetition")
 OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv")
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters", "profiles", "variants",
-            "default_variants", "services", "needs", "outputs", "matrices"}  # fmt: skip
+            "default_variants", "services", "needs", "outputs", "matrices", "tracing"}  # fmt: skip
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
 CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
 GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative", "userspace")
@@ -56,6 +56,18 @@ class Privileges:
         for cap in self.capabilities:
             args += ["--cap-add", cap]
         return args + (["--security-opt", "systempaths=unconfined"] if self.unmask_proc else [])
+
+
+@dataclass(frozen=True)
+class Tracing:
+    """ftrace around each step (pirex run --trace): which tracer on which functions per machine
+    architecture (uname -m), the parameter that receives tracefs's trace_marker path, and the
+    file the trace is copied to in the step's folder."""
+
+    tracer: str
+    functions: dict[str, tuple[str, ...]]
+    marker_parameter: str
+    output: str
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,7 @@ class Experiment:
     path: Path = field(compare=False)
     privileges: Privileges = Privileges()
     matrices: dict[str, Matrix] = field(default_factory=dict)
+    tracing: Tracing | None = None
 
     def resolve(self, profile: str) -> dict[str, Any]:
         """The parameters of a profile: the experiment's, overridden by the profile's."""
@@ -293,7 +306,22 @@ def parse(doc: Any, path: Path) -> Experiment:
 
     return Experiment(exp_id, title, source, image, command, dict(parameters),
                       {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
-                      dict(needs), tuple(outputs), path, privileges, matrices)  # fmt: skip
+                      dict(needs), tuple(outputs), path, privileges, matrices,
+                      _tracing(c, doc.get("tracing"), known))  # fmt: skip
+
+
+def _tracing(c: _Checker, doc: Any, known: set[str]) -> Tracing | None:
+    if doc is None:
+        return None
+    expected = "a mapping with tracer, functions (per uname -m), marker_parameter and output"
+    if not isinstance(doc, dict) or not isinstance(doc.get("functions"), dict):
+        raise c.fail("tracing", expected, doc)
+    for key in ("tracer", "marker_parameter", "output"):
+        c.get(doc, key, str, expected, prefix="tracing.")
+    if doc["marker_parameter"] not in known:
+        raise c.fail("tracing.marker_parameter", "a parameter of the experiment", doc["marker_parameter"])
+    functions = {arch: tuple(c.strings(names, f"tracing.functions.{arch}")) for arch, names in doc["functions"].items()}
+    return Tracing(doc["tracer"], functions, doc["marker_parameter"], doc["output"])
 
 
 def _privileges(c: _Checker, doc: Any) -> Privileges:

@@ -4,8 +4,10 @@ machine record before and after. Ctrl-C or a kill leaves a bundle marked partial
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import platform as pyplatform
 import secrets
 import socket
 import time
@@ -19,7 +21,7 @@ from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import git_version
-from pirex.runner import host, native, plan, variants
+from pirex.runner import host, native, plan, tracing, variants
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ class Options:
     force: bool = False
     platform: str | None = None  # another platform than this machine's runs under QEMU: function, not timing
     matrix: str | None = None  # run a matrix's cases (e.g. moobench fluctuation) instead of the variants
+    trace: bool = False  # ftrace around each step, as the experiment declares (fork)
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -161,6 +164,7 @@ def run(opts: Options) -> Path:
                 "no case of the matrix can run here: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())
             )
     steps = plan.make(runnable, int(params["repetitions"]), opts.order, seed)
+    trace = _trace_plan(exp, opts.trace)
 
     if platform != plat.host():
         log.warning("running %s under emulation: these numbers show function, not performance", platform)
@@ -181,7 +185,7 @@ def run(opts: Options) -> Path:
     )  # fmt: skip
     log.info("bundle %s", bundle.path)
     (bundle.path / "run.json").write_text(json.dumps({
-        "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None,
+        "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None, "trace": trace,
         "variants": {v.name: v.describe() for v in _variants(exp, runnable, matrix_info).values()},
         "jvm": jvm_of(image),
         "preflight": [f.to_dict() for f in findings],
@@ -197,6 +201,21 @@ def resume(path: Path) -> Path:
     matrix_info = json.loads((bundle.path / "run.json").read_text()).get("matrix") or {}
     return _execute(bundle, exp, image, bundle.manifest["parameters"],
                     _variants(exp, tuple(bundle.manifest["variants"]), matrix_info))  # fmt: skip
+
+
+def _trace_plan(exp: experiment.Experiment, wanted: bool) -> dict | None:
+    """Whether the run traces, with what, or why not (recorded in run.json)."""
+    if not wanted:
+        return None
+    if not exp.tracing:
+        raise PirexError(f"{exp.id} declares no tracing (experiments/{exp.id}/experiment.yaml: tracing)")
+    functions = list(exp.tracing.functions.get(pyplatform.machine(), ()))
+    with tracing.mounted():
+        why = tracing.unavailable_reason(exp.tracing.tracer, functions)
+    if why:
+        log.warning("--trace: tracing is skipped: %s", why)
+        return {"enabled": False, "reason": why}
+    return {"enabled": True, "tracer": exp.tracing.tracer, "functions": functions, "output": exp.tracing.output}
 
 
 def _matrix(exp: experiment.Experiment, name: str | None) -> experiment.Matrix | None:
@@ -238,9 +257,18 @@ def _case_of(exp: experiment.Experiment, v: variants.Variant, matrix_info: dict)
 def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: dict,
              by_name: dict[str, variants.Variant]) -> Path:  # fmt: skip
     todo = bundle.remaining_steps()
-    matrix_info = json.loads((bundle.path / "run.json").read_text()).get("matrix") or {}
+    run_info = json.loads((bundle.path / "run.json").read_text())
+    matrix_info = run_info.get("matrix") or {}
+    trace = run_info.get("trace") or {}
+    if trace.get("enabled"):  # the workload writes markers into tracefs: give containers the same one
+        marker = tracing.TRACEFS / "trace_marker"
+        params = {**params, exp.tracing.marker_parameter: str(marker)}
+        by_name = {n: dataclasses.replace(v, docker_args=[*v.docker_args, "-v", f"{tracing.TRACEFS}:{tracing.TRACEFS}"])
+                   for n, v in by_name.items()}  # fmt: skip
     gateway = bridge_gateway()
     workdir_host = bundle.path.parent / f".{bundle.run_id}-work"
+    trace_mount = tracing.mounted() if trace.get("enabled") else nullcontext()
+    trace_mount.__enter__()  # left in the finally below, with the work directory
     try:
         remote_sink = "sink_host" in params
         services = [Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}")
@@ -255,7 +283,13 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
                 values.update(output="/results", workdir=WORKDIR, variant=v.name, repetition=step["repetition"])
                 argv = experiment.render(exp.command, values)
                 case = _case_of(exp, v, matrix_info)
-                with bundle.step(v.name, step["repetition"]) as out, host.applied(case) if case else nullcontext():
+                with (
+                    bundle.step(v.name, step["repetition"]) as out,
+                    host.applied(case) if case else nullcontext(),
+                    tracing.traced(trace["tracer"], trace["functions"], out / trace["output"])
+                    if trace.get("enabled")
+                    else nullcontext(),
+                ):
                     r = variants.run_step(v, image["reference"], argv, out, workdir_host, STEP_TIMEOUT,
                                           f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}",
                                           image["platform"])  # fmt: skip
@@ -296,6 +330,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
         bundle.finish("failed")
         raise
     finally:
+        trace_mount.__exit__(None, None, None)
         proc.run(["rm", "-rf", workdir_host], timeout=300, check=False)
     after = machine.record(bundle.path)
     bundle.write_machine(after=after)

@@ -1,0 +1,49 @@
+"""ftrace set-up around a step, on a stand-in tracefs: what is set while the step runs, that
+everything is reset and the trace kept even when the step fails, and the reasons given where
+tracing cannot run."""
+
+import os
+
+import pytest
+
+from pirex.runner import tracing
+
+
+@pytest.fixture
+def tracefs(tmp_path):
+    root = tmp_path / "tracing"
+    (root / "options").mkdir(parents=True)
+    for name, value in {"available_tracers": "function_graph function nop", "current_tracer": "nop",
+                        "tracing_on": "1", "set_graph_function": "", "trace_marker": ""}.items():  # fmt: skip
+        (root / name).write_text(value + "\n")
+    (root / "trace").write_text("# tracer: nop\n")
+    (root / "options" / "funcgraph-abstime").write_text("0\n")
+    (root / "options" / "funcgraph-proc").write_text("0\n")
+    return root
+
+
+def read(root, name):
+    return (root / name).read_text().strip()
+
+
+def test_the_tracer_runs_for_the_step_and_everything_is_reset_after_a_failure(tracefs, tmp_path):
+    out = tmp_path / "trace.txt"
+    with pytest.raises(RuntimeError), tracing.traced("function_graph", ["__x64_sys_clone"], out, root=tracefs) as m:
+        assert m == tracefs / "trace_marker"
+        assert read(tracefs, "current_tracer") == "function_graph" and read(tracefs, "tracing_on") == "1"
+        assert read(tracefs, "set_graph_function") == "__x64_sys_clone"
+        assert read(tracefs, "options/funcgraph-abstime") == "1"
+        (tracefs / "trace").write_text(" 0)   1.000 us    |  __x64_sys_clone();\n")
+        raise RuntimeError("the step failed")
+    assert "__x64_sys_clone" in out.read_text(), "the trace is kept"
+    assert read(tracefs, "current_tracer") == "nop" and read(tracefs, "tracing_on") == "0"
+    assert read(tracefs, "set_graph_function") == "" and read(tracefs, "options/funcgraph-abstime") == "0"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the reasons past the root check")
+def test_reasons(tracefs, tmp_path):
+    assert tracing.unavailable_reason("function_graph", ["f"], root=tracefs) is None
+    (tracefs / "available_tracers").write_text("blk function nop\n")
+    assert "offers the tracers blk function nop, not function_graph" in tracing.unavailable_reason(
+        "function_graph", ["f"], root=tracefs)  # fmt: skip
+    assert "no tracefs" in tracing.unavailable_reason("function_graph", ["f"], root=tmp_path / "none")

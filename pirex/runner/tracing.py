@@ -1,0 +1,80 @@
+"""ftrace around each step of an experiment that declares `tracing` (fork: function_graph on the
+clone syscall entry). Needs root and tracefs with the tracer compiled in; where either is
+missing, unavailable_reason() says which, and the run goes on untraced with that reason in
+the bundle. The tracer is set for the step and reset on every exit path; a tracefs that pirex
+mounted is unmounted after the run."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import platform
+import shutil
+from pathlib import Path
+
+from pirex import proc
+
+log = logging.getLogger(__name__)
+
+TRACEFS = Path("/sys/kernel/tracing")
+OPTIONS = ("funcgraph-abstime", "funcgraph-proc")  # absolute timestamps and the task on every line
+
+
+def unavailable_reason(tracer: str, functions: list[str], root: Path = TRACEFS) -> str | None:
+    if os.geteuid() != 0:
+        return "ftrace needs root: run pirex as root for --trace"
+    if not (root / "available_tracers").exists():
+        return f"no tracefs at {root} (mount -t tracefs nodev {root}; the kernel needs CONFIG_FTRACE)"
+    tracers = (root / "available_tracers").read_text().split()
+    if tracer not in tracers:
+        return (f"this kernel offers the tracers {' '.join(tracers)}, not {tracer} "
+                f"(it needs CONFIG_FUNCTION_GRAPH_TRACER)")  # fmt: skip
+    if not functions:
+        return f"the experiment names no function to trace on {platform.machine()}"
+    return None
+
+
+@contextlib.contextmanager
+def mounted(root: Path = TRACEFS):
+    """tracefs at root for the length of a run; unmounted after only when pirex mounted it."""
+    if (root / "available_tracers").exists() or os.geteuid() != 0 or not root.is_dir():
+        yield
+        return
+    r = proc.run(["mount", "-t", "tracefs", "nodev", root], timeout=30, check=False)
+    try:
+        yield
+    finally:
+        if r.ok:
+            proc.run(["umount", root], timeout=30, check=False)
+
+
+def _set(root: Path, name: str, value: str) -> None:
+    (root / name).write_text(value + "\n")
+
+
+@contextlib.contextmanager
+def traced(tracer: str, functions: list[str], out: Path, root: Path = TRACEFS):
+    """The tracer on `functions` while the step runs; its trace copied to `out`; everything reset."""
+    options = {o: (root / "options" / o).read_text().strip() for o in OPTIONS if (root / "options" / o).exists()}
+    try:
+        _set(root, "tracing_on", "0")
+        _set(root, "current_tracer", "nop")
+        _set(root, "trace", "")
+        _set(root, "set_graph_function", " ".join(functions))
+        for o in options:
+            _set(root / "options", o, "1")
+        _set(root, "current_tracer", tracer)
+        _set(root, "tracing_on", "1")
+        yield root / "trace_marker"
+    finally:
+        with contextlib.suppress(OSError):
+            _set(root, "tracing_on", "0")
+        with contextlib.suppress(OSError), open(root / "trace", "rb") as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        for name, value in (("current_tracer", "nop"), ("set_graph_function", ""), ("trace", "")):
+            with contextlib.suppress(OSError):
+                _set(root, name, value)
+        for o, value in options.items():
+            with contextlib.suppress(OSError):
+                _set(root / "options", o, value)
