@@ -47,7 +47,7 @@ function "tags" {
 }
 
 group "default" {
-  targets = ["base", "jvm", "jmh", "fork"]
+  targets = ["base", "jvm", "jmh", "moobench", "fork"]
 }
 
 target "_common" {
@@ -82,6 +82,15 @@ target "jmh" {
   contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
   args       = { MAVEN_IMAGE = MAVEN_IMAGE }
   tags       = tags("jmh")
+}
+
+target "moobench" {
+  inherits   = ["_common"]
+  context    = "images"
+  dockerfile = "moobench/Dockerfile"
+  contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
+  args       = { MAVEN_IMAGE = MAVEN_IMAGE }
+  tags       = tags("moobench")
 }
 
 # C images build from images/ and cross-compile on the build platform.

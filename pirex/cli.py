@@ -164,6 +164,12 @@ def _table_fluctuation(paths_: list[Path], out: Path) -> None:
 
     results = moobench.analyse(paths_)
     _write_tables(moobench, {"table5": moobench.table5(results)}, out)
+    for b in paths_:  # what this machine could not run, and why (run.json)
+        run_info = json.loads((b / "run.json").read_text())
+        for case, why in run_info.get("skipped_variants", {}).items():
+            click.echo(f"skipped here ({b.name}): {case}: {why}")
+        for case, notes in ((run_info.get("matrix") or {}).get("notes") or {}).items():
+            click.echo(f"note ({b.name}): {case}: {'; '.join(notes)}")
     for f in moobench.figure(results, out / "response-time"):
         click.echo(f"figure: {f}")
 
