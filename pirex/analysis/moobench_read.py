@@ -96,9 +96,36 @@ def _parse_numpy(path: Path, header: bool) -> tuple[np.ndarray | None, np.ndarra
     return np.asarray(threads), durations
 
 
+def _one_thread(path: Path, samples: int = 16) -> bool:
+    """Whether the file holds one thread only, so that its first column need not be parsed: the
+    first line, the last and lines at `samples` places between all name the same thread.
+    MooBench writes thread after thread, so a file with several has a different last thread;
+    the samples catch files whose threads take turns."""
+    size = path.stat().st_size
+    names = set()
+    with open(path, "rb") as f:
+        for i in range(samples + 1):
+            f.seek(min(size, size * i // samples))
+            chunk = f.read(4096)
+            lines = chunk.splitlines()
+            lines = lines if i == 0 else lines[1:]  # after a seek the first line is partial
+            if i == samples:  # the last line
+                f.seek(max(0, size - 4096))
+                lines = f.read().splitlines()[-1:]
+            for ln in lines:
+                if ln.strip() and not ln.startswith(b"#"):
+                    names.add(ln.split(b";", 1)[0])
+                    break
+    return len(names) == 1
+
+
 def _parse_polars(path: Path, header: bool) -> tuple[np.ndarray | None, np.ndarray]:
     import polars as pl
 
+    if not header and _one_thread(path):  # the common case: only the durations, typed up front
+        schema = {"thread": pl.String, "duration": pl.Int64, "heap": pl.String, "gc": pl.String}
+        df = pl.read_csv(path, separator=";", has_header=False, columns=[1], schema=schema, comment_prefix="#")
+        return None, df["duration"].to_numpy()
     df = pl.read_csv(path, separator=";", has_header=header, columns=[0, 1], comment_prefix="#")
     thread, duration = df.columns
     durations = df[duration].cast(pl.Int64, strict=True).to_numpy()
