@@ -175,7 +175,38 @@ def _table_fluctuation(paths_: list[Path], out: Path) -> None:
 
 
 def _table_fork(paths_: list[Path], out: Path) -> None:
-    raise PirexError("fork tables: not wired yet")
+    from pirex.analysis import fork
+
+    rows = [r for b in paths_ for r in fork.rows(b)]
+    notes = [n for b in paths_ for n in fork.notes(b)]
+    lines = fork.table(rows)
+    fork.write_csv(lines, out / "fork.csv")
+    fork.write_rows_csv(rows, out / "tidy.csv")
+    click.echo(fork.markdown(lines, notes))
+
+
+@cli.command()
+@click.argument("experiment_id", metavar="EXPERIMENT", type=click.Choice(["fork", "moobench"]))
+@click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
+@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Where the PNG and SVG go (default: <results-dir>/figures/<experiment>).")  # fmt: skip
+def plot(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> None:
+    """The papers' figures from bundles (default: the newest): fork, per counter against the
+    mapped size (give a Pi's and a server's bundle to compare them); moobench, the response
+    time per 1,000 calls over the run."""
+    paths_ = _bundles_or_latest(experiment_id, bundles, results_dir)
+    out = out or results_dir / "figures" / experiment_id
+    if experiment_id == "fork":
+        from pirex.analysis import fork
+
+        files = fork.plot(paths_, out)
+    else:
+        from pirex.analysis import moobench
+
+        files = moobench.figure(moobench.analyse(paths_), out / "response-time")
+    for f in files:
+        click.echo(f"figure: {f}")
 
 
 @cli.command()
