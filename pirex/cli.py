@@ -183,6 +183,36 @@ def _table_fork(paths_: list[Path], out: Path) -> None:
     fork.write_csv(lines, out / "fork.csv")
     fork.write_rows_csv(rows, out / "tidy.csv")
     click.echo(fork.markdown(lines, notes))
+    _trace_tables(paths_, out)
+
+
+def _trace_tables(paths_: list[Path], out: Path, depth: int = 1) -> None:
+    """From the traces of `pirex run fork --trace`: the calls as CSV, folded stacks and a flame
+    graph per mode, and the thesis's Table 6.1 (concurrent minus single per depth)."""
+    from pirex.analysis import ftrace
+
+    calls: dict[str, list] = {}
+    for b in paths_:
+        for trace in sorted(b.glob("*/*/trace.txt")):
+            for mode, lines in ftrace.by_mode(trace.read_text().splitlines()).items():
+                calls.setdefault(mode, []).extend(ftrace.parse(lines))
+    if not calls:
+        run_info = [json.loads((b / "run.json").read_text()).get("trace") for b in paths_ if (b / "run.json").exists()]
+        for t in filter(None, run_info):
+            if not t.get("enabled"):
+                click.echo(f"\nno ftrace hotspots: tracing was skipped: {t['reason']}")
+        return
+    for mode, cs in sorted(calls.items()):
+        ftrace.write_csv(cs, out / f"ftrace-{mode}.csv")
+        folded = ftrace.folded(cs)
+        (out / f"ftrace-{mode}.folded").write_text("\n".join(folded) + "\n")
+        if folded:
+            click.echo(
+                f"flame graph: {ftrace.flamegraph_svg(folded, out / f'flamegraph-{mode}.svg', f'fork() {mode}')}"
+            )
+    if "single" in calls and "concurrent" in calls:
+        click.echo(f"\nconcurrent minus single, µs per fork, functions at depth {depth} (thesis Table 6.1):\n")
+        click.echo(ftrace.depth_markdown(ftrace.depth_table(calls["single"], calls["concurrent"], depth)))
 
 
 @cli.command()

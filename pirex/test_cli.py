@@ -39,3 +39,21 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert r.stderr.startswith("pirex: error: ") and "images: expected a mapping" in r.stderr
     r = pirex("images", "build", "--platforms", "linux/s390x")
     assert r.returncode == 1 and "unsupported platform 'linux/s390x'" in r.stderr
+
+
+def test_fork_trace_tables_from_a_step_trace(tmp_path, capsys):
+    """A step's trace holds every mode one after the other, split at pirex-fork's mode markers."""
+    from pirex import cli
+
+    data = REPO / "pirex" / "analysis" / "testdata" / "ftrace"
+    step = tmp_path / "bundle" / "docker" / "0"
+    step.mkdir(parents=True)
+    mark = " 2215.400000 |   1)  sh-1  |               |  /* pirex-mode {} */\n"
+    single, concurrent = (data / "x86_64-single.txt").read_text(), (data / "x86_64-concurrent.txt").read_text()
+    (step / "trace.txt").write_text(mark.format("single") + single + mark.format("concurrent") + concurrent)
+    cli._trace_tables([tmp_path / "bundle"], tmp_path / "out")
+    shown = capsys.readouterr().out
+    assert "thesis Table 6.1" in shown and "| kernel_clone |" in shown
+    for mode in ("single", "concurrent"):
+        assert (tmp_path / "out" / f"ftrace-{mode}.csv").read_text().startswith("function,duration_us,parent,depth")
+        assert "<svg" in (tmp_path / "out" / f"flamegraph-{mode}.svg").read_text()

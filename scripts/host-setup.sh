@@ -21,7 +21,10 @@ APT_PACKAGES=(
 	binfmt-support
 	docker-registry # distribution 2.8: the local registry of offline builds
 	docker.io
+	gcc # tests/test_fork_workload.py builds forkbench on the host
 	iproute2
+	libc6-dev
+	make
 	mmdebstrap # offline base images from Debian packages
 	qemu-user-static
 	skopeo

@@ -17,6 +17,7 @@ def tracefs(tmp_path):
                         "tracing_on": "1", "set_graph_function": "", "trace_marker": ""}.items():  # fmt: skip
         (root / name).write_text(value + "\n")
     (root / "trace").write_text("# tracer: nop\n")
+    (root / "buffer_size_kb").write_text("1408\n")
     (root / "options" / "funcgraph-abstime").write_text("0\n")
     (root / "options" / "funcgraph-proc").write_text("0\n")
     return root
@@ -32,12 +33,13 @@ def test_the_tracer_runs_for_the_step_and_everything_is_reset_after_a_failure(tr
         assert m == tracefs / "trace_marker"
         assert read(tracefs, "current_tracer") == "function_graph" and read(tracefs, "tracing_on") == "1"
         assert read(tracefs, "set_graph_function") == "__x64_sys_clone"
-        assert read(tracefs, "options/funcgraph-abstime") == "1"
+        assert read(tracefs, "options/funcgraph-abstime") == "1" and read(tracefs, "buffer_size_kb") == "51200"
         (tracefs / "trace").write_text(" 0)   1.000 us    |  __x64_sys_clone();\n")
         raise RuntimeError("the step failed")
     assert "__x64_sys_clone" in out.read_text(), "the trace is kept"
     assert read(tracefs, "current_tracer") == "nop" and read(tracefs, "tracing_on") == "0"
     assert read(tracefs, "set_graph_function") == "" and read(tracefs, "options/funcgraph-abstime") == "0"
+    assert read(tracefs, "buffer_size_kb") == "1408"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the reasons past the root check")

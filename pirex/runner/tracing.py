@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 
 TRACEFS = Path("/sys/kernel/tracing")
 OPTIONS = ("funcgraph-abstime", "funcgraph-proc")  # absolute timestamps and the task on every line
+BUFFER_KB = "51200"  # per CPU, the thesis's size: no lost events over a step
 
 
 def unavailable_reason(tracer: str, functions: list[str], root: Path = TRACEFS) -> str | None:
@@ -57,7 +58,10 @@ def _set(root: Path, name: str, value: str) -> None:
 def traced(tracer: str, functions: list[str], out: Path, root: Path = TRACEFS):
     """The tracer on `functions` while the step runs; its trace copied to `out`; everything reset."""
     options = {o: (root / "options" / o).read_text().strip() for o in OPTIONS if (root / "options" / o).exists()}
+    buffer_kb = (root / "buffer_size_kb").read_text().strip() if (root / "buffer_size_kb").exists() else None
     try:
+        if buffer_kb is not None:
+            _set(root, "buffer_size_kb", BUFFER_KB)
         _set(root, "tracing_on", "0")
         _set(root, "current_tracer", "nop")
         _set(root, "trace", "")
@@ -78,3 +82,6 @@ def traced(tracer: str, functions: list[str], out: Path, root: Path = TRACEFS):
         for o, value in options.items():
             with contextlib.suppress(OSError):
                 _set(root / "options", o, value)
+        if buffer_kb is not None:
+            with contextlib.suppress(OSError):
+                _set(root, "buffer_size_kb", buffer_kb)

@@ -1,0 +1,119 @@
+"""fork bundles: tidy rows, the thesis's average/min/max table, notes on what was not measured, figures."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pirex.analysis import fork, tidy
+from pirex.bundle import Bundle
+from pirex.errors import PirexError
+
+DATA = Path(__file__).parent / "testdata" / "fork"
+PI = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 4 Model B Rev 1.4"},
+      "storage": {"kind": "sd", "model": "SC64G", "fstype": "ext4"}}  # fmt: skip
+SERVER = {"hostname": "c220g1", "cpu": {"model": "Intel(R) Xeon(R) CPU E5-2660 v2 @ 2.20GHz"},
+          "storage": {"kind": "ssd", "fstype": "ext4"}}  # fmt: skip
+
+
+def make_bundle(tmp_path: Path, source: str, machine: dict, variants=("native", "docker"), reps: int = 2) -> Path:
+    plan = [(v, r) for r in range(reps) for v in variants]
+    b = Bundle.create(tmp_path / source, "fork", "quick", {}, list(variants), plan, {}, {"version": "t", "commit": "c"})
+    b.write_machine(before=machine, after=machine)
+    for v, r in plan:
+        with b.step(v, r) as d:
+            for mode in (DATA / source).iterdir():
+                if mode.is_dir():
+                    shutil.copytree(mode, d / mode.name)
+    b.finish()
+    return b.path
+
+
+@pytest.fixture
+def pi(tmp_path):
+    return make_bundle(tmp_path, "pi4", PI)
+
+
+@pytest.fixture
+def server(tmp_path):
+    return make_bundle(tmp_path, "server", SERVER)
+
+
+def test_rows_are_tidy_and_skip_unsupported_counters(pi):
+    rows = fork.rows(pi)
+    assert {r.mode for r in rows} == set(fork.MODES)
+    assert {r.device for r in rows} == {"Raspberry Pi 4 Model B Rev 1.4"}
+    counters = {r.counter for r in rows}
+    assert "LLC-load-misses" not in counters and "LLC-loads" not in counters  # unsupported: no row, never 0
+    assert {"wall_ns", "cpu-clock", "cycles", "branch-misses"} <= counters
+    # 2 variants x 2 steps x (1 + 1 + 4 + 2 processes) x 3 sizes x 3 repetitions, per counter
+    assert sum(r.counter == "cpu-clock" for r in rows) == 2 * 2 * 8 * 3 * 3
+    r = next(r for r in rows if r.counter == "cpu-clock" and r.mode == "concurrent" and r.process == 3)
+    t = r.tidy()
+    assert isinstance(t, tidy.Row) and t.benchmark == f"concurrent {r.size_mb} MB" and t.fork == 3
+    assert t.metric == "cpu-clock" and t.unit == "ns" and t.experiment == "fork"
+
+
+def test_table_mean_min_max(pi, server):
+    lines = fork.table(fork.rows(pi) + fork.rows(server))
+    got = {(ln.device.split()[0], ln.variant, ln.mode, ln.size_mb, ln.counter): ln for ln in lines}
+    ln = got[("Raspberry", "native", "single", 8, "cpu-clock")]
+    # 50000 + 4000 * 8 + 10 r, r = 0..2, in 2 steps
+    assert (ln.n, ln.mean, ln.min, ln.max, ln.unit) == (6, 82010.0, 82000.0, 82020.0, "ns")
+    ln = got[("Intel(R)", "docker", "single-migrate", 64, "cpu-clock")]
+    base = int(0.6 * 1.2 * (50000 + 4000 * 64))
+    assert ln.mean == pytest.approx(base + 10) and ln.min == base and ln.max == base + 20
+    # concurrent: every process pooled by default, or one as the thesis's figures
+    assert got[("Raspberry", "native", "concurrent", 1, "page-faults")].n == 2 * 3 * 4
+    one = {(ln.device, ln.mode, ln.size_mb, ln.counter): ln.n for ln in fork.table(fork.rows(pi), process=0)}
+    assert one[("Raspberry Pi 4 Model B Rev 1.4", "concurrent", 1, "page-faults")] == 2 * 3
+    # the thesis's counters come first
+    assert lines[0].counter == "wall_ns" and lines[-1].counter == "cpu-migrations"
+
+
+def test_notes_markdown_and_csv(pi, tmp_path):
+    notes = fork.notes(pi)
+    subjects = {(n.variant, n.mode, n.subject) for n in notes}
+    assert ("native", "single", "LLC-load-misses") in subjects and ("docker", "concurrent", "size 1024 MB") in subjects
+    llc = next(n for n in notes if n.subject == "LLC-load-misses")
+    assert llc.reason.startswith("perf_event_open: ENOENT")
+    lines = fork.table(fork.rows(pi))
+    md = fork.markdown(lines, notes)
+    row = "| cpu-clock | Raspberry Pi 4 Model B Rev 1.4 | native | single | 8 | 6 | 82,010 | 82,000 | 82,020 | ns |"
+    assert row in md
+    assert "size 1024 MB: needs 4096 MB" in md
+    fork.write_csv(lines, tmp_path / "t" / "fork.csv")
+    text = (tmp_path / "t" / "fork.csv").read_text().splitlines()
+    assert text[0] == "device,variant,mode,size_mb,counter,n,mean,min,max,unit" and len(text) == len(lines) + 1
+
+
+def test_real_vm_output_hardware_unsupported_and_mode_skipped(tmp_path):
+    b = make_bundle(tmp_path, "vm-x86_64", {"hostname": "vm", "cpu": {"model": "QEMU vCPU"}}, ("native",), 1)
+    rows = fork.rows(b)
+    assert {r.counter for r in rows} == {"wall_ns", "cpu-clock", "task-clock", "page-faults", "context-switches",
+                                         "cpu-migrations"}  # fmt: skip
+    assert {r.mode for r in rows} == {"single", "single-migrate", "concurrent"}
+    assert all(r.kernel_included for r in rows)
+    notes = {(n.mode, n.subject): n.reason for n in fork.notes(b)}
+    assert "needs 4 CPUs" in notes[("concurrent-migrate", "mode")]
+    assert "ENOENT" in notes[("single", "cycles")]
+
+
+def test_not_a_fork_bundle(tmp_path):
+    b = Bundle.create(tmp_path, "jmh", "quick", {}, ["native"], [("native", 0)], {}, {"version": "t", "commit": "c"})
+    b.write_machine(before=PI, after=PI)
+    b.finish()
+    with pytest.raises(PirexError, match="not fork"):
+        fork.rows(b.path)
+
+
+def test_plot_every_counter_with_notes(pi, server, tmp_path):
+    pytest.importorskip("matplotlib")
+    paths = fork.plot([pi, server], tmp_path / "fig", counters=["wall_ns", "cpu-clock", "LLC-load-misses"])
+    names = {p.name for p in paths}
+    assert names == {f"fork-{c}.{e}" for c in ("wall_ns", "cpu-clock", "LLC-load-misses") for e in ("png", "svg")}
+    assert all(p.stat().st_size > 0 for p in paths)
+    svg = (tmp_path / "fig" / "fork-LLC-load-misses.svg").read_text()
+    assert "No line for" in svg  # the Pi's unsupported LL events are named, not drawn as 0

@@ -1,0 +1,220 @@
+"""forkbench (images/fork), built with the host's C compiler through its own Makefile and run here:
+argument validation, the CSV layout, honest unsupported counters, skipped sizes, and an
+unprivileged run. Behaviour only; no timing assertions."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pirex.paths import REPO
+
+SRC = REPO / "images" / "fork"
+NOBODY = 65534
+ONLINE = os.sysconf("SC_NPROCESSORS_ONLN")
+HEADER = ["mode", "migration", "size_mb", "repetition", "process", "cpu_before", "cpu_after", "wall_ns"]
+COUNTERS = ["cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations", "cycles", "instructions",
+            "cache-references", "cache-misses", "branch-misses", "L1-dcache-loads", "L1-dcache-load-misses",
+            "LLC-loads", "LLC-load-misses"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def forkbench(tmp_path_factory) -> Path:
+    if not (shutil.which("make") and (shutil.which("cc") or shutil.which("gcc"))):
+        problem = "no C compiler or make on PATH (apt-get install gcc make; make host-setup does)"
+        if os.environ.get("PIREX_REQUIRE_DOCKER") == "1":  # CI: every check runs, none passes as skipped
+            pytest.fail(problem)
+        pytest.skip(problem)
+    build = tmp_path_factory.mktemp("forkbench")
+    shutil.copy(SRC / "Makefile", build / "Makefile")
+    shutil.copytree(SRC / "src", build / "src")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    r = subprocess.run(["make", "-C", str(build), f"CC={cc}"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return build / "forkbench"
+
+
+def run(binary: Path, *args: str, out: Path | None = None, user: list[str] | None = None):
+    cmd = [*(user or []), str(binary), *args]
+    if out is not None:
+        cmd += ["--output", str(out)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+
+
+def read(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def meta(d: Path) -> dict[str, str]:
+    return {r["key"]: r["value"] for r in read(d / "meta.csv")}
+
+
+def check_counters(d: Path) -> dict[str, dict]:
+    """Each counter is supported (a number in every row) or unsupported (a reason, empty cells; never 0)."""
+    rows, counters = read(d / "fork.csv"), read(d / "counters.csv")
+    assert [c["counter"] for c in counters] == COUNTERS
+    for c in counters:
+        cells = [r[c["counter"]] for r in rows]
+        if c["supported"] == "true":
+            assert c["kernel_included"] in ("true", "false"), c
+            assert all(v.isdigit() for v in cells), c
+        else:
+            assert c["supported"] == "false" and c["reason"] and c["kernel_included"] == "", c
+            assert all(v == "" for v in cells), c
+    return {c["counter"]: c for c in counters}
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--mode", "parallel"], "unknown mode 'parallel'"),
+        (["--sizes", "1,abc"], "'abc' is not a size in MB"),
+        (["--sizes", "0"], "'0' is not a size in MB"),
+        (["--sizes", "-8"], "'-8' is not a size in MB"),
+        (["--sizes", "8,,16"], "not a comma-separated list"),
+        (["--repetitions", "0"], "--repetitions: '0'"),
+        (["--repetitions", "-3"], "--repetitions: '-3'"),
+        (["--repetitions", "x"], "--repetitions: 'x'"),
+        (["--cores", str(ONLINE)], f"core {ONLINE} is beyond this machine's {ONLINE} online cores"),
+        (["--mode", "concurrent", "--cores", f"0,{ONLINE + 3}"], f"core {ONLINE + 3} is beyond"),
+        (["--cores", "0:1"], "START:TARGET needs --migrate"),
+        (["--events", "cycles,bogus"], "unknown counter 'bogus'"),
+        (["--frobnicate"], "unknown option '--frobnicate'"),
+    ],
+)
+def test_invalid_arguments_exit_2_with_a_message(forkbench, tmp_path, args, message):
+    r = run(forkbench, *args, out=tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert not (tmp_path / "out" / "fork.csv").exists()
+
+
+def test_migration_needs_enough_cores(forkbench, tmp_path):
+    r = run(forkbench, "--mode", "concurrent", "--migrate", "--sizes", "1", "--repetitions", "1", out=tmp_path)
+    if ONLINE >= 4:
+        assert r.returncode == 0, r.stderr
+        assert meta(tmp_path)["cores"] == "0:1 2:3"
+    else:
+        assert r.returncode == 2 and "needs 4 online cores" in r.stderr
+
+
+def test_help(forkbench):
+    r = run(forkbench, "--help")
+    assert r.returncode == 0 and "--sizes" in r.stdout and "LLC-load-misses" in r.stdout
+
+
+# --- outputs --------------------------------------------------------------------------------
+
+
+def test_single_layout_and_counters(forkbench, tmp_path):
+    r = run(forkbench, "--sizes", "1,8", "--repetitions", "3", out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "fork.csv") as f:
+        assert next(csv.reader(f)) == HEADER + COUNTERS
+    rows = read(tmp_path / "fork.csv")
+    assert len(rows) == 2 * 3 * 1
+    assert [(r["size_mb"], r["repetition"]) for r in rows] == [(s, str(i)) for s in ("1", "8") for i in range(3)]
+    assert all(r["mode"] == "single" and r["migration"] == "false" and r["process"] == "0" for r in rows)
+    assert all(r["cpu_before"] == "0" and int(r["wall_ns"]) > 0 for r in rows)
+    check_counters(tmp_path)
+    assert read(tmp_path / "skipped.csv") == []
+    m = meta(tmp_path)
+    assert m["mode"] == "single" and m["cores"] == "0" and m["processes"] == "1"
+    assert int(m["page_size"]) >= 4096 and m["perf_event_paranoid"].lstrip("-").isdigit()
+    assert m["drop_caches"] == "permitted" or m["drop_caches"].startswith("not permitted: ")
+    assert not list(tmp_path.glob("*.part*"))  # the per-process files are merged and removed
+
+
+def test_counters_choice_and_no_drop_caches(forkbench, tmp_path):
+    r = run(forkbench, "--sizes", "1", "--repetitions", "2", "--events", "task-clock,cycles", "--no-drop-caches",
+            out=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    counters = check_counters(tmp_path)
+    assert counters["page-faults"]["supported"] == "false" and "not selected" in counters["page-faults"]["reason"]
+    assert meta(tmp_path)["drop_caches"].startswith("disabled")
+
+
+def test_concurrent_rows_per_process(forkbench, tmp_path):
+    # two processes on core 0: the merge and the barrier work on a one-core machine too
+    r = run(forkbench, "--mode", "concurrent", "--cores", "0,0", "--sizes", "1,2", "--repetitions", "2", out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = read(tmp_path / "fork.csv")
+    assert len(rows) == 2 * 2 * 2
+    assert [(r["size_mb"], r["repetition"], r["process"]) for r in rows] == [
+        (s, str(i), str(p)) for s in ("1", "2") for i in range(2) for p in range(2)
+    ]
+    check_counters(tmp_path)
+
+
+def test_concurrent_default_one_process_per_online_core(forkbench, tmp_path):
+    r = run(forkbench, "--mode", "concurrent", "--sizes", "1", "--repetitions", "2", out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = read(tmp_path / "fork.csv")
+    assert len(rows) == 1 * 2 * ONLINE
+    assert sorted({int(r["cpu_before"]) for r in rows}) == list(range(ONLINE))
+    assert meta(tmp_path)["processes"] == str(ONLINE)
+
+
+@pytest.mark.skipif(ONLINE < 2, reason="migration needs two online cores")
+def test_single_migration_moves_to_core_1(forkbench, tmp_path):
+    r = run(forkbench, "--migrate", "--sizes", "1", "--repetitions", "2", out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = read(tmp_path / "fork.csv")
+    assert all(r["migration"] == "true" and r["cpu_before"] == "1" for r in rows)
+    assert meta(tmp_path)["cores"] == "0:1"
+
+
+def test_sizes_beyond_memory_are_skipped_with_a_reason(forkbench, tmp_path):
+    r = run(forkbench, "--sizes", "1,10000000", "--repetitions", "2", out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (skipped,) = read(tmp_path / "skipped.csv")
+    assert skipped["size_mb"] == "10000000" and "available memory" in skipped["reason"]
+    assert {r["size_mb"] for r in read(tmp_path / "fork.csv")} == {"1"}
+
+
+def test_trace_markers_around_each_fork(forkbench, tmp_path):
+    marker = tmp_path / "trace_marker"  # stands in for tracefs's file, which must exist already
+    marker.touch()
+    r = run(forkbench, "--sizes", "1", "--repetitions", "2", "--trace-marker", str(marker), out=tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    lines = marker.read_text().splitlines()
+    assert [ln.split()[0] for ln in lines] == ["pirex-fork-start", "pirex-fork-end"] * 2
+    assert "size_mb=1 repetition=1" in lines[-1]
+
+
+def test_unprivileged_run_records_what_it_could_not_do(forkbench):
+    """As root: the same binary as uid 65534 (setpriv); otherwise as this user."""
+    root = os.geteuid() == 0
+    if root and not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv (util-linux) to drop privileges")
+    work = Path(tempfile.mkdtemp(prefix="forkbench-"))
+    try:
+        os.chmod(work, 0o777)  # reachable and writable for uid 65534 (pytest's tmp_path is private to root)
+        binary = work / "forkbench"
+        shutil.copy(forkbench, binary)
+        os.chmod(binary, 0o755)
+        user = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if root else None
+        r = run(binary, "--sizes", "1", "--repetitions", "2", out=work / "out", user=user)
+        assert r.returncode == 0, r.stderr
+        out = work / "out"
+        m = meta(out)
+        assert m["uid"] == str(NOBODY if root else os.geteuid())
+        assert m["drop_caches"].startswith("not permitted: ")
+        counters = check_counters(out)
+        if int(m["perf_event_paranoid"]) >= 2:
+            # unprivileged, perf_event_paranoid >= 2: user space only, or nothing at all
+            assert all(c["kernel_included"] == "false" for c in counters.values() if c["supported"] == "true")
+            assert m["kernel_included"] in ("false", "")
+        assert len(read(out / "fork.csv")) == 2
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,85 @@
+"""pirex run moobench, end to end: baseline and Kieker (dump and binary file writer) natively
+and in Docker, OpenTelemetry in Docker, an emulated arm64 smoke run, and the fluctuation
+matrix with its skipped cases and stand-in recorded. Counts are cut down (--set)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from pirex.bundle import Bundle, verify
+from pirex.runner import run as runner
+
+from .conftest import TEST_TAG
+
+pytestmark = pytest.mark.docker
+
+SMALL = {"repetitions": 2, "calls": 2000, "sleep": 0}
+
+
+def raw_rows(path):
+    with open(path, newline="") as f:
+        rows = [r for r in csv.reader(f, delimiter=";") if r]
+    return [r for r in rows if r[0].isdigit()]  # data rows: thread;duration_ns;used_heap;gc_count_delta
+
+
+def test_kieker_native_and_docker(built, tmp_path):
+    configs = "baseline,kieker-dump,kieker-binary"
+    path = runner.run(runner.Options("moobench", "quick", "native,docker", "interleaved", 5, tmp_path, TEST_TAG,
+                                     {**SMALL, "configurations": configs}))  # fmt: skip
+    assert verify(path) == []
+    b = Bundle.open(path)
+    assert b.manifest["status"] == "complete" and sorted(b.manifest["variants"]) == ["docker", "native"]
+    for step in b.manifest["plan"]:
+        d = b.step_dir(step["variant"], step["repetition"])
+        for config in configs.split(","):
+            rows = raw_rows(d / f"raw-{config}.csv")
+            assert len(rows) == 2000, f"{step}: {config}: one row per top-level call"
+            assert all(len(r) == 4 and int(r[1]) > 0 for r in rows)
+    run = json.loads((path / "run.json").read_text())
+    assert "Server VM" in run["jvm"]["java.vm.name"]
+
+
+def test_opentelemetry_in_docker(built, tmp_path):
+    params = {**SMALL, "repetitions": 1, "configurations": "baseline,opentelemetry"}
+    path = runner.run(runner.Options("moobench", "quick", "docker", "sequential", 1, tmp_path, TEST_TAG, params))
+    b = Bundle.open(path)
+    d = b.step_dir("docker", 0)
+    assert len(raw_rows(d / "raw-opentelemetry.csv")) == 2000
+    assert "opentelemetry" in (d / "stdout.txt").read_text().lower()
+
+
+def test_arm64_emulated_smoke(built, tmp_path):
+    opts = runner.Options("moobench", "quick", "docker", "sequential", 1, tmp_path, TEST_TAG,
+                          {**SMALL, "repetitions": 1, "calls": 500, "configurations": "baseline,kieker-dump"},
+                          platform="linux/arm64")  # fmt: skip
+    b = Bundle.open(runner.run(opts))
+    assert b.manifest["images"]["moobench"]["platform"] == "linux/arm64"
+    assert len(raw_rows(b.step_dir("docker", 0) / "raw-kieker-dump.csv")) == 500
+
+
+def test_fluctuation_matrix_records_its_cases(built, tmp_path):
+    opts = runner.Options("moobench", "quick", None, "sequential", 1, tmp_path, TEST_TAG,
+                          {"repetitions": 1, "calls": 1000, "sleep": 0}, matrix="fluctuation")  # fmt: skip
+    path = runner.run(opts)
+    b = Bundle.open(path)
+    run = json.loads((path / "run.json").read_text())
+    assert run["matrix"]["name"] == "fluctuation" and run["matrix"]["runs_as"] == "native"
+    # SPASS-meter is bring-your-own: Kieker stands in, the SPASS-only case is skipped with the reason
+    assert "Kieker with the dump writer" in run["matrix"]["fallback"]["reason"]
+    assert "SPASS-meter is not in the image" in run["skipped_variants"]["time-only"]
+    ran = set(b.manifest["variants"])
+    assert {"base", "parallel-gc", "ram-drive", "one-core", "depth-1", "no-swap"} <= ran
+    for clock in ("max-clock", "min-clock"):  # no cpufreq in a VM: skipped with the reason, not run as base
+        assert clock in ran or "cpufreq" in run["skipped_variants"][clock]
+    assert run["variants"]["one-core"]["taskset"] == "0"
+    assert run["variants"]["depth-1"]["parameters"] == {"recursion_depth": 1}
+    assert run["variants"]["parallel-gc"]["parameters"] == {"jvm_options": "-XX:+UseParallelGC"}
+    assert "tmpfs" in run["variants"]["ram-drive"]["workdir"]
+    for case in ran:
+        d = b.step_dir(case, 0)
+        assert len(raw_rows(d / "raw-baseline.csv")) == 1000 and len(raw_rows(d / "raw-kieker-dump.csv")) == 1000
+    argv = json.loads((b.step_dir("depth-1", 0) / "step.json").read_text())["argv"]
+    assert argv[argv.index("--recursion-depth") + 1] == "1"
