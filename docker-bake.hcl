@@ -47,7 +47,7 @@ function "tags" {
 }
 
 group "default" {
-  targets = ["base", "jvm", "jmh", "moobench", "fork"]
+  targets = ["base", "jvm", "jmh", "moobench", "jpa-rest", "postgres", "locust", "fork"]
 }
 
 target "_common" {
@@ -91,6 +91,32 @@ target "moobench" {
   contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
   args       = { MAVEN_IMAGE = MAVEN_IMAGE }
   tags       = tags("moobench")
+}
+
+target "jpa-rest" {
+  inherits   = ["_common"]
+  context    = "images"
+  dockerfile = "jpa-rest/Dockerfile"
+  contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
+  args       = { MAVEN_IMAGE = MAVEN_IMAGE }
+  tags       = tags("jpa-rest")
+}
+
+# Debian's PostgreSQL on base: the same database bits online and offline.
+target "postgres" {
+  inherits = ["_common"]
+  context  = "images/postgres"
+  contexts = { base = "target:base" }
+  tags     = tags("postgres")
+}
+
+# Locust's gevent has no armv7 wheels: arm/v7 takes Debian's python3-locust (images/locust).
+target "locust" {
+  inherits   = ["_common"]
+  context    = "images"
+  dockerfile = "locust/Dockerfile"
+  contexts   = { base = "target:base", extra-ca = EXTRA_CA_DIR }
+  tags       = tags("locust")
 }
 
 # C images build from images/ and cross-compile on the build platform.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from pirex import __version__, paths, proc
+from pirex import __version__, paths
 from pirex.errors import PirexError
 from pirex.images import bake, bootstrap, builder, collection, localregistry, publish, regclient, sizes
 from pirex.images import platforms as plat
@@ -86,6 +86,22 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
                                   _overrides(sets), force, platform_, matrix, trace))  # fmt: skip
 
 
+@cli.command("compose")
+@click.argument("experiment_id", metavar="EXPERIMENT", type=click.Choice(["jpa-rest"]))
+@click.option("--profile", default="quick", show_default=True, type=click.Choice(["quick", "paper"]))
+@click.option("--customers", type=int, default=None, help="Rows to load (default: quick 10,000; paper 10,000,000).")
+@click.option("--users", type=int, default=16, show_default=True, help="Concurrent Locust users (the paper's 16).")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+def compose_cmd(experiment_id, profile, customers, users, results_dir, tag) -> None:
+    """Run ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3."""
+    from pirex.runner import compose
+
+    out = compose.run(tag or git_version()[0], results_dir, profile, customers, users)
+    click.echo(f"results: {out}\n")
+    _table_jpa([out], results_dir / "tables" / "jpa-rest")
+
+
 def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_dir: Path,
                        matrix: bool | None = None) -> list[Path]:  # fmt: skip
     """The given bundles, or the newest of the experiment (a matrix run, or not, when matrix says so)."""
@@ -121,10 +137,15 @@ def table(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> N
     Tables: jmh (ICPE'18 Table 1), moobench (ICPE'18 Table 2, SSP'17 Table 1, overheads),
     moobench-fluctuation (ICPE'18 Table 5, from a --matrix fluctuation bundle), fork (thesis)."""
     tables = {"jmh": _table_jmh, "moobench": _table_moobench, "moobench-fluctuation": _table_fluctuation,
-              "fork": _table_fork}  # fmt: skip
+              "fork": _table_fork, "jpa-rest": _table_jpa}  # fmt: skip
     if experiment_id not in tables:
         raise PirexError(f"no table {experiment_id!r} (tables: {', '.join(tables)})")
-    experiment_dir = experiment_id.split("-")[0]
+    experiment_dir = "moobench" if experiment_id == "moobench-fluctuation" else experiment_id
+    if experiment_id == "jpa-rest" and not bundles:  # compose runs are folders with requests.csv, not bundles
+        found = sorted((results_dir / "jpa-rest").glob("*/requests.csv"))
+        if not found:
+            raise PirexError(f"no jpa-rest run under {results_dir}: run `make jpa-rest` first")
+        bundles = (found[-1].parent,)
     paths_ = _bundles_or_latest(experiment_dir, bundles, results_dir, matrix=experiment_id == "moobench-fluctuation")
     out = out or results_dir / "tables" / experiment_id
     tables[experiment_id](paths_, out)
@@ -172,6 +193,21 @@ def _table_fluctuation(paths_: list[Path], out: Path) -> None:
             click.echo(f"note ({b.name}): {case}: {'; '.join(notes)}")
     for f in moobench.figure(results, out / "response-time"):
         click.echo(f"figure: {f}")
+
+
+def _table_jpa(paths_: list[Path], out: Path) -> None:
+    from pirex.analysis import jpa, tidy
+
+    runs = []
+    for p in paths_:
+        if (p / "manifest.json").exists():
+            runs += jpa.runs_from_bundle(p)
+            continue
+        before = json.loads((p / "machine.json").read_text())["before"] if (p / "machine.json").exists() else {}
+        runs += jpa.runs_from_dirs({"docker": p}, device=tidy.device_of(before) if before else "",
+                                   storage=tidy.storage_of(before) if before else "")  # fmt: skip
+    results = jpa.analyse(runs)
+    _write_tables(jpa, {"table3": jpa.table3(results), "overhead": jpa.overhead_table(results)}, out)
 
 
 def _table_fork(paths_: list[Path], out: Path) -> None:
@@ -401,9 +437,8 @@ def load_cmd(tag: str | None, platform_: str, names: tuple[str, ...]) -> None:
     p = plat.host() if platform_ == "host" else plat.parse(platform_)
     with localregistry.local_registry():
         for name in names or [t.name for t in bake.catalog()]:
-            ref = publish.pull_local(name, tag, p)
-            proc.run(["docker", "tag", ref, publish.local_ref(name, tag)], timeout=60)
-            click.echo(f"{publish.local_ref(name, tag)} ({p}) <- {ref}")
+            ref, local = publish.load_local(name, tag, p)
+            click.echo(f"{local} ({p}) <- {ref}")
 
 
 @images.command("push")

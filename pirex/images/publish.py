@@ -161,6 +161,14 @@ def _config_digest(repository: str, index: dict, platform: Platform) -> str:
     raise PirexError(f"{repository}: the manifest list has no image for {platform}")
 
 
+def load_local(name: str, tag: str, platform: Platform) -> tuple[str, str]:
+    """pull_local, then tagged as in the local registry (compose files name images by tag):
+    returns (reference by digest, local tag)."""
+    ref = pull_local(name, tag, platform)
+    proc.run(["docker", "tag", ref, local_ref(name, tag)], timeout=60)
+    return ref, local_ref(name, tag)
+
+
 def pull_local(name: str, tag: str, platform: Platform) -> str:
     """Pull one platform of a locally built image into the engine, by that platform's manifest
     digest (the engine keeps one platform per tag); returns the reference to run."""

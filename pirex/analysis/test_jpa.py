@@ -1,0 +1,225 @@
+"""ICPE'18 Table 3 on handmade runs (testdata/jpa/README.md), expected values computed here by hand or straight with
+numpy/scipy from the numbers typed below, not through jpa's reader."""
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from pirex.analysis import jpa, stats
+from pirex.bundle import Bundle
+from pirex.errors import PirexError
+
+DATA = Path(__file__).parent / "testdata" / "jpa"
+NATIVE, DOCKER = "web-native_db-native", "web-docker_db-docker"
+MACHINE = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 4 Model B Rev 1.5"},
+           "storage": {"kind": "usb", "model": "WD Elements", "fstype": "ext4"}}  # fmt: skip
+HEADER = "operation,seq,user,start_ns,response_time_us,locust_response_time_us,status,ok,service_time_ns,error\n"
+
+
+def t_half(values, level=0.99):
+    a = np.asarray(values, dtype=float)
+    return sps.t.ppf(1 - (1 - level) / 2, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size)
+
+
+def results_by_key():
+    runs = jpa.runs_from_dirs({NATIVE: DATA / "native", DOCKER: DATA / "docker"}, device="Pi 4", storage="usb")
+    return runs, {(r.configuration, r.operation): r for r in jpa.analyse(runs)}
+
+
+def test_warmup_rule_failures_and_outside_time_of_one_run():
+    run = jpa.read_run(DATA / "native")
+    read, create, change = (run.operations[op] for op in ("read", "create-random", "change-name"))
+    assert (read.count, read.warmup, read.rows) == (8, 4, 8)
+    assert sorted(read.steady) == [100, 110, 120, 130]  # seq 5-8; the failed seq 4 is warm-up
+    assert (read.failed, read.warmup_failed) == (0, 1)
+    assert sorted(read.outside) == pytest.approx([39.5, 40, 40])  # seq 7 has no service time
+    assert sorted(read.service) == pytest.approx([60, 70, 90.5])
+    # 7 rows, but summary.json says 8 were issued: warm-up 4, one never answered
+    assert (create.count, create.warmup, create.rows, create.missing) == (8, 4, 7, 1)
+    assert sorted(create.steady) == [10, 12, 14.5] and sorted(create.outside) == pytest.approx([8, 9, 10.5])
+    assert sorted(change.steady) == [1000, 1200] and (change.failed, change.requests) == (2, 4)
+    assert change.error_kinds == {"HTTP 500": 1, "ConnectionRefusedError": 1}
+    assert change.outside.size == 0
+    assert run.complete is False and run.driver_us_per_request == 150.0
+
+
+def test_warmup_parameter():
+    run = jpa.read_run(DATA / "native", warmup=2)
+    assert sorted(run.operations["read"].steady) == [100, 110, 120, 130, 300]
+    assert run.operations["read"].failed == 1  # seq 4 is after this warm-up now: counted, not averaged
+    run = jpa.read_run(DATA / "native", warmup={"read": 0})
+    assert run.operations["read"].steady.size == 7 and run.operations["read"].warmup == 0
+    assert run.operations["change-name"].warmup == 4  # not named: half
+    # without summary.json: half of the operation's highest seq
+    run = jpa.read_run(DATA / "docker" / "1" / "requests.csv")
+    assert {op: o.warmup for op, o in run.operations.items()} == {"read": 3, "create-random": 2, "change-name": 1}
+
+
+def test_pooled_statistics_and_intervals():
+    runs, by = results_by_key()
+    assert [r.repetition for r in runs if r.configuration == DOCKER] == [0, 1]
+    read = by[(DOCKER, "read")]
+    values = [150, 160, 170, 180, 190, 200]
+    assert read.summary.n == 6 and read.summary.mean == pytest.approx(175)
+    assert read.summary.sd == pytest.approx(np.std(values, ddof=1))
+    lo, hi = read.ci()
+    assert (lo, hi) == pytest.approx((175 - t_half(values), 175 + t_half(values)))
+    # over the runs' means 160 and 190: t(0.995, 1) = 63.657
+    lo, hi = read.run_ci()
+    assert hi - 175 == pytest.approx(63.65674 * np.std([160, 190], ddof=1) / math.sqrt(2), rel=1e-5)
+    assert read.runs == 2 and read.warmup == [3, 3]
+    native = by[(NATIVE, "read")]
+    assert native.summary.mean == pytest.approx(115) and math.isnan(native.run_ci()[0])  # one run
+    change = by[(NATIVE, "change-name")]
+    assert (change.summary.n, change.summary.mean, change.failed, change.requests) == (2, 1100, 2, 4)
+    assert change.failed_share == 0.5 and change.warmup_failed == 0
+    assert by[(NATIVE, "read")].warmup_failed == 1 and by[(NATIVE, "create-random")].missing == 1
+    assert by[(DOCKER, "change-name")].summary.mean == pytest.approx(np.mean([2000, 3000, 3100, 3200]))
+
+
+def test_table3_layout_and_outputs(tmp_path):
+    _, by = results_by_key()
+    t = jpa.table3(list(by.values()))
+    assert [row[1] for row in t.rows] == ["Read customer"] * 2 + ["Create random customer"] * 2 + [
+        "Change customer name"
+    ] * 2
+    assert t.rows[0][2] == f"Pi 4, usb, {NATIVE}" and t.rows[0][3] == "115.0" and t.rows[0][-1] == "line 1"
+    assert t.rows[1][2].endswith(DOCKER) and t.rows[1][-1] == "line 2" and t.rows[5][-1] == "line 14"
+    half = t_half([100, 110, 120, 130])
+    assert t.rows[0][4] == f"[{115 - half:,.1f} ; {115 + half:,.1f}]"
+    assert t.rows[4][9] == "2 (50.00 %)" and t.rows[0][9] == "0 (0.00 %)"
+    assert any("2 of 4 requests failed after warm-up" in n and "HTTP 500 x1" in n for n in t.notes)
+    assert f"Create random customer, Pi 4, usb, {NATIVE}: 1 requests issued but never answered." in t.notes
+    assert f"Pi 4, usb, {NATIVE}: 1 run(s) stopped before every request was answered" in " ".join(t.notes)
+    assert f"Read customer, Pi 4, usb, {NATIVE}: 1 requests failed during warm-up, none after it." in t.notes
+    md = jpa.markdown(t)
+    assert "| Line # | Operation | Configuration | Mean Response Time (µs) | 99 % CI Resp. Time (µs) |" in md
+    assert r"$\sigma$ ($\mu$s)" in jpa.latex(t)
+    jpa.write_csv(t, tmp_path / "table3.csv")
+    rows = list(csv.DictReader(open(tmp_path / "table3.csv")))
+    assert len(rows) == 6 and rows[0]["operation"] == "read" and float(rows[0]["mean_us"]) == 115
+    assert rows[0]["paper_line"] == "1" and rows[4]["failed"] == "2" and float(rows[4]["failed_share"]) == 0.5
+
+
+def test_outside_the_service():
+    _, by = results_by_key()
+    assert by[(NATIVE, "read")].outside.mean == pytest.approx(np.mean([40, 40, 39.5]))
+    assert by[(NATIVE, "create-random")].outside.mean == pytest.approx(np.mean([8, 9, 10.5]))
+    docker = by[(DOCKER, "read")]  # 150-100, 160-100, 170-100, 180-150, 190-150, 200-150
+    assert docker.outside.mean == pytest.approx(50) and docker.outside_run_means == pytest.approx([60, 40])
+    assert by[(NATIVE, "change-name")].outside.n == 0
+    t = jpa.overhead_table(list(by.values()))
+    row = next(r for r in t.rows if r[0] == "Read customer" and r[1].endswith(DOCKER))
+    assert row[2] == "6 of 6" and row[5] == "50.0" and row[-1] == "170.0"  # docker/1 has no summary.json
+    row = next(r for r in t.rows if r[0] == "Read customer" and r[1].endswith(NATIVE))
+    assert row[2] == "3 of 4" and row[3] == f"{np.mean([100, 110, 130]):,.1f}" and row[-1] == "150.0"
+
+
+def test_deployment_and_paper_configurations():
+    assert jpa.deployment(NATIVE) == "native" and jpa.deployment(DOCKER) == "docker"
+    assert jpa.deployment("web-docker_db-native") == "mixed" and jpa.deployment("docker") == "docker"
+    assert jpa.deployment("docker-hostnet") == "docker" and jpa.deployment("baseline") is None
+    assert jpa.paper_config(NATIVE) == 1 and jpa.paper_config("web-docker_db-native") is None
+    assert jpa.paper_config("swapped-disks", {"swapped-disks": 5}) == 5
+    with pytest.raises(PirexError):
+        jpa.paper_config("x", {"x": 7})
+    assert jpa.paper_text(4) == "(4) Web: D3+H1, DB: D2+H2, Docker"
+
+
+def write_run(d: Path, means: dict[str, float]) -> None:
+    """Seq 1, 2 warm-up (1e6 µs: would show if kept), seq 3, 4 at mean -/+ 1."""
+    lines = [HEADER]
+    for op, m in means.items():
+        for seq, v in ((1, 1e6), (2, 1e6), (3, m - 1), (4, m + 1)):
+            lines.append(f"{op},{seq},0,{seq},{v},{v},200,1,,\n")
+    (d / "requests.csv").write_text("".join(lines))
+
+
+def make_bundle(tmp_path: Path, runs: int = 5) -> Path:
+    plan = [(v, r) for r in range(runs) for v in (NATIVE, DOCKER, "web-docker_db-native")]
+    b = Bundle.create(tmp_path, "jpa", "quick", {}, [NATIVE, DOCKER, "web-docker_db-native"], plan, {},
+                      {"version": "t", "commit": "c"})  # fmt: skip
+    b.write_machine(before=MACHINE, after=MACHINE)
+    for v, r in plan:
+        f = 1 + 0.01 * r
+        with b.step(v, r) as d:
+            if v == DOCKER:  # read and create-random 10 % slower, change-name the same
+                write_run(d, {"read": 1100 * f, "create-random": 110 * f, "change-name": 3000 * f})
+            else:
+                write_run(d, {"read": 1000 * f, "create-random": 100 * f, "change-name": 3000 * f})
+    b.finish()
+    return b.path
+
+
+def test_bundle_and_compare_with_the_paper(tmp_path):
+    results = jpa.analyse(jpa.runs_from_bundle(make_bundle(tmp_path)))
+    by = {(r.configuration, r.operation): r for r in results}
+    read = by[(NATIVE, "read")]
+    assert read.device == "Raspberry Pi 4 Model B Rev 1.5" and read.storage == "usb WD Elements ext4"
+    assert read.runs == 5 and read.summary.n == 10 and read.summary.mean == pytest.approx(1020)  # warm-up dropped
+    cmp = {(c.operation, c.name): c for c in jpa.compare(results)}
+    assert {c.config.rsplit(", ", 1)[1] for c in cmp.values()} == {NATIVE, DOCKER}  # the mixed one has no paper line
+    pub = jpa.published_means()
+    c = cmp[("read", "docker / native (2) / (1)")]
+    assert c.published == pytest.approx(165467.7 / 168914.4)
+    assert c.low == pytest.approx((275709.3 - 0.05) / (283504.3 + 0.05))  # placement (5)/(6) is the lowest
+    assert c.high == pytest.approx((179067.3 + 0.05) / (170284.3 - 0.05))
+    assert c.ours.value == pytest.approx(1.1) and c.verdict == "differs from the paper"  # paper: <= 1.052
+    c = cmp[("create-random", "docker / native (2) / (1)")]  # paper: 0.909 .. 1.195
+    assert c.ours.value == pytest.approx(1.1) and c.verdict == "consistent with the paper"
+    assert cmp[("change-name", "docker / native (2) / (1)")].verdict == "consistent with the paper"
+    c = cmp[("read", "read / create-random (1)")]
+    assert c.published == pytest.approx(pub[("read", 1)] / pub[("create-random", 1)])
+    assert c.ours.value == pytest.approx(10) and c.verdict.startswith("shown without verdict")
+    md = jpa.compare_markdown(jpa.compare(results))
+    assert "| Read customer | docker / native (2) / (1) |" in md
+
+
+def test_compare_without_enough_runs_and_other_placements():
+    _, by = results_by_key()
+    paper = {NATIVE: 1, DOCKER: 3}
+    cmp = {(c.operation, c.name): c for c in jpa.compare(list(by.values()), paper=paper)}
+    c = cmp[("read", "(3) / (1)")]
+    assert c.published == pytest.approx(170284.3 / 168914.4) and c.verdict.startswith("shown without verdict")
+    assert c.ours.value == pytest.approx(175 / 115) and not c.ours.has_interval
+    cmp = {(c.operation, c.name): c for c in jpa.compare(list(by.values()))}
+    assert cmp[("read", "docker / native (2) / (1)")].verdict == f"no verdict: 1 runs, {stats.MIN_RUNS} needed"
+
+
+def test_published_table3_is_the_paper():
+    rows = jpa.published()
+    assert len(rows) == 18 and [int(r["line"]) for r in rows] == list(range(1, 19))
+    first = rows[0]
+    assert (first["operation"], first["configuration"], first["variant"]) == ("read", "1", "native")
+    assert [float(first[k]) for k in ("mean", "ci_low", "ci_high", "sd")] == [168914.4, 167197.2, 170631.7, 210817.8]
+    assert [float(rows[9][k]) for k in ("mean", "ci_low", "ci_high", "sd")] == [14136.2, 14025.4, 14247.0, 13602.9]
+    assert [float(rows[17][k]) for k in ("mean", "ci_low", "ci_high", "sd")] == [551034.6, 548759.9, 553309.2,
+                                                                                  279250.8]  # fmt: skip
+    for r in rows:
+        k = int(r["configuration"])
+        assert (r["web_device"], r["web_disk"], r["db_device"], r["db_disk"], r["variant"]) == jpa.PAPER_CONFIGS[k]
+        assert jpa.OPERATIONS[r["operation"]] == r["paper_operation"]
+        # the paper's 99 % CI is the t interval over its 100,000 requests after warm-up (within its rounding)
+        half = sps.t.ppf(0.995, 100_000 - 1) * float(r["sd"]) / math.sqrt(100_000)
+        assert float(r["ci_low"]) == pytest.approx(float(r["mean"]) - half, abs=0.1 + 1e-6)
+        assert float(r["ci_high"]) == pytest.approx(float(r["mean"]) + half, abs=0.1 + 1e-6)
+    assert jpa.published_means()[("create-random", 1)] == 11164.6
+
+
+def test_damaged_input(tmp_path):
+    (tmp_path / "requests.csv").write_text(HEADER + "read,1,0,1,5.0,5.0,200,1,,\nread,1,0,2,6.0,6.0,200,1,,\n")
+    with pytest.raises(PirexError, match="seq more than once"):
+        jpa.read_run(tmp_path)
+    (tmp_path / "requests.csv").write_text("operation,seq\nread,1\n")
+    with pytest.raises(PirexError, match="no column response_time_us"):
+        jpa.read_run(tmp_path)
+    (tmp_path / "requests.csv").write_text(HEADER + "read,x,0,1,5.0,5.0,200,1,,\n")
+    with pytest.raises(PirexError, match=":2: cannot read"):
+        jpa.read_run(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PirexError, match="no requests.csv"):
+        jpa.runs_from_dirs({"native": tmp_path / "empty"})
