@@ -10,6 +10,8 @@ PLATFORMS ?= all
 OFFLINE ?= auto
 #: image tag; default: git describe of this checkout
 TAG ?=
+#: quick or paper (make jpa-rest)
+PROFILE ?= quick
 #: where `make push` publishes: host[:port]/namespace
 REGISTRY ?=
 #: the record of published images
@@ -46,6 +48,15 @@ run: $(VENV)/.installed ## Build this machine's images, then run the quick profi
 	$(PIREX) run --profile quick $(TAG_ARG)
 	$(PIREX) table jmh
 	$(PIREX) compare jmh --reference icpe18
+	$(PIREX) table moobench
+	$(PIREX) compare moobench --reference icpe18
+	$(PIREX) table fork
+	$(PIREX) plot fork
+
+.PHONY: jpa-rest
+jpa-rest: $(VENV)/.installed ## ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3.
+	$(PIREX) images build --platforms host --offline $(OFFLINE) $(TAG_ARG) postgres jpa-rest locust
+	$(PIREX) compose jpa-rest --profile $(PROFILE) $(TAG_ARG)
 
 ##@ Images
 .PHONY: build
@@ -85,8 +96,8 @@ bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's
 
 .PHONY: lint
 lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, hadolint, shellcheck, actionlint.
-	$(VENV)/bin/ruff check pirex tests scripts
-	$(VENV)/bin/ruff format --check pirex tests scripts
+	$(VENV)/bin/ruff check pirex tests scripts images/locust
+	$(VENV)/bin/ruff format --check pirex tests scripts images/locust
 	$(VENV)/bin/hadolint images/*/Dockerfile images/bootstrap/*/Dockerfile
 	$(VENV)/bin/shellcheck scripts/*.sh .ci/run images/*/pirex-*
 	$(ACTIONLINT)
