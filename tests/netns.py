@@ -1,0 +1,127 @@
+"""Hosts on one machine for tests: network namespaces with their own addresses on one Linux
+bridge (no shared loopback), each with its own Docker daemon (the default daemon cannot place
+containers in them). Everything is undone on exit: daemons, namespaces, the bridge and the
+FORWARD rule that lets bridged traffic pass Docker's DROP policy (ENVIRONMENT.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pirex import paths, proc
+from pirex.errors import PirexError
+
+BRIDGE = "pirexbr0"
+SUBNET = "10.77.0"
+
+
+@dataclass
+class Host:
+    name: str
+    address: str
+    socket: str
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"DOCKER_HOST": f"unix://{self.socket}"}
+
+    def docker(self, *args: str, timeout: float = 300, check: bool = True, env: dict | None = None) -> proc.Result:
+        return proc.run(["docker", *args], timeout=timeout, check=check, env={**self.env, **(env or {})})
+
+
+def _ip(*args: str, check: bool = True) -> proc.Result:
+    return proc.run(["ip", *args], timeout=30, check=check)
+
+
+def _remove_run_dir(run: Path) -> None:
+    """dockerd bind-mounts its namespace under the exec root and leaves it there: unmount it, or
+    the namespace (and its veth) outlives the test."""
+    with open("/proc/self/mountinfo") as f:
+        points = [ln.split()[4] for ln in f if ln.split()[4].startswith(f"{run}/")]
+    for point in sorted(points, key=len, reverse=True):
+        proc.run(["umount", "-l", point], timeout=30, check=False)
+    proc.run(["rm", "-rf", str(run)], timeout=60, check=False)
+
+
+RUN = Path("/run/pirex-netns")
+
+
+@contextlib.contextmanager
+def hosts(names: list[str]):
+    """{name: Host} with addresses SUBNET.1, .2, ... on BRIDGE, each running a dockerd."""
+    if RUN.exists():  # a killed earlier run
+        for d in RUN.iterdir():
+            _remove_run_dir(d)
+    made: list[str] = []
+    daemons: list[tuple[subprocess.Popen, Path]] = []
+    rule = ["iptables", "-I", "FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"]
+    try:
+        _ip("link", "add", BRIDGE, "type", "bridge")
+        made.append("bridge")
+        _ip("link", "set", BRIDGE, "up")
+        proc.run(rule, timeout=30)
+        made.append("rule")
+        out: dict[str, Host] = {}
+        for i, name in enumerate(names, 1):
+            ns = f"pirex-{name}"
+            _ip("netns", "add", ns)
+            made.append(ns)
+            _ip("link", "add", f"pxv{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            _ip("link", "set", f"pxv{i}", "master", BRIDGE, "up")
+            _ip("-n", ns, "addr", "add", f"{SUBNET}.{i}/24", "dev", "eth0")
+            _ip("-n", ns, "link", "set", "eth0", "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            root = paths.cache_dir() / "netns-docker" / name  # image layers survive for the next run
+            run = RUN / name
+            run.mkdir(parents=True, exist_ok=True)
+            sock = str(run / "docker.sock")
+            log = open(run / "dockerd.log", "w")  # noqa: SIM115 (closed with the daemon)
+            d = subprocess.Popen(
+                ["nsenter", f"--net=/run/netns/{ns}", "dockerd", "--data-root", str(root / "data"),
+                 "--exec-root", str(run / "exec"), "--pidfile", str(run / "dockerd.pid"), "-H", f"unix://{sock}",
+                 "--bridge=none", "--iptables=false", "--ip6tables=false"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            daemons.append((d, run))
+            out[name] = Host(name, f"{SUBNET}.{i}", sock)
+        for h in out.values():
+            deadline = time.monotonic() + 120
+            while h.docker("info", timeout=30, check=False).returncode != 0:
+                if time.monotonic() > deadline:
+                    raise PirexError(f"the dockerd of {h.name} did not answer: {Path(h.socket).parent}/dockerd.log")
+                time.sleep(1)
+        yield out
+    finally:
+        for d, run in daemons:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(d.pid, signal.SIGTERM)
+            try:
+                d.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(d.pid, signal.SIGKILL)
+                d.wait(timeout=30)
+            _remove_run_dir(run)
+        for what in reversed(made):
+            if what == "rule":
+                proc.run(["iptables", "-D", *rule[2:]], timeout=30, check=False)
+            elif what == "bridge":
+                _ip("link", "del", BRIDGE, check=False)
+            else:
+                _ip("netns", "del", what, check=False)
+
+
+def copy_images(host: Host, refs: list[str]) -> None:
+    """Images from the default engine into a host's daemon (those it lacks; its data root is kept)."""
+
+    def image_id(ref: str, env: dict | None = None) -> str:
+        r = proc.run(["docker", "image", "inspect", "-f", "{{.Id}}", ref], timeout=60, check=False, env=env)
+        return r.stdout.strip() if r.ok else ""
+
+    missing = [r for r in refs if image_id(r) != image_id(r, host.env)]
+    if missing:
+        proc.run(["bash", "-o", "pipefail", "-c", 'docker save "$@" | DOCKER_HOST="$0" docker load -q',
+                  f"unix://{host.socket}", *missing], timeout=900, what=f"copying images to {host.name}")  # fmt: skip
