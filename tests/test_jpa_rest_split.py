@@ -37,6 +37,8 @@ def three_hosts(built):
         for name, (_, images) in ROLES.items():
             netns.copy_images(hosts[name], [publish.local_ref(i, TEST_TAG) for i in images])
         yield hosts
+        for h in hosts.values():  # the data roots are kept for the next run: not the images a new build replaced
+            h.docker("image", "prune", "-f", check=False)
 
 
 def test_db_web_and_driver_on_three_hosts(three_hosts, tmp_path):
