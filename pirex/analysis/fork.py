@@ -20,9 +20,10 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
+from pirex.analysis import tidy
 from pirex.analysis.tidy import Row, device_of, storage_of
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
@@ -207,21 +208,11 @@ def markdown(lines: Sequence[Line], notes_: Sequence[Note] = ()) -> str:
 
 
 def write_csv(lines: Sequence[Line], path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(Line.__dataclass_fields__))
-        w.writeheader()
-        w.writerows(asdict(ln) for ln in lines)
+    tidy.write_csv(lines, path, Line)
 
 
 def write_rows_csv(fork_rows: Sequence[ForkRow], path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(ForkRow.__dataclass_fields__))
-        w.writeheader()
-        w.writerows(asdict(r) for r in fork_rows)
+    tidy.write_csv(fork_rows, path, ForkRow)
 
 
 # --- figures -------------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -72,9 +73,11 @@ def jmh_rows(bundle_path: Path) -> list[Row]:
     return rows
 
 
-def write_csv(rows: list[Row], path: Path) -> None:
+def write_csv(rows: Sequence, path: Path, kind: type = Row) -> None:
+    """Dataclass instances of `kind` (tidy rows by default) as CSV, one column per field."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(Row.__dataclass_fields__))
+        w = csv.DictWriter(f, fieldnames=list(kind.__dataclass_fields__))
         w.writeheader()
         w.writerows(asdict(r) for r in rows)
