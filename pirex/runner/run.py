@@ -191,16 +191,14 @@ def run(opts: Options) -> Path:
         "preflight": [f.to_dict() for f in findings],
     }, indent=2) + "\n")  # fmt: skip
     bundle.write_machine(before=before)
-    return _execute(bundle, exp, image, params, _variants(exp, runnable, matrix_info))
+    return _execute(bundle, exp, image, params)
 
 
 def resume(path: Path) -> Path:
     bundle = Bundle.resume(path)
     exp = experiment.load(bundle.manifest["experiment"])
     image = next(iter(bundle.manifest["images"].values()))
-    matrix_info = json.loads((bundle.path / "run.json").read_text()).get("matrix") or {}
-    return _execute(bundle, exp, image, bundle.manifest["parameters"],
-                    _variants(exp, tuple(bundle.manifest["variants"]), matrix_info))  # fmt: skip
+    return _execute(bundle, exp, image, bundle.manifest["parameters"])
 
 
 def _trace_plan(exp: experiment.Experiment, wanted: bool) -> dict | None:
@@ -254,11 +252,11 @@ def _case_of(exp: experiment.Experiment, v: variants.Variant, matrix_info: dict)
     return exp.matrices[matrix_info["name"]].resolved(v.name) if matrix_info else None
 
 
-def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: dict,
-             by_name: dict[str, variants.Variant]) -> Path:  # fmt: skip
+def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: dict) -> Path:
     todo = bundle.remaining_steps()
-    run_info = json.loads((bundle.path / "run.json").read_text())
+    run_info = json.loads((bundle.path / "run.json").read_text())  # how this run was planned, also when resumed
     matrix_info = run_info.get("matrix") or {}
+    by_name = _variants(exp, tuple(bundle.manifest["variants"]), matrix_info)
     trace = run_info.get("trace") or {}
     if trace.get("enabled"):  # the workload writes markers into tracefs: give containers the same one
         marker = tracing.TRACEFS / "trace_marker"
