@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from pirex.analysis import stats
-from pirex.analysis.moobench import Table, latex, markdown, write_csv  # noqa: F401  (the tables' common output)
+from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (the tables' common output)
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.bundle import Bundle
 from pirex.errors import PirexError

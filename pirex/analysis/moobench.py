@@ -39,6 +39,7 @@ from scipy import stats as sps
 
 from pirex.analysis import stats
 from pirex.analysis.moobench_read import BLOCK, Loop, read_loop
+from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (moobench.markdown etc.)
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
@@ -310,18 +311,6 @@ def overheads(results: list[Result], level: float = LEVEL) -> list[Overhead]:
 # --- tables --------------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Table:
-    """A table in the paper's layout: cells as printed, records (numbers) for CSV."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    records: list[dict]
-    notes: list[str] = field(default_factory=list)
-    label_columns: int = 1  # left-aligned leading columns
-
-
 def _f(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
 
@@ -469,39 +458,6 @@ def ratio_text(r: stats.Ratio, digits: int = 3) -> str:
     if not r.has_interval:
         return f"{r.value:,.{digits}f} (no interval: {min(r.n_num, r.n_den)} loops, {stats.MIN_RUNS} needed)"
     return f"{r.value:,.{digits}f} [{r.low:,.{digits}f}; {r.high:,.{digits}f}]"
-
-
-def markdown(t: Table) -> str:
-    out = [f"**{t.title}**", "", "| " + " | ".join(t.columns) + " |",
-           "|" + "|".join("---" if i < t.label_columns else "---:" for i in range(len(t.columns))) + "|"]  # fmt: skip
-    out += ["| " + " | ".join(row) + " |" for row in t.rows]
-    out += [""] + t.notes if t.notes else []
-    return "\n".join(out)
-
-
-def _tex(s: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#"),
-                 ("σ", r"$\sigma$"), ("µ", r"$\mu$"), ("×", r"$\times$")):  # fmt: skip
-        s = s.replace(a, b)
-    return s
-
-
-def latex(t: Table) -> str:
-    spec = "l" * t.label_columns + "r" * (len(t.columns) - t.label_columns)
-    out = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(_tex(c) for c in t.columns) + r" \\", r"\midrule"]
-    out += [" & ".join(_tex(c) for c in row) + r" \\" for row in t.rows]
-    out += [r"\bottomrule", r"\end{tabular}"]
-    return "\n".join(out) + "\n"
-
-
-def write_csv(t: Table, path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fields = list(dict.fromkeys(k for rec in t.records for k in rec))
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(t.records)
 
 
 # --- figure --------------------------------------------------------------------------------------------------------
