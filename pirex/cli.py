@@ -78,9 +78,16 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         runner.resume(resume_)
         return
     ids = list(experiments) or experiment_mod.available()
+    if not experiments and (matrix or trace):  # all: only those that declare the matrix or tracing
+        ids = [i for i in ids if (not matrix or matrix in experiment_mod.load(i).matrices)
+               and (not trace or experiment_mod.load(i).tracing)]  # fmt: skip
+        if not ids:
+            raise PirexError("no experiment declares " + (f"the matrix {matrix!r}" if matrix else "tracing"))
     if not ids:
         click.echo("pirex: no experiment yet.")
         return
+    for exp_id in ids:  # every named experiment checked before the first one runs
+        experiment_mod.load(exp_id)
     for exp_id in ids:
         runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
                                   _overrides(sets), force, platform_, matrix, trace))  # fmt: skip
@@ -227,28 +234,34 @@ def _trace_tables(paths_: list[Path], out: Path, depth: int = 1) -> None:
     graph per mode, and the thesis's Table 6.1 (concurrent minus single per depth)."""
     from pirex.analysis import ftrace
 
-    calls: dict[str, list] = {}
+    # keyed by (variant, mode): native and docker are never pooled; only completed steps count
+    calls: dict[tuple[str, str], list] = {}
     for b in paths_:
-        for trace in sorted(b.glob("*/*/trace.txt")):
-            for mode, lines in ftrace.by_mode(trace.read_text().splitlines()).items():
-                calls.setdefault(mode, []).extend(ftrace.parse(lines))
+        for step in json.loads((b / "manifest.json").read_text())["completed"]:
+            trace = b / step["variant"] / str(step["repetition"]) / "trace.txt"
+            if trace.exists():
+                for mode, lines in ftrace.by_mode(trace.read_text().splitlines()).items():
+                    calls.setdefault((step["variant"], mode), []).extend(ftrace.parse(lines))
     if not calls:
         run_info = [json.loads((b / "run.json").read_text()).get("trace") for b in paths_ if (b / "run.json").exists()]
         for t in filter(None, run_info):
             if not t.get("enabled"):
                 click.echo(f"\nno ftrace hotspots: tracing was skipped: {t['reason']}")
         return
-    for mode, cs in sorted(calls.items()):
-        ftrace.write_csv(cs, out / f"ftrace-{mode}.csv")
+    for (variant, mode), cs in sorted(calls.items()):
+        name = f"{variant}-{mode}"
+        ftrace.write_csv(cs, out / f"ftrace-{name}.csv")
         folded = ftrace.folded(cs)
-        (out / f"ftrace-{mode}.folded").write_text("\n".join(folded) + "\n")
+        (out / f"ftrace-{name}.folded").write_text("\n".join(folded) + "\n")
         if folded:
-            click.echo(
-                f"flame graph: {ftrace.flamegraph_svg(folded, out / f'flamegraph-{mode}.svg', f'fork() {mode}')}"
-            )
-    if "single" in calls and "concurrent" in calls:
-        click.echo(f"\nconcurrent minus single, µs per fork, functions at depth {depth} (thesis Table 6.1):\n")
-        click.echo(ftrace.depth_markdown(ftrace.depth_table(calls["single"], calls["concurrent"], depth)))
+            svg = ftrace.flamegraph_svg(folded, out / f"flamegraph-{name}.svg", f"fork() {mode}, {variant}")
+            click.echo(f"flame graph: {svg}")
+    for variant in sorted({v for v, _ in calls}):
+        if (variant, "single") in calls and (variant, "concurrent") in calls:
+            click.echo(f"\n{variant}: concurrent minus single, µs per fork, functions at depth {depth} "
+                       "(thesis Table 6.1):\n")  # fmt: skip
+            table = ftrace.depth_table(calls[(variant, "single")], calls[(variant, "concurrent")], depth)
+            click.echo(ftrace.depth_markdown(table))
 
 
 @cli.command()
@@ -261,7 +274,7 @@ def plot(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> No
     """The papers' figures from bundles (default: the newest): fork, per counter against the
     mapped size (give a Pi's and a server's bundle to compare them); moobench, the response
     time per 1,000 calls over the run."""
-    paths_ = _bundles_or_latest(experiment_id, bundles, results_dir)
+    paths_ = _bundles_or_latest(experiment_id, bundles, results_dir, matrix=False)  # not a fluctuation bundle
     out = out or results_dir / "figures" / experiment_id
     if experiment_id == "fork":
         from pirex.analysis import fork
@@ -285,7 +298,7 @@ def compare(experiment_id: str, bundles, reference: str, results_dir: Path) -> N
     if experiment_id == "moobench":
         from pirex.analysis import moobench
 
-        results = moobench.analyse(_bundles_or_latest(experiment_id, bundles, results_dir))
+        results = moobench.analyse(_bundles_or_latest(experiment_id, bundles, results_dir, matrix=False))
         click.echo(moobench.compare_markdown(moobench.compare(results)))
         return
     if experiment_id != "jmh":

@@ -195,3 +195,13 @@ def test_raw_files_refuse_other_experiments(tmp_path):
     with pytest.raises(Exception, match="not moobench"):
         moobench.raw_files([b.path])
     assert json.loads((b.path / "manifest.json").read_text())["experiment"] == "jmh"
+
+
+def test_fluctuation_cases_name_the_matrix_cases_of_the_experiment():
+    from pirex import experiment
+
+    matrix = experiment.load("moobench").matrices["fluctuation"]
+    named = {variant for case in moobench.FLUCTUATION_CASES for variant, _ in case.sources}
+    assert named == {c.name for c in matrix.cases}
+    bases = {case.base for case in moobench.FLUCTUATION_CASES if case.base}
+    assert bases <= named

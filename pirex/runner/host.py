@@ -37,8 +37,13 @@ def governor_files(cpu_root: Path = CPU) -> list[Path]:
 
 
 def active_swaps(swaps: Path = SWAPS) -> list[str]:
+    return list(swap_priorities(swaps))
+
+
+def swap_priorities(swaps: Path = SWAPS) -> dict[str, int]:
+    """Active swap areas -> priority (/proc/swaps: Filename Type Size Used Priority)."""
     lines = swaps.read_text().splitlines()[1:] if swaps.exists() else []
-    return [ln.split()[0].replace("\\040", " ") for ln in lines if ln.strip()]
+    return {ln.split()[0].replace("\\040", " "): int(ln.split()[-1]) for ln in lines if ln.strip()}
 
 
 def unavailable_reason(case: Case, cpu_root: Path = CPU) -> str | None:
@@ -79,9 +84,10 @@ def applied(case: Case, cpu_root: Path = CPU):
                 stack.callback(_write, f, old)
                 _write(f, case.governor)
         if case.swap == "off":
-            areas = active_swaps()
-            for area in areas:
-                stack.callback(lambda a=area: proc.run(["swapon", a], timeout=300, check=False))
+            areas = swap_priorities()
+            for area, prio in areas.items():  # back with the priority it had (-p; negative ones are the kernel's)
+                argv = ["swapon", "-p", str(prio), area] if prio >= 0 else ["swapon", area]
+                stack.callback(lambda a=argv: proc.run(a, timeout=300, check=False))
             if areas:
                 proc.run(["swapoff", *areas], timeout=900, what="turning swap off")
         yield

@@ -11,7 +11,7 @@ import platform as pyplatform
 import secrets
 import socket
 import time
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,7 +198,28 @@ def resume(path: Path) -> Path:
     bundle = Bundle.resume(path)
     exp = experiment.load(bundle.manifest["experiment"])
     image = next(iter(bundle.manifest["images"].values()))
+    _recheck(bundle, exp)
     return _execute(bundle, exp, image, bundle.manifest["parameters"])
+
+
+def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
+    """A resumed run may be on a changed machine: what it still has to do must still be possible."""
+    run_info = json.loads((bundle.path / "run.json").read_text())
+    matrix_info = run_info.get("matrix") or {}
+    problems = []
+    if matrix_info:
+        for name in sorted({s["variant"] for s in bundle.remaining_steps()}):
+            if why := host.unavailable_reason(exp.matrices[matrix_info["name"]].resolved(name)):
+                problems.append(f"case {name}: {why}")
+    trace = run_info.get("trace") or {}
+    if trace.get("enabled"):
+        with tracing.mounted():
+            if why := tracing.unavailable_reason(trace["tracer"], trace["functions"]):
+                problems.append(f"tracing: {why}")
+    if "native" in bundle.manifest["variants"] and (why := native.unavailable_reason()):
+        problems.append(f"native: {why}")
+    if problems:
+        raise PirexError(f"cannot resume {bundle.path} here: " + "; ".join(problems))
 
 
 def _trace_plan(exp: experiment.Experiment, wanted: bool) -> dict | None:
@@ -265,15 +286,15 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
                    for n, v in by_name.items()}  # fmt: skip
     gateway = bridge_gateway()
     workdir_host = bundle.path.parent / f".{bundle.run_id}-work"
-    trace_mount = tracing.mounted() if trace.get("enabled") else nullcontext()
-    trace_mount.__enter__()  # left in the finally below, with the work directory
     try:
-        remote_sink = "sink_host" in params
-        services = [Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}")
-                    for s in exp.services if not (s.name == "sink" and remote_sink)]  # fmt: skip
-        for s in services:
-            s.__enter__()
-        try:
+        with ExitStack() as stack:  # tracefs, services and the work directory go on every exit path
+            stack.callback(proc.run, ["rm", "-rf", workdir_host], timeout=300, check=False)
+            if trace.get("enabled"):
+                stack.enter_context(tracing.mounted())
+            remote_sink = "sink_host" in params
+            for s in exp.services:
+                if not (s.name == "sink" and remote_sink):
+                    stack.enter_context(Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}"))
             started = time.monotonic()
             for i, step in enumerate(todo, 1):
                 v = by_name[step["variant"]]
@@ -315,21 +336,17 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
                     + (f", about {eta / 60:.1f} min left" if i < len(todo) else ""),
                     flush=True,
                 )
-        finally:
-            for s in services:
-                s.__exit__()
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM/SIGHUP through the CLI's handler
         bundle.write_machine(after=machine.record(bundle.path))
         bundle.mark_interrupted()
         print(f"interrupted: {bundle.path} is partial; `pirex run --resume {bundle.path}` finishes it")
         raise
-    except PirexError:
+    except Exception as e:  # PirexError, or a bug: the bundle says failed either way, never left "running"
         bundle.write_machine(after=machine.record(bundle.path))
         bundle.finish("failed")
+        if not isinstance(e, PirexError):
+            log.error("the run failed unexpectedly; %s is marked failed", bundle.path)
         raise
-    finally:
-        trace_mount.__exit__(None, None, None)
-        proc.run(["rm", "-rf", workdir_host], timeout=300, check=False)
     after = machine.record(bundle.path)
     bundle.write_machine(after=after)
     before = json.loads((bundle.path / "machine.json").read_text())["before"]

@@ -55,3 +55,10 @@ def test_swaps_are_read_from_proc_swaps(tmp_path):
     assert host.active_swaps(swaps) == ["/var/swap"]
     swaps.write_text("Filename\tType\tSize\tUsed\tPriority\n")
     assert host.active_swaps(swaps) == []
+
+
+def test_swap_priorities_are_kept_for_the_restore(tmp_path):
+    swaps = tmp_path / "swaps"
+    swaps.write_text("Filename\tType\tSize\tUsed\tPriority\n"
+                     "/var/swap file\t102396\t0\t-2\n/dev/zram0 partition\t1024\t0\t100\n")  # fmt: skip
+    assert host.swap_priorities(swaps) == {"/var/swap": -2, "/dev/zram0": 100}

@@ -37,7 +37,7 @@ def test_the_tracer_runs_for_the_step_and_everything_is_reset_after_a_failure(tr
         (tracefs / "trace").write_text(" 0)   1.000 us    |  __x64_sys_clone();\n")
         raise RuntimeError("the step failed")
     assert "__x64_sys_clone" in out.read_text(), "the trace is kept"
-    assert read(tracefs, "current_tracer") == "nop" and read(tracefs, "tracing_on") == "0"
+    assert read(tracefs, "current_tracer") == "nop" and read(tracefs, "tracing_on") == "1", "as before the step"
     assert read(tracefs, "set_graph_function") == "" and read(tracefs, "options/funcgraph-abstime") == "0"
     assert read(tracefs, "buffer_size_kb") == "1408"
 
@@ -48,4 +48,26 @@ def test_reasons(tracefs, tmp_path):
     (tracefs / "available_tracers").write_text("blk function nop\n")
     assert "offers the tracers blk function nop, not function_graph" in tracing.unavailable_reason(
         "function_graph", ["f"], root=tracefs)  # fmt: skip
+    (tracefs / "available_tracers").write_text("function_graph nop\n")
+    (tracefs / "available_filter_functions").write_text("__x64_sys_fork\nkernel_clone [kernel]\n")
+    assert "cannot trace __x64_sys_clone" in tracing.unavailable_reason(
+        "function_graph", ["__x64_sys_clone"], root=tracefs)  # fmt: skip
+    assert tracing.unavailable_reason("function_graph", ["kernel_clone"], root=tracefs) is None
     assert "no tracefs" in tracing.unavailable_reason("function_graph", ["f"], root=tmp_path / "none")
+
+
+def test_another_users_tracer_and_filter_are_put_back(tracefs, tmp_path):
+    (tracefs / "current_tracer").write_text("function\n")
+    (tracefs / "set_graph_function").write_text("do_exit\n")
+    with tracing.traced("function_graph", ["__x64_sys_clone"], tmp_path / "t.txt", root=tracefs):
+        assert read(tracefs, "set_graph_function") == "__x64_sys_clone"
+    assert read(tracefs, "current_tracer") == "function" and read(tracefs, "set_graph_function") == "do_exit"
+    assert read(tracefs, "tracing_on") == "1"
+
+
+def test_an_unwritable_tracefs_is_a_clear_error(tmp_path):
+    from pirex.errors import PirexError
+
+    with pytest.raises(PirexError, match="cannot set up ftrace"):
+        with tracing.traced("function_graph", ["f"], tmp_path / "t.txt", root=tmp_path / "absent-file-as-dir"):
+            pass

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from pirex import proc
+from pirex.errors import PirexError
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,11 @@ def unavailable_reason(tracer: str, functions: list[str], root: Path = TRACEFS) 
                 f"(it needs CONFIG_FUNCTION_GRAPH_TRACER)")  # fmt: skip
     if not functions:
         return f"the experiment names no function to trace on {platform.machine()}"
+    offered = root / "available_filter_functions"
+    if offered.exists():
+        known = {ln.split()[0] for ln in offered.read_text().splitlines() if ln.strip()}
+        if missing := [f for f in functions if f not in known]:
+            return f"this kernel cannot trace {', '.join(missing)} (not in available_filter_functions)"
     return None
 
 
@@ -54,34 +60,50 @@ def _set(root: Path, name: str, value: str) -> None:
     (root / name).write_text(value + "\n")
 
 
+def _get(root: Path, name: str) -> str | None:
+    """A setting as it can be written back (current_tracer, tracing_on), or None where absent.
+    set_graph_function reads "#### all functions enabled ####" when empty."""
+    path = root / name
+    if not path.exists():
+        return None
+    text = path.read_text().strip()
+    return "" if text.startswith("#") else " ".join(text.split())
+
+
 @contextlib.contextmanager
 def traced(tracer: str, functions: list[str], out: Path, root: Path = TRACEFS):
-    """The tracer on `functions` while the step runs; its trace copied to `out`; everything reset."""
-    options = {o: (root / "options" / o).read_text().strip() for o in OPTIONS if (root / "options" / o).exists()}
-    buffer_kb = (root / "buffer_size_kb").read_text().strip() if (root / "buffer_size_kb").exists() else None
+    """The tracer on `functions` while the step runs; its trace copied to `out`; every setting
+    put back as it was before (another user's tracer, tracing_on and filter included)."""
     try:
-        if buffer_kb is not None:
-            _set(root, "buffer_size_kb", BUFFER_KB)
-        _set(root, "tracing_on", "0")
-        _set(root, "current_tracer", "nop")
-        _set(root, "trace", "")
-        _set(root, "set_graph_function", " ".join(functions))
-        for o in options:
-            _set(root / "options", o, "1")
-        _set(root, "current_tracer", tracer)
-        _set(root, "tracing_on", "1")
+        saved = {n: _get(root, n) for n in ("buffer_size_kb", "tracing_on", "current_tracer", "set_graph_function")}
+        options = {o: (root / "options" / o).read_text().strip() for o in OPTIONS if (root / "options" / o).exists()}
+    except OSError as e:
+        raise PirexError(f"cannot read the ftrace settings under {root}: {e}") from None
+    try:
+        try:
+            if saved["buffer_size_kb"] is not None:
+                _set(root, "buffer_size_kb", BUFFER_KB)
+            _set(root, "tracing_on", "0")
+            _set(root, "current_tracer", "nop")
+            _set(root, "trace", "")
+            _set(root, "set_graph_function", " ".join(functions))
+            for o in options:
+                _set(root / "options", o, "1")
+            _set(root, "current_tracer", tracer)
+            _set(root, "tracing_on", "1")
+        except OSError as e:
+            raise PirexError(f"cannot set up ftrace under {root}: {e}") from None
         yield root / "trace_marker"
     finally:
         with contextlib.suppress(OSError):
             _set(root, "tracing_on", "0")
         with contextlib.suppress(OSError), open(root / "trace", "rb") as src, open(out, "wb") as dst:
             shutil.copyfileobj(src, dst)
-        for name, value in (("current_tracer", "nop"), ("set_graph_function", ""), ("trace", "")):
-            with contextlib.suppress(OSError):
-                _set(root, name, value)
-        for o, value in options.items():
-            with contextlib.suppress(OSError):
-                _set(root / "options", o, value)
-        if buffer_kb is not None:
-            with contextlib.suppress(OSError):
-                _set(root, "buffer_size_kb", buffer_kb)
+        restore = [("current_tracer", "nop"), ("set_graph_function", saved["set_graph_function"]), ("trace", "")]
+        restore += [("options/" + o, v) for o, v in options.items()]
+        restore += [("buffer_size_kb", saved["buffer_size_kb"]), ("current_tracer", saved["current_tracer"]),
+                    ("tracing_on", saved["tracing_on"])]  # fmt: skip
+        for name, value in restore:
+            if value is not None:
+                with contextlib.suppress(OSError):
+                    _set(root, name, value)
