@@ -68,8 +68,10 @@ def _overrides(pairs: tuple[str, ...]) -> dict:
 )
 @click.option("--matrix", default=None, help="Run a matrix of cases instead (moobench: fluctuation, ICPE'18 Table 5).")
 @click.option("--trace", is_flag=True, help="ftrace around each step, as the experiment declares (fork; needs root).")
+@click.option("--soak", default=None, metavar="DURATION",
+              help="jpa-rest: hold the load for DURATION (e.g. 10m) per step, sampling the service's heap and RSS.")
 def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
-        trace) -> None:  # fmt: skip
+        trace, soak) -> None:  # fmt: skip
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
@@ -90,7 +92,7 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         experiment_mod.load(exp_id)
     for exp_id in ids:
         runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
-                                  _overrides(sets), force, platform_, matrix, trace))  # fmt: skip
+                                  _overrides(sets), force, platform_, matrix, trace, soak))  # fmt: skip
 
 
 @cli.command("compose")
@@ -148,11 +150,11 @@ def table(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> N
     if experiment_id not in tables:
         raise PirexError(f"no table {experiment_id!r} (tables: {', '.join(tables)})")
     experiment_dir = "moobench" if experiment_id == "moobench-fluctuation" else experiment_id
-    if experiment_id == "jpa-rest" and not bundles:  # compose runs are folders with requests.csv, not bundles
-        found = sorted((results_dir / "jpa-rest").glob("*/requests.csv"))
+    if experiment_id == "jpa-rest" and not bundles:  # bundles of `pirex run`, or compose runs (requests.csv)
+        found = [*(results_dir / "jpa-rest").glob("*/manifest.json"), *(results_dir / "jpa-rest").glob("*/requests.csv")]
         if not found:
-            raise PirexError(f"no jpa-rest run under {results_dir}: run `make jpa-rest` first")
-        bundles = (found[-1].parent,)
+            raise PirexError(f"no jpa-rest run under {results_dir}: run `pirex run jpa-rest` or `make jpa-rest` first")
+        bundles = (max(found, key=lambda f: f.stat().st_mtime).parent,)
     paths_ = _bundles_or_latest(experiment_dir, bundles, results_dir, matrix=experiment_id == "moobench-fluctuation")
     out = out or results_dir / "tables" / experiment_id
     tables[experiment_id](paths_, out)

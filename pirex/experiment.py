@@ -23,11 +23,13 @@ EXPERIMENTS = REPO / "experiments"
 # default `docker run`, and Docker taken apart one mechanism at a time.
 KNOWN_VARIANTS = ("native", "docker", "docker-host-network", "docker-bind-workdir", "docker-seccomp-unconfined")
 # Names the runner fills in for every step.
-RUNTIME_NAMES = ("output", "workdir", "sink_host", "variant", "repetition")
+RUNTIME_NAMES = ("output", "workdir", "sink_host", "variant", "repetition", "web_url")
+# Names the runner fills in for the roles of a deployment (their ports and where the database is).
+DEPLOYMENT_NAMES = ("port", "db_host", "db_port", "listen")
 OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv")
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters", "profiles", "variants",
-            "default_variants", "services", "needs", "outputs", "matrices", "tracing"}  # fmt: skip
+            "default_variants", "services", "needs", "outputs", "matrices", "tracing", "deployment"}  # fmt: skip
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
 CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
 GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative", "userspace")
@@ -68,6 +70,34 @@ class Tracing:
     functions: dict[str, tuple[str, ...]]
     marker_parameter: str
     output: str
+
+
+@dataclass(frozen=True)
+class Role:
+    """A server of a deployment, started fresh for every step under the variant measured."""
+
+    image: str
+    command: tuple[str, ...]
+    port: int  # where it listens in its container
+    environment: dict[str, str]
+    ready_line: str = ""  # printed once it accepts connections (the database)
+    health: str = ""  # HTTP path that answers {"status":"UP"} once it serves (the web service)
+    data: str = ""  # its data directory, bind-mounted from the host disk and kept across steps
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A client-server experiment (ICPE'18 Experiment 3): the experiment's image and command are
+    the load driver, run against a database and a web service that every step starts under its
+    variant; the loader fills the database once per run, shared by every variant."""
+
+    db: Role
+    web: Role
+    loader: tuple[str, ...]  # run in the web image with the web's environment
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.db.image, self.web.image)))
 
 
 @dataclass(frozen=True)
@@ -137,6 +167,7 @@ class Experiment:
     privileges: Privileges = Privileges()
     matrices: dict[str, Matrix] = field(default_factory=dict)
     tracing: Tracing | None = None
+    deployment: Deployment | None = None
 
     def resolve(self, profile: str) -> dict[str, Any]:
         """The parameters of a profile: the experiment's, overridden by the profile's."""
@@ -307,7 +338,46 @@ def parse(doc: Any, path: Path) -> Experiment:
     return Experiment(exp_id, title, source, image, command, dict(parameters),
                       {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
                       dict(needs), tuple(outputs), path, privileges, matrices,
-                      _tracing(c, doc.get("tracing"), known))  # fmt: skip
+                      _tracing(c, doc.get("tracing"), known),
+                      _deployment(c, doc.get("deployment"), all_params))  # fmt: skip
+
+
+def _deployment(c: _Checker, doc: Any, known: set[str]) -> Deployment | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict) or set(doc) != {"db", "web", "loader"}:
+        raise c.fail("deployment", "a mapping with db, web and loader", doc)
+    names = known | set(DEPLOYMENT_NAMES)
+
+    def role(name: str, needs: str) -> Role:
+        d = doc[name]
+        if not isinstance(d, dict):
+            raise c.fail(f"deployment.{name}", "a mapping (image, command, port, environment, ...)", d)
+        unknown = set(d) - {"image", "command", "port", "environment", "ready_line", "health", "data"}
+        if unknown:
+            raise c.fail(f"deployment.{name}", "keys among image, command, port, environment, ready_line, health, "
+                         "data", sorted(unknown))  # fmt: skip
+        prefix = f"deployment.{name}."
+        image = c.get(d, "image", str, "an image name from docker-bake.hcl", prefix=prefix)
+        command = c.strings(d.get("command"), prefix + "command")
+        port = c.get(d, "port", int, "the TCP port it listens on in its container", prefix=prefix)
+        env = c.get(d, "environment", dict, "a mapping of name to text", required=False, default={}, prefix=prefix)
+        if not all(isinstance(v, str) for v in env.values()):
+            raise c.fail(prefix + "environment", "text values (quote numbers)", env)
+        if not d.get(needs):
+            raise c.fail(prefix + needs, "set for the " + name, d.get(needs))
+        r = Role(image, command, port, dict(env), str(d.get("ready_line", "")), str(d.get("health", "")),
+                 str(d.get("data", "")))  # fmt: skip
+        missing = (placeholders(command) | placeholders(tuple(env.values()))) - names
+        if missing:
+            raise c.fail(prefix + "command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
+        return r
+
+    db, web = role("db", "ready_line"), role("web", "health")
+    loader = c.strings(doc["loader"], "deployment.loader")
+    if missing := placeholders(loader) - names:
+        raise c.fail("deployment.loader", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
+    return Deployment(db, web, loader)
 
 
 def _tracing(c: _Checker, doc: Any, known: set[str]) -> Tracing | None:

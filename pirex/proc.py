@@ -83,17 +83,23 @@ def run(
     return result
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen, grace: float = 10) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             return
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=grace)
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def stop_group(proc: subprocess.Popen, grace: float = 30) -> None:
+    """A background process started with start_new_session=True: SIGTERM to its group, after
+    `grace` seconds SIGKILL."""
+    _kill_group(proc, grace)
 
 
 def retry(

@@ -50,7 +50,7 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
     return root, info["Config"]
 
 
-KEEP_EXPORTS = 3
+KEEP_EXPORTS = 5  # a run of jpa-rest uses two images at once, make run five in a row
 
 
 def _prune(directory: Path, keep: Path) -> None:

@@ -8,8 +8,8 @@ import dataclasses
 import json
 import logging
 import platform as pyplatform
+import re
 import secrets
-import socket
 import time
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import git_version
-from pirex.runner import host, native, plan, tracing, variants
+from pirex.runner import deployment, host, native, plan, tracing, variants
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ class Options:
     platform: str | None = None  # another platform than this machine's runs under QEMU: function, not timing
     matrix: str | None = None  # run a matrix's cases (e.g. moobench fluctuation) instead of the variants
     trace: bool = False  # ftrace around each step, as the experiment declares (fork)
+    soak: str | None = None  # a deployment's driver holds the load this long (Locust --run-time, e.g. 10m)
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -61,12 +62,6 @@ def jvm_of(image: dict) -> dict | None:
     props = {k.strip(): v.strip() for k, _, v in (ln.partition(" = ") for ln in r.stderr.splitlines() if " = " in ln)}
     keys = ("java.vendor", "java.vm.name", "java.vm.version", "java.runtime.version", "os.arch")
     return {k: props.get(k) for k in keys} if r.ok else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
 
 
 def bridge_gateway() -> str:
@@ -134,10 +129,12 @@ def run(opts: Options) -> Path:
 
     params = {**exp.resolve(opts.profile), **(matrix.parameters if matrix else {}), **(opts.overrides or {})}
     if "sink_host" not in params:  # --set sink_host=H --set sink_port=P: a sink on another machine, as the paper
-        params["sink_port"] = free_port()
+        params["sink_port"] = deployment.free_port("0.0.0.0")
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
 
-    image = image_for(exp.image, opts.tag, platform)
+    images = {name: image_for(name, opts.tag, platform) for name in (exp.image, *_deployment_images(exp))}
+    image = images[exp.image]
+    soak = _soak(exp, opts.soak, params)
     matrix_info: dict = {}
     if matrix:
         matrix_info = {"name": matrix.name, "source": matrix.source, "runs_as": runnable[0], "notes": {}}
@@ -180,26 +177,47 @@ def run(opts: Options) -> Path:
         raise PirexError("preflight failed (see above; `pirex doctor` says how to fix it, --force runs anyway)")
 
     bundle = Bundle.create(
-        opts.results_dir, exp.id, opts.profile, params, list(runnable), steps, {exp.image: image},
+        opts.results_dir, exp.id, opts.profile, params, list(runnable), steps, images,
         {"version": __version__, "commit": git_version()[1]},
     )  # fmt: skip
     log.info("bundle %s", bundle.path)
     (bundle.path / "run.json").write_text(json.dumps({
         "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None, "trace": trace,
         "variants": {v.name: v.describe() for v in _variants(exp, runnable, matrix_info).values()},
-        "jvm": jvm_of(image),
+        "jvm": jvm_of(images[exp.deployment.web.image] if exp.deployment else image), "soak": soak,
         "preflight": [f.to_dict() for f in findings],
     }, indent=2) + "\n")  # fmt: skip
     bundle.write_machine(before=before)
-    return _execute(bundle, exp, image, params)
+    return _execute(bundle, exp, images, params)
+
+
+def _deployment_images(exp: experiment.Experiment) -> tuple[str, ...]:
+    return tuple(n for n in exp.deployment.images if n != exp.image) if exp.deployment else ()
+
+
+def _soak(exp: experiment.Experiment, duration: str | None, params: dict) -> dict | None:
+    """--soak: the driver sends requests until the duration is over (Locust --run-time), the
+    operations interleaved, while the service's heap and RSS are sampled."""
+    if not duration:
+        return None
+    if not exp.deployment:
+        raise PirexError(f"--soak holds a service under load; {exp.id} has no service (jpa-rest has)")
+    if not re.fullmatch(r"(\d+[hms])+", duration):
+        raise PirexError(f"--soak {duration!r}: expected a duration like 10m, 90s or 1h30m")
+    params.update(requests_per_operation=10**9, mix="interleaved")
+    return {
+        "duration": duration,
+        "driver_args": ["--run-time", duration],
+        "exit_codes": [0, 3],
+        "why": "a fixed duration instead of a fixed count: the driver stops itself (exit 3, incomplete by design)",
+    }
 
 
 def resume(path: Path) -> Path:
     bundle = Bundle.resume(path)
     exp = experiment.load(bundle.manifest["experiment"])
-    image = next(iter(bundle.manifest["images"].values()))
     _recheck(bundle, exp)
-    return _execute(bundle, exp, image, bundle.manifest["parameters"])
+    return _execute(bundle, exp, bundle.manifest["images"], bundle.manifest["parameters"])
 
 
 def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
@@ -273,7 +291,8 @@ def _case_of(exp: experiment.Experiment, v: variants.Variant, matrix_info: dict)
     return exp.matrices[matrix_info["name"]].resolved(v.name) if matrix_info else None
 
 
-def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: dict) -> Path:
+def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict], params: dict) -> Path:
+    image = images[exp.image]
     todo = bundle.remaining_steps()
     run_info = json.loads((bundle.path / "run.json").read_text())  # how this run was planned, also when resumed
     matrix_info = run_info.get("matrix") or {}
@@ -295,12 +314,16 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
             for s in exp.services:
                 if not (s.name == "sink" and remote_sink):
                     stack.enter_context(Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}"))
+            site = None
+            if exp.deployment:  # the database and the service, started per step; the table loaded once
+                site = stack.enter_context(deployment.Site(exp.deployment, images, params, bundle, workdir_host,
+                                                           by_name))  # fmt: skip
+            soak = run_info.get("soak") or {}
             started = time.monotonic()
             for i, step in enumerate(todo, 1):
                 v = by_name[step["variant"]]
                 values = {"sink_host": v.sink_host(gateway), **params, **v.parameters}  # a --set sink_host wins
                 values.update(output="/results", workdir=WORKDIR, variant=v.name, repetition=step["repetition"])
-                argv = experiment.render(exp.command, values)
                 case = _case_of(exp, v, matrix_info)
                 with (
                     bundle.step(v.name, step["repetition"]) as out,
@@ -308,17 +331,19 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, image: dict, params: di
                     tracing.traced(trace["tracer"], trace["functions"], out / trace["output"])
                     if trace.get("enabled")
                     else nullcontext(),
+                    site.deployed(v, out) if site else nullcontext({}) as served,
                 ):
-                    r = variants.run_step(v, image["reference"], argv, out, workdir_host, STEP_TIMEOUT,
-                                          f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}",
-                                          image["platform"])  # fmt: skip
+                    argv = experiment.render(exp.command, {**values, **served}) + soak.get("driver_args", [])
+                    name = f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}"
+                    r = variants.run_step(deployment.DRIVER if site else v, image["reference"], argv, out,
+                                          workdir_host, STEP_TIMEOUT, name, image["platform"])  # fmt: skip
                     (out / "step.json").write_text(
                         json.dumps(
                             {"argv": r.argv, "returncode": r.returncode, "seconds": round(r.seconds, 3)}, indent=2
                         )
                         + "\n"
                     )
-                    if r.returncode != 0:
+                    if r.returncode not in soak.get("exit_codes", [0]):
                         tail = (out / "stderr.txt").read_text()[-2000:]
                         raise PirexError(f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}")
                     stdout = (out / "stdout.txt").read_text()
