@@ -52,6 +52,7 @@ run: $(VENV)/.installed ## Build this machine's images, then run the quick profi
 	$(PIREX) compare moobench --reference icpe18
 	$(PIREX) table fork
 	$(PIREX) plot fork
+	$(PIREX) table jpa-rest
 
 .PHONY: jpa-rest
 jpa-rest: $(VENV)/.installed ## ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3.
@@ -89,7 +90,15 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 test: lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra
 
-.PHONY: bench-analysis
+.PHONY: bench-analysis bench-soak bench-driver
+bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for SOAK (default 10m) in Docker; its heap and RSS per minute.
+	$(PIREX) run jpa-rest --variants $(or $(VARIANTS),docker) --soak $(or $(SOAK),10m) --set repetitions=1 $(TAG_ARG)
+	$(PIREX) table jpa-rest
+
+bench-driver: $(VENV)/.installed ## jpa-rest: Locust's throughput and CPU against wrk's on the same endpoint (installs wrk).
+	command -v wrk >/dev/null || for i in 1 2 3; do apt-get install -y -q wrk && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	$(VENV)/bin/python scripts/bench_driver.py $(TAG_ARG) $(ARGS)
+
 bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	$(VENV)/bin/python scripts/bench_analysis.py $(ARGS)

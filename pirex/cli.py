@@ -68,8 +68,12 @@ def _overrides(pairs: tuple[str, ...]) -> dict:
 )
 @click.option("--matrix", default=None, help="Run a matrix of cases instead (moobench: fluctuation, ICPE'18 Table 5).")
 @click.option("--trace", is_flag=True, help="ftrace around each step, as the experiment declares (fork; needs root).")
-@click.option("--soak", default=None, metavar="DURATION",
-              help="jpa-rest: hold the load for DURATION (e.g. 10m) per step, sampling the service's heap and RSS.")
+@click.option(
+    "--soak",
+    default=None,
+    metavar="DURATION",
+    help="jpa-rest: hold the load for DURATION (e.g. 10m) per step, sampling the service's heap and RSS.",
+)
 def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
         trace, soak) -> None:  # fmt: skip
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
@@ -102,10 +106,26 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
 @click.option("--users", type=int, default=16, show_default=True, help="Concurrent Locust users (the paper's 16).")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
-def compose_cmd(experiment_id, profile, customers, users, results_dir, tag) -> None:
-    """Run ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3."""
+@click.option(
+    "--role",
+    type=click.Choice(["db", "web", "driver"]),
+    default=None,
+    help="This host's role of the split run (compose/<role>.yml), with its machine record.",
+)
+@click.option("--env-file", type=click.Path(path_type=Path), default=None, help="With --role: the run's .env file.")
+@click.option("--down", is_flag=True, help="With --role: stop this host's role.")
+def compose_cmd(experiment_id, profile, customers, users, results_dir, tag, role, env_file, down) -> None:
+    """Run ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3;
+    or, with --role, this host's part of the run split over two Pis and a laptop."""
     from pirex.runner import compose
 
+    if role or env_file or down:
+        if not (role and env_file):
+            raise PirexError("--role and --env-file go together (e.g. --role db --env-file compose/pair.env)")
+        out = compose.role(role, env_file, down)
+        if not down:
+            click.echo(f"{role}: up; machine record and images in {out}")
+        return
     out = compose.run(tag or git_version()[0], results_dir, profile, customers, users)
     click.echo(f"results: {out}\n")
     _table_jpa([out], results_dir / "tables" / "jpa-rest")
@@ -151,7 +171,8 @@ def table(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> N
         raise PirexError(f"no table {experiment_id!r} (tables: {', '.join(tables)})")
     experiment_dir = "moobench" if experiment_id == "moobench-fluctuation" else experiment_id
     if experiment_id == "jpa-rest" and not bundles:  # bundles of `pirex run`, or compose runs (requests.csv)
-        found = [*(results_dir / "jpa-rest").glob("*/manifest.json"), *(results_dir / "jpa-rest").glob("*/requests.csv")]
+        d = results_dir / "jpa-rest"
+        found = [*d.glob("*/manifest.json"), *d.glob("*/requests.csv")]
         if not found:
             raise PirexError(f"no jpa-rest run under {results_dir}: run `pirex run jpa-rest` or `make jpa-rest` first")
         bundles = (max(found, key=lambda f: f.stat().st_mtime).parent,)
@@ -212,11 +233,16 @@ def _table_jpa(paths_: list[Path], out: Path) -> None:
         if (p / "manifest.json").exists():
             runs += jpa.runs_from_bundle(p)
             continue
-        before = json.loads((p / "machine.json").read_text())["before"] if (p / "machine.json").exists() else {}
-        runs += jpa.runs_from_dirs({"docker": p}, device=tidy.device_of(before) if before else "",
+        record = next((p / f for f in ("machine.json", "machine-driver.json") if (p / f).exists()), None)
+        before = json.loads(record.read_text())["before"] if record else {}
+        runs += jpa.runs_from_dirs({jpa.placement(p) or "docker": p}, device=tidy.device_of(before) if before else "",
                                    storage=tidy.storage_of(before) if before else "")  # fmt: skip
     results = jpa.analyse(runs)
-    _write_tables(jpa, {"table3": jpa.table3(results), "overhead": jpa.overhead_table(results)}, out)
+    named = {"table3": jpa.table3(results), "overhead": jpa.overhead_table(results)}
+    trends = [t for p in paths_ if (p / "manifest.json").exists() for t in jpa.memory_trends(p)]
+    if trends:
+        named["memory"] = jpa.memory_table(trends)
+    _write_tables(jpa, named, out)
 
 
 def _table_fork(paths_: list[Path], out: Path) -> None:

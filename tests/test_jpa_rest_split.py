@@ -6,11 +6,15 @@ driver on the laptop, over host networking as the paper recommends."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
+import sys
 
 import pytest
 
+from pirex import proc
+from pirex.analysis import jpa
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import REPO
@@ -56,17 +60,28 @@ def test_db_web_and_driver_on_three_hosts(three_hosts, tmp_path):
         return h[host].docker("compose", "-f", str(REPO / "compose" / ROLES[host][0]), "--env-file", str(env_file),
                               *args, timeout=timeout, check=False)  # fmt: skip
 
+    def pirex_role(host: str, role: str):  # what a user types on each host: one command
+        return proc.run([sys.executable, "-m", "pirex", "compose", "jpa-rest", "--role", role, "--env-file",
+                         str(env_file)], timeout=900, check=False, env=h[host].env)  # fmt: skip
+
     try:
-        for host in ("pi-b", "pi-a"):  # the database first, then the service
-            r = compose_on(host, "up", "-d", "--wait")
+        for host, role in (("pi-b", "db"), ("pi-a", "web"), ("laptop", "driver")):  # database, service, driver
+            r = pirex_role(host, role)
             assert r.returncode == 0, r.stdout + r.stderr
-        r = compose_on("laptop", "up", "--exit-code-from", "driver", timeout=900)
-        assert r.returncode == 0, r.stdout + r.stderr
         with open(results / "requests.csv", newline="") as f:
             rows = list(csv.DictReader(f))
         assert len(rows) == 3 * 2000 and all(r["ok"] == "1" for r in rows)
         # the service answered from pi-a and read pi-b's table: reads found the loaded customers
         assert all(r["status"] == "200" for r in rows if r["operation"] == "read")
+        for role in ("db", "web", "driver"):  # each host wrote its own record of itself and what it ran
+            record = json.loads((results / f"machine-{role}.json").read_text())
+            assert record["role"] == role and record["before"]["docker"], role
+            ran = json.loads((results / f"compose-{role}.json").read_text())
+            assert ran["exit_code"] == 0 and ran["environment"]["DB_PASSWORD"] == "(set)" and ran["images"]
+        assert "after" in json.loads((results / "machine-driver.json").read_text())
+        label = jpa.placement(results)
+        assert label.startswith("web ") and ", db " in label and label.endswith("docker (host network)")
+        assert {r.configuration for r in jpa.analyse(jpa.runs_from_dirs({label: results}))} == {label}
     finally:
         for host in ROLES:
             compose_on(host, "down", "-v", "--timeout", "30", timeout=300)

@@ -239,6 +239,28 @@ def runs_from_dirs(dirs: Mapping[str, Path | Sequence[Path]], warmup: int | Mapp
     return out
 
 
+def placement(run_dir: Path) -> str | None:
+    """The configuration of a split run from its hosts' records (`pirex compose jpa-rest --role ...` writes
+    machine-<role>.json): which machine and disk ran the web service and the database, and how; None without them.
+    Configurations that swap the Pis or the disks (the paper's 3-6) come out as different labels."""
+    records = {}
+    for role in ("web", "db"):
+        f = Path(run_dir) / f"machine-{role}.json"
+        if not f.exists():
+            return None
+        records[role] = json.loads(f.read_text())["before"]
+    env = {}
+    if (Path(run_dir) / "compose-web.json").exists():
+        env = json.loads((Path(run_dir) / "compose-web.json").read_text()).get("environment") or {}
+    network = "host network" if env.get("NETWORK_MODE") == "host" else "bridge"
+
+    def host(m: dict) -> str:
+        name = m.get("hostname", "?")
+        return f"{name} ({device_of(m).replace(f' ({name})', '')}, {storage_of(m)})"
+
+    return f"web {host(records['web'])}, db {host(records['db'])}, docker ({network})"
+
+
 # --- statistics ----------------------------------------------------------------------------------------------------
 
 Key = tuple[str, str, str, str]  # device, storage, configuration, operation
@@ -557,3 +579,90 @@ def compare_markdown(result: Sequence[Comparison], level: float = LEVEL) -> str:
             "configurations (operation / create-random), widened by its rounding to 0.1 µs. The paper ran "
             "Raspberry Pi 3 devices with USB hard disks, PostgreSQL 9.6.5 and a 10-million-row table."]  # fmt: skip
     return "\n".join(out)
+
+
+# --- the service's memory over a run (web-memory.csv, sampled by the runner) ---------------------------------------
+
+MEMORY = "web-memory.csv"
+TREND_MIN_S = 120  # a trend needs a few minutes: the first one (JIT, pools filling) is left out of it
+MB = 1 << 20
+
+
+@dataclass
+class MemoryTrend:
+    configuration: str
+    run: str
+    repetition: int
+    seconds: float
+    samples: int
+    rss_first_mb: float  # mean over the first minute after the warm-up minute
+    rss_last_mb: float  # mean over the last minute
+    rss_slope_mb_per_min: float | None
+    heap_floor_first_mb: float  # the lowest heap use in that minute: what survives garbage collection
+    heap_floor_last_mb: float
+    heap_floor_slope_mb_per_min: float | None
+
+
+def _per_minute(rows: list[dict], column: str, reduce) -> list[tuple[float, float]]:
+    minutes: dict[int, list[float]] = {}
+    for r in rows:
+        if r[column] not in ("", None):
+            minutes.setdefault(int(float(r["t_s"]) // 60), []).append(float(r[column]) / MB)
+    return [(m + 0.5, reduce(v)) for m, v in sorted(minutes.items())]
+
+
+def _slope(points: list[tuple[float, float]]) -> float | None:
+    """Least-squares MB per minute over the minutes after the first."""
+    pts = points[1:]
+    if len(pts) < 2:
+        return None
+    x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def memory_trend(path: Path, configuration: str = "", run: str = "", repetition: int = 0) -> MemoryTrend | None:
+    """RSS (mean per minute) and the heap's floor (minimum per minute) from a step's web-memory.csv."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return None
+    seconds = float(rows[-1]["t_s"])
+    rss = _per_minute(rows, "rss_bytes", lambda v: float(np.mean(v)))
+    heap = _per_minute(rows, "heap_used_bytes", min)
+    if not rss or not heap:
+        return None
+    first = 1 if len(rss) > 2 else 0
+    long_enough = seconds >= TREND_MIN_S
+    return MemoryTrend(configuration, run, repetition, seconds, len(rows), rss[first][1], rss[-1][1],
+                       _slope(rss) if long_enough else None, heap[min(first, len(heap) - 1)][1], heap[-1][1],
+                       _slope(heap) if long_enough else None)  # fmt: skip
+
+
+def memory_trends(bundle_path: Path) -> list[MemoryTrend]:
+    b = Bundle.open(Path(bundle_path))
+    out = []
+    for step in b.manifest["completed"]:
+        f = b.step_dir(step["variant"], step["repetition"]) / MEMORY
+        if f.exists() and (t := memory_trend(f, step["variant"], b.run_id, step["repetition"])):
+            out.append(t)
+    return out
+
+
+def memory_table(trends: Sequence[MemoryTrend], digits: int = 1) -> Table:
+    columns = ["Configuration", "Run", "Duration (s)", "Samples", "RSS first min (MB)", "RSS last min (MB)",
+               "RSS slope (MB/min)", "Heap floor first min (MB)", "Heap floor last min (MB)",
+               "Heap floor slope (MB/min)"]  # fmt: skip
+    rows = [[t.configuration, f"{t.run}/{t.repetition}", _f(t.seconds, 0), str(t.samples), _f(t.rss_first_mb, digits),
+             _f(t.rss_last_mb, digits), _trend_text(t.rss_slope_mb_per_min), _f(t.heap_floor_first_mb, digits),
+             _f(t.heap_floor_last_mb, digits), _trend_text(t.heap_floor_slope_mb_per_min)]
+            for t in trends]  # fmt: skip
+    notes = [f"The service's resident memory (its process tree) and JVM heap, sampled every few seconds while the "
+             f"driver ran; per minute: RSS mean, heap floor = lowest heap use (what survives garbage collection). "
+             f"Slopes by least squares over the minutes after the first, for runs of at least {TREND_MIN_S} s "
+             f"(`pirex run jpa-rest --soak 10m`)."]  # fmt: skip
+    return Table("The service's memory over each run", columns, rows, [vars(t) for t in trends], notes,
+                 label_columns=2)  # fmt: skip
+
+
+def _trend_text(slope: float | None) -> str:
+    return "too short" if slope is None else f"{slope:+.2f}"

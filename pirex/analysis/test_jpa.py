@@ -223,3 +223,20 @@ def test_damaged_input(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(PirexError, match="no requests.csv"):
         jpa.runs_from_dirs({"native": tmp_path / "empty"})
+
+
+def test_memory_trend_per_minute_and_its_slope(tmp_path):
+    f = tmp_path / "web-memory.csv"
+    mb = 1 << 20
+    lines = ["t_s,rss_bytes,heap_used_bytes,heap_committed_bytes"]
+    for t in range(0, 300, 5):  # RSS grows 2 MB a minute; the heap saws between 50 and 90 MB, its floor flat
+        lines.append(f"{t},{(300 + 2 * t / 60) * mb},{(50 + (t % 30) * 40 / 30) * mb},{200 * mb}")
+    f.write_text("\n".join(lines) + "\n")
+    t = jpa.memory_trend(f, "docker", "run", 0)
+    assert t.samples == 60 and t.seconds == 295
+    assert t.rss_slope_mb_per_min == pytest.approx(2.0, abs=0.01)
+    assert t.heap_floor_slope_mb_per_min == pytest.approx(0.0, abs=1e-9) and t.heap_floor_first_mb == 50
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join(lines[:5]) + "\n")
+    assert jpa.memory_trend(short).rss_slope_mb_per_min is None
+    assert "too short" in jpa.markdown(jpa.memory_table([jpa.memory_trend(short)]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 from pirex import machine, proc
@@ -58,4 +59,78 @@ def run(tag: str, results_dir: Path, profile: str = "quick", customers: int | No
     if r.returncode != 0 or not (out / "requests.csv").exists():
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
         raise PirexError(f"the jpa-rest run failed (exit {r.returncode}); log in {out / 'compose.log'}:\n{tail}")
+    return out
+
+
+# --- one role of the split run: two Pis and a laptop, one command per host ---------------------------------------
+
+ROLE_FILES = {"db": "db.yml", "web": "web.yml", "driver": "driver.yml"}
+SECRET = re.compile(r"PASSWORD|SECRET|TOKEN", re.I)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines as docker compose reads them (comments, blank lines, optional quotes)."""
+    out = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.removeprefix("export ").partition("=")
+        if not sep or not key.strip():
+            raise PirexError(f"{path}:{n}: expected KEY=VALUE, not {line!r}")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def results_dir_of(env: dict[str, str]) -> Path:
+    """RESULTS_DIR as compose resolves it: relative to the compose files' folder."""
+    d = Path(env.get("RESULTS_DIR", "../results/jpa-rest/split"))
+    return d if d.is_absolute() else (COMPOSE_FILE.parent / d).resolve()
+
+
+def role(name: str, env_file: Path, down: bool = False, timeout: float | None = None) -> Path:
+    """This host's role of the split run: `up` (db and web wait until healthy and stay up; the
+    driver runs to its end) with this host's machine record and what it ran written to the run's
+    results folder (RESULTS_DIR) as machine-<role>.json and compose-<role>.json; `down` stops it.
+    Copy the db and web hosts' records beside the driver's requests.csv (or share the folder) for
+    `pirex table jpa-rest` to name the placement."""
+    if name not in ROLE_FILES:
+        raise PirexError(f"--role {name!r}: expected one of {', '.join(ROLE_FILES)}")
+    if not env_file.is_file():
+        raise PirexError(f"--env-file {env_file}: no such file (copy compose/example.env and fill it in)")
+    env = read_env_file(env_file)
+    file = COMPOSE_FILE.parent / ROLE_FILES[name]
+    base = ["docker", "compose", "-f", str(file), "--env-file", str(env_file.resolve())]
+    if down:
+        proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300)
+        return file
+    out = results_dir_of(env)
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o777)  # the driver runs as the image's user
+    record = {"role": name, "before": machine.record(out)}
+    (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
+    args = ["up", "--exit-code-from", "driver"] if name == "driver" else ["up", "-d", "--wait"]
+    r = proc.run([*base, *args], timeout=timeout or TIMEOUT["paper"], check=False)
+    containers = proc.run([*base, "ps", "-a", "-q"], timeout=60, check=False).stdout.split()
+    images = {}
+    for c in containers:
+        info = json.loads(proc.run(["docker", "inspect", c], timeout=60).stdout)[0]
+        images[info["Config"]["Labels"].get("com.docker.compose.service", c)] = {
+            "reference": info["Config"]["Image"], "image_id": info["Image"]}  # fmt: skip
+    if name == "driver":
+        record["after"] = machine.record(out)
+        (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
+        proc.run([*base, "down", "--timeout", "30"], timeout=300, check=False)
+    (out / f"compose-{name}.json").write_text(json.dumps({
+        "role": name, "compose_file": str(file.relative_to(REPO)), "compose_file_sha256": sha256(file),
+        "environment": {k: ("(set)" if SECRET.search(k) else v) for k, v in env.items()}, "images": images,
+        "command": args, "exit_code": r.returncode,
+    }, indent=2) + "\n")  # fmt: skip
+    (out / f"compose-{name}.log").write_text(r.stdout + r.stderr)
+    if r.returncode != 0:
+        tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
+        raise PirexError(f"the {name} role failed (exit {r.returncode}); log in {out / f'compose-{name}.log'}:\n{tail}")
     return out
