@@ -150,9 +150,10 @@ def _warmup_of(warmup: int | Mapping[str, int] | None, operation: str, count: in
 
 
 def read_run(path: Path, warmup: int | Mapping[str, int] | None = None, *, configuration: str = "", device: str = "",
-             storage: str = "", run: str = "", repetition: int = 0) -> Run:  # fmt: skip
+             storage: str = "", run: str = "", repetition: int = 0, timed: bool = False) -> Run:  # fmt: skip
     """One run: `path` is requests.csv or its directory. warm-up: None (half of each operation's count), a number
-    for every operation, or {operation: number} (operations not named get half)."""
+    for every operation, or {operation: number} (operations not named get half). timed: the run was meant to stop
+    by the clock (--soak), so the count is what was sent, not the (unbounded) count planned."""
     path = Path(path)
     f = path / REQUESTS if path.is_dir() else path
     if not f.is_file():
@@ -182,7 +183,7 @@ def read_run(path: Path, warmup: int | Mapping[str, int] | None = None, *, confi
         rt = np.array([i[1] for i in items])
         ok = np.array([i[2] for i in items], dtype=bool)
         svc = np.array([i[3] for i in items]) / 1000
-        count = max(int(seq.max()), int(per_op_planned))
+        count = int(seq.max()) if timed else max(int(seq.max()), int(per_op_planned))
         w = _warmup_of(warmup, op, count)
         steady = seq > w
         good = steady & ok
@@ -206,12 +207,14 @@ def runs_from_bundle(bundle_path: Path, warmup: int | Mapping[str, int] | None =
     b = Bundle.open(Path(bundle_path))
     machine = json.loads((Path(bundle_path) / "machine.json").read_text())["before"]
     device, storage = device_of(machine), storage_of(machine)
+    run_file = Path(bundle_path) / "run.json"
+    timed = bool(json.loads(run_file.read_text()).get("soak")) if run_file.exists() else False
     out = []
     for step in b.manifest["completed"]:
         f = _step_requests(b.step_dir(step["variant"], step["repetition"]))
         if f is not None:
             out.append(read_run(f, warmup, configuration=step["variant"], device=device, storage=storage,
-                                run=b.run_id, repetition=step["repetition"]))  # fmt: skip
+                                run=b.run_id, repetition=step["repetition"], timed=timed))  # fmt: skip
     if not out:
         raise PirexError(f"{bundle_path}: no completed step has a {REQUESTS}: not a bundle of the JPA experiment")
     return out
