@@ -31,6 +31,18 @@ def test_header_and_comment_lines_are_skipped(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_comment_line_anywhere_is_skipped(engine, where, tmp_path):
+    # the polars reader asks for comment handling only when a line starts with '#': wherever it is
+    lines = (DATA / "raw-handmade.csv").read_text().splitlines()
+    at = {"first": 0, "middle": 3, "last": len(lines)}[where]
+    lines.insert(at, "# a note;1;2;3")
+    f = tmp_path / "raw-baseline.csv"
+    f.write_text("\n".join(lines) + "\n")
+    assert mr.read_loop(f, engine).steady.tolist() == [1000, 2000, 3000]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", ["raw-threads.csv", "raw-named.csv"])
 def test_second_half_per_thread(engine, name, monkeypatch):
     monkeypatch.setattr(mr, "BLOCK", 2)
