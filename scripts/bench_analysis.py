@@ -7,7 +7,8 @@ Generates a moobench bundle of the papers' size (10 loops x 1,000,000 calls x 5 
   (a) pirex: pirex.analysis.moobench.analyse() (reader engine: polars if installed, else numpy; --engine picks)
   (b) pandas: read_csv per file, second half per thread, pooled statistics
 
-and prints rows/s, the speed ratio and the peak RSS of both, and checks that they computed the same statistics.
+each --repeat times, alternating, and prints the median time (and range), rows/s, the speed ratio and the peak
+RSS of both, and checks that they computed the same statistics.
 
     .venv/bin/python scripts/bench_analysis.py                       # full size, in a temporary directory
     .venv/bin/python scripts/bench_analysis.py --calls 20000 --loops 3 --configurations 2   # smoke run
@@ -23,6 +24,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -172,10 +174,13 @@ def main() -> None:
     ap.add_argument("--loops", type=int, default=10, help="loops = repetitions (default 10)")
     ap.add_argument("--configurations", type=int, default=5, help=f"how many of {', '.join(PROFILES)} (default 5)")
     ap.add_argument("--seed", type=int, default=2018)
+    ap.add_argument("--repeat", type=int, default=3, help="alternating runs of each implementation (default 3)")
     ap.add_argument("--dir", type=Path, help="keep the data here (a bundle found there is reused); default: a temp dir")
     ap.add_argument("--engine", choices=["polars", "numpy"], help="pirex's reader (default: polars if installed)")
     ap.add_argument("--child", choices=["pirex", "pandas"], help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.repeat < 1:
+        ap.error(f"--repeat {a.repeat}: at least 1")
     if a.child:
         child(a.child, a.dir, a.engine)
         return
@@ -204,14 +209,23 @@ def main() -> None:
         from pirex.analysis.moobench_read import default_engine
 
         engine = a.engine or default_engine()
-        ours = measure("pirex", bundle, engine)
-        ref = measure("pandas", bundle, None)
-        for name, r in ((f"pirex ({engine})", ours), ("pandas", ref)):
-            print(f"{name:16s} {r['seconds']:8.2f} s  {rows / r['seconds'] / 1e6:8.2f} M rows/s  "
-                  f"peak RSS {r['peak_rss_kb'] / 1024:8.0f} MiB")  # fmt: skip
-        print(f"speed ratio pandas/pirex: {ref['seconds'] / ours['seconds']:.2f}x; "
-              f"peak RSS pirex/pandas: {ours['peak_rss_kb'] / ref['peak_rss_kb']:.2f}")  # fmt: skip
-        diffs = same(ours["stats"], ref["stats"])
+        runs: dict[str, list[dict]] = {"pirex": [], "pandas": []}
+        for _ in range(a.repeat):  # alternating, so that a slow spell of the machine hits both
+            runs["pirex"].append(measure("pirex", bundle, engine))
+            runs["pandas"].append(measure("pandas", bundle, None))
+        secs = {k: sorted(r["seconds"] for r in v) for k, v in runs.items()}
+        med = {k: statistics.median(v) for k, v in secs.items()}
+        rss = {k: max(r["peak_rss_kb"] for r in v) for k, v in runs.items()}
+        print(f"{a.repeat} alternating runs each; median (min-max):")
+        for k, name in (("pirex", f"pirex ({engine})"), ("pandas", "pandas")):
+            print(f"{name:16s} {med[k]:6.2f} s ({secs[k][0]:.2f}-{secs[k][-1]:.2f})  "
+                  f"{rows / med[k] / 1e6:7.2f} M rows/s  peak RSS {rss[k] / 1024:6.0f} MiB")  # fmt: skip
+        ratios = sorted(p["seconds"] / o["seconds"] for o, p in zip(runs["pirex"], runs["pandas"], strict=True))
+        ratio, rss_ratio = med["pandas"] / med["pirex"], rss["pirex"] / rss["pandas"]
+        print(f"speed ratio pandas/pirex: {ratio:.2f}x (per pair {ratios[0]:.2f}-{ratios[-1]:.2f}x); "
+              f"peak RSS pirex/pandas: {rss_ratio:.2f}")  # fmt: skip
+        ref = runs["pandas"][0]["stats"]
+        diffs = sorted({d for r in runs["pirex"] + runs["pandas"][1:] for d in same(r["stats"], ref)})
         print("statistics: identical (rel. 1e-9)" if not diffs else "statistics DIFFER:\n  " + "\n  ".join(diffs))
         if diffs:
             sys.exit(1)
