@@ -29,8 +29,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +40,7 @@ import numpy as np
 from scipy import stats as sps
 
 from pirex.analysis import stats
-from pirex.analysis.moobench_read import BLOCK, Loop, read_loop
+from pirex.analysis.moobench_read import BLOCK, Loop, default_engine, read_loop
 from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (moobench.markdown etc.)
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.bundle import Bundle
@@ -267,15 +269,27 @@ class Result:
 
 
 def analyse_files(files: dict[Key, list[Path]], engine: str | None = None) -> list[Result]:
-    """Configuration by configuration: read the loops, keep only their steady state and series, reduce, drop."""
+    """Configuration by configuration: read the loops, keep only their steady state and series, reduce, drop.
+    The loops are read on as many threads as there are CPUs (the readers let go of the GIL), the next configuration's
+    while this one's statistics are computed; at most two configurations' loops are held at a time."""
+    keys = sorted(files, key=lambda k: (k[0], k[1], k[2], config_order(k[3])))
+    engine = engine or default_engine(sum(f.stat().st_size for paths in files.values() for f in paths))
     out = []
-    for key in sorted(files, key=lambda k: (k[0], k[1], k[2], config_order(k[3]))):
-        loops: list[Loop] = [read_loop(f, engine) for f in files[key]]
-        st = statistics([lp.steady for lp in loops])
-        series = [lp.blocks * 1e-3 for lp in loops]
-        out.append(Result(*key, st, series, max((lp.steady_from for lp in loops), default=0)))
-        del loops
+    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
+        reading = [[pool.submit(read_loop, f, engine) for f in files[k]] for k in keys[:1]]
+        for i, key in enumerate(keys):
+            if i + 1 < len(keys):
+                reading.append([pool.submit(read_loop, f, engine) for f in files[keys[i + 1]]])
+            loops = [r.result() for r in reading.pop(0)]
+            out.append(_analyse_one(key, loops))
+            del loops
     return out
+
+
+def _analyse_one(key: Key, loops: list[Loop]) -> Result:
+    st = statistics([lp.steady for lp in loops])
+    series = [lp.blocks * 1e-3 for lp in loops]
+    return Result(*key, st, series, max((lp.steady_from for lp in loops), default=0))
 
 
 def analyse(bundles: Iterable[Path], engine: str | None = None) -> list[Result]:

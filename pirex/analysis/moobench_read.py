@@ -13,10 +13,13 @@ per thread, a thread with n calls keeps its last ``n // 2`` calls and drops the 
 an odd n the middle call counts as warm-up, as in MooBench's analysis/getStatistics.sh (``tail -n $((n / 2))``);
 a thread with a single call contributes nothing.
 
-Two engines give the same arrays: ``polars`` (fast; an optional extra: no armv7 wheels) and ``numpy`` (always there,
-slower). read_loop() picks polars when it is installed. Nothing here builds a Python object per call: a file becomes
-two int64 arrays while it is read, and only the steady state (int64) and the per-1,000-call block means (float64)
-are kept, so the statistics of a configuration need about 8 bytes per steady-state call.
+Two engines give the same arrays: ``numba`` (fast: one compiled pass over the file's bytes; the optional ``fast``
+extra, no armv7 wheels) and ``numpy`` (always there, slower). read_loop() picks numba when it is installed. The
+compiled scanner takes MooBench's own output, integer thread ids and integer durations; a file it does not take
+(thread names, a header, anything unexpected) is read by the numpy engine instead, which also gives the errors.
+Nothing here builds a Python object per call: a file becomes two int64 arrays while it is read, and only the
+steady state (int64) and the per-1,000-call block means (float64) are kept, so the statistics of a configuration
+need about 8 bytes per steady-state call.
 """
 
 from __future__ import annotations
@@ -30,15 +33,19 @@ import numpy as np
 from pirex.errors import PirexError
 
 BLOCK = 1_000  # calls per point of the series (the papers' figures aggregate 1,000 raw observations)
-ENGINES = ("polars", "numpy")
+ENGINES = ("numba", "numpy")
 
 
-def has_polars() -> bool:
-    return importlib.util.find_spec("polars") is not None
+def has_numba() -> bool:
+    return importlib.util.find_spec("numba") is not None
 
 
-def default_engine() -> str:
-    return "polars" if has_polars() else "numpy"
+NUMBA_FROM = 64 << 20  # raw bytes: below, numba's fixed cost (about 0.3 s to load its cached code) outweighs its gain
+
+
+def default_engine(size: int | None = None) -> str:
+    """numba when it is installed and there are at least NUMBA_FROM bytes (or an unknown amount) to read."""
+    return "numba" if has_numba() and (size is None or size >= NUMBA_FROM) else "numpy"
 
 
 @dataclass(frozen=True)
@@ -64,9 +71,12 @@ class Loop:
         return int(self.steady.size)
 
 
-def _has_header(path: Path) -> bool:
+def _header_end(path: Path) -> int:
+    """The offset just past the header line, 0 when the file has none."""
+    offset = 0
     with open(path, "rb") as f:
         for raw in f:
+            offset += len(raw)
             line = raw.strip()
             if not line or line.startswith(b"#"):
                 continue
@@ -76,19 +86,22 @@ def _has_header(path: Path) -> bool:
             try:
                 int(fields[1])
             except ValueError:
-                return True
-            return False
-    return False
+                return offset
+            return 0
+    return 0
 
 
-def _parse_numpy(path: Path, header: bool) -> tuple[np.ndarray | None, np.ndarray]:
+def _parse_numpy(path: Path, header: int) -> tuple[np.ndarray | None, np.ndarray]:
     skip = 1 if header else 0
     kw = dict(delimiter=";", comments="#", skiprows=skip, ndmin=2)
     try:
         a = np.loadtxt(path, usecols=(0, 1), dtype=np.int64, **kw)
         threads, durations = a[:, 0], np.ascontiguousarray(a[:, 1])
     except ValueError:  # thread names that are not integers
-        durations = np.loadtxt(path, usecols=(1,), dtype=np.int64, **kw)[:, 0]
+        try:
+            durations = np.loadtxt(path, usecols=(1,), dtype=np.int64, **kw)[:, 0]
+        except ValueError as e:
+            raise PirexError(f"{path}: not MooBench's 'thread;duration_ns;...' layout: {e}") from None
         names = np.loadtxt(path, usecols=(0,), dtype=str, **kw)[:, 0]
         _, first, threads = np.unique(names, return_index=True, return_inverse=True)
     if threads.size and (threads == threads[0]).all():
@@ -96,46 +109,16 @@ def _parse_numpy(path: Path, header: bool) -> tuple[np.ndarray | None, np.ndarra
     return np.asarray(threads), durations
 
 
-def _one_thread(path: Path, samples: int = 16) -> bool:
-    """Whether the file holds one thread only, so that its first column need not be parsed: the
-    first line, the last and lines at `samples` places between all name the same thread.
-    MooBench writes thread after thread, so a file with several has a different last thread;
-    the samples catch files whose threads take turns."""
-    size = path.stat().st_size
-    names = set()
-    with open(path, "rb") as f:
-        for i in range(samples + 1):
-            f.seek(min(size, size * i // samples))
-            chunk = f.read(4096)
-            lines = chunk.splitlines()
-            lines = lines if i == 0 else lines[1:]  # after a seek the first line is partial
-            if i == samples:  # the last line
-                f.seek(max(0, size - 4096))
-                lines = f.read().splitlines()[-1:]
-            for ln in lines:
-                if ln.strip() and not ln.startswith(b"#"):
-                    names.add(ln.split(b";", 1)[0])
-                    break
-    return len(names) == 1
+def _parse_numba(path: Path, header: int) -> tuple[np.ndarray | None, np.ndarray]:
+    from pirex.analysis.moobench_scan import scan
 
-
-def _parse_polars(path: Path, header: bool) -> tuple[np.ndarray | None, np.ndarray]:
-    import polars as pl
-
-    data = path.read_bytes()  # read once: searched here, parsed from memory
-    # polars parses about twice as fast without a comment prefix; MooBench writes no comments, so
-    # the prefix is given only when the file holds a '#' at all (one memchr, unlike a search for "\n#")
-    comment = "#" if b"#" in data else None
-    if not header and _one_thread(path):  # the common case: only the durations, typed up front
-        schema = {"thread": pl.String, "duration": pl.Int64, "heap": pl.String, "gc": pl.String}
-        df = pl.read_csv(data, separator=";", has_header=False, columns=[1], schema=schema, comment_prefix=comment)
-        return None, df["duration"].to_numpy()
-    df = pl.read_csv(data, separator=";", has_header=header, columns=[0, 1], comment_prefix=comment)
-    thread, duration = df.columns
-    durations = df[duration].cast(pl.Int64, strict=True).to_numpy()
-    if df.height == 0 or df[thread].min() == df[thread].max():
+    found = scan(path, header)
+    if found is None:  # not the simple form: the numpy engine reads it, or names what is wrong with it
+        return _parse_numpy(path, header)
+    threads, durations = found
+    if threads.size == 0 or (threads == threads[0]).all():
         return None, durations
-    return df[thread].cast(pl.String).rank("dense").to_numpy(), durations
+    return threads, durations
 
 
 def _split_threads(threads: np.ndarray) -> list[np.ndarray]:
@@ -162,8 +145,8 @@ def read_loop(path: Path, engine: str | None = None) -> Loop:
     engine = engine or default_engine()
     if engine not in ENGINES:
         raise PirexError(f"unknown reader engine {engine!r}: one of {', '.join(ENGINES)}")
-    header = _has_header(path)
-    threads, durations = (_parse_polars if engine == "polars" else _parse_numpy)(path, header)
+    header = _header_end(path)
+    threads, durations = (_parse_numba if engine == "numba" else _parse_numpy)(path, header)
     durations = np.asarray(durations, dtype=np.int64)
     if threads is None:
         n = durations.size

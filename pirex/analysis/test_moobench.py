@@ -12,7 +12,7 @@ from pirex.analysis import moobench, moobench_read
 from pirex.bundle import Bundle
 
 T975 = {1: 12.706204736174698, 4: 2.7764451051977987}  # Student t 0.975 quantiles (tables)
-ENGINES = ["numpy"] + (["polars"] if moobench_read.has_polars() else [])
+ENGINES = ["numpy"] + (["numba"] if moobench_read.has_numba() else [])
 
 
 def machine(host: str, storage: str = "usb") -> dict:

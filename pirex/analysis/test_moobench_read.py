@@ -11,7 +11,7 @@ from pirex.errors import PirexError
 DATA = Path(__file__).parent / "testdata" / "moobench"
 ENGINES = [
     "numpy",
-    pytest.param("polars", marks=pytest.mark.skipif(not mr.has_polars(), reason="polars (the fast extra) missing")),
+    pytest.param("numba", marks=pytest.mark.skipif(not mr.has_numba(), reason="numba (the fast extra) missing")),
 ]
 
 
@@ -33,7 +33,6 @@ def test_header_and_comment_lines_are_skipped(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
 def test_comment_line_anywhere_is_skipped(engine, where, tmp_path):
-    # the polars reader asks for comment handling only when a line starts with '#': wherever it is
     lines = (DATA / "raw-handmade.csv").read_text().splitlines()
     at = {"first": 0, "middle": 3, "last": len(lines)}[where]
     lines.insert(at, "# a note;1;2;3")
@@ -57,7 +56,7 @@ def test_second_half_per_thread(engine, name, monkeypatch):
 def test_a_single_call_has_no_steady_state(tmp_path):
     f = tmp_path / "raw-x.csv"
     f.write_text("1;500;0;0\n")
-    for engine in ("numpy", "polars") if mr.has_polars() else ("numpy",):
+    for engine in ("numpy", "numba") if mr.has_numba() else ("numpy",):
         assert mr.read_loop(f, engine).steady.size == 0
 
 
@@ -70,7 +69,7 @@ def test_not_moobench_and_unknown_engine(tmp_path):
         mr.read_loop(DATA / "raw-handmade.csv", "awk")
 
 
-@pytest.mark.skipif(not mr.has_polars(), reason="polars (the fast extra) missing")
+@pytest.mark.skipif(not mr.has_numba(), reason="numba (the fast extra) missing")
 def test_both_engines_agree_on_generated_files(tmp_path):
     rng = np.random.default_rng(7)
     for i, threads in enumerate((1, 3)):
@@ -79,7 +78,73 @@ def test_both_engines_agree_on_generated_files(tmp_path):
         d = rng.lognormal(8, 1, t.size).astype(np.int64)
         f = tmp_path / f"raw-{i}.csv"
         np.savetxt(f, np.column_stack([t, d, d * 3, d % 2]), fmt="%d", delimiter=";")
-        a, b = mr.read_loop(f, "numpy"), mr.read_loop(f, "polars")
+        a, b = mr.read_loop(f, "numpy"), mr.read_loop(f, "numba")
         assert np.array_equal(a.steady, b.steady) and np.array_equal(a.blocks, b.blocks)
         assert a.calls == b.calls == (n,) * threads
         assert a.steady.size == threads * (n // 2)
+
+
+needs_numba = pytest.mark.skipif(not mr.has_numba(), reason="numba (the fast extra) missing")
+
+
+@needs_numba
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1;10;5;0\n2;20;5;0\n1;30;5;0\n",  # threads taking turns
+        "1;10\n1;20\n1;30",  # two columns, no newline at the end
+        "\n1;10;5;0\r\n\r\n# note\n1;20;5;0\r\n1;30;5;0\n\n",  # CRLF, empty and comment lines
+        "007;000000000000000010;x;y\n7;20;;\n",  # leading zeros, 18 digits, empty columns after the duration
+    ],
+)
+def test_scanner_reads_the_simple_form_exactly(text, tmp_path):
+    from pirex.analysis import moobench_scan
+
+    f = tmp_path / "raw-x.csv"
+    f.write_bytes(text.encode())
+    threads, durations = moobench_scan.scan(f)
+    numpy_threads, numpy_durations = mr._parse_numpy(f, 0)
+    assert durations.tolist() == numpy_durations.tolist()
+    assert threads.tolist() == ([int(x.split(";")[0]) for x in text.split() if x[0].isdigit()])
+    assert (numpy_threads is None) == (len(set(threads.tolist())) == 1)
+
+
+@needs_numba
+@pytest.mark.parametrize(
+    "text",
+    [
+        "main;10;5;0\n",  # a thread name: the numpy engine's job
+        "1;10;5;0\n1;-20;5;0\n",  # a sign
+        "1;10;5;0\n1;1234567890123456789;5;0\n",  # 19 digits: would overflow int64
+        "1;10;5;0\n1 ;20;5;0\n",  # a blank inside a line
+        "1;10;5;0\n1;20x;5;0\n",  # not a number
+        "1;10;5;0\n1\n",  # one column
+        "1;10;5;0\r1;20;5;0\n",  # a lone CR
+        "1;10;5;0\n# note\r1;20;5;0\n",  # a lone CR in a comment
+        "1;10;5\t0\n",  # a tab
+    ],
+)
+def test_scanner_gives_up_on_anything_else(text, tmp_path):
+    from pirex.analysis import moobench_scan
+
+    f = tmp_path / "raw-x.csv"
+    f.write_bytes(text.encode())
+    assert moobench_scan.scan(f) is None
+
+
+@needs_numba
+def test_numba_engine_hands_other_files_to_numpy_which_names_the_problem(tmp_path):
+    named = mr.read_loop(DATA / "raw-named.csv", "numba")  # thread names: read by the numpy engine
+    assert named.calls == (5, 4)
+    f = tmp_path / "raw-x.csv"
+    f.write_text("1;10;5;0\n1;20x;5;0\n")
+    for engine in ("numba", "numpy"):
+        with pytest.raises(PirexError, match=r"raw-x.csv: not MooBench's .*'20x'"):
+            mr.read_loop(f, engine)
+
+
+@needs_numba
+def test_scanner_starts_after_the_header(tmp_path):
+    header = mr._header_end(DATA / "raw-header.csv")
+    assert header == len(b"thread;duration_ns;used_heap;gc_count_delta\n")
+    assert mr._header_end(DATA / "raw-handmade.csv") == 0
