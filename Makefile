@@ -27,11 +27,14 @@ TAG_ARG = $(if $(TAG),--tag $(TAG))
 # actionlint from PATH (scripts/host-setup.sh) or built into the venv from its Go module
 ACTIONLINT = $(or $(shell command -v actionlint),$(VENV)/bin/actionlint)
 
-# The runner's few dependencies plus the analysis extra (numpy, scipy) for the tables; the linters and
-# pytest only for development.
+# The runner's few dependencies plus the analysis extra (numpy, scipy) for the tables, and the fast extra
+# (numba) where a wheel exists (not armv7: numpy reads the same files more slowly); the linters and pytest
+# only for development.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	$(VENV)/bin/pip install -q --only-binary numba,llvmlite -e '.[analysis,fast]' \
+		|| echo "pirex: numba (the fast extra) not installed: MooBench's raw files are read by numpy, same results, slower"
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
