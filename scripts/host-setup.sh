@@ -18,6 +18,7 @@ COMPOSE_VERSION=v2.32.4
 ACTIONLINT_VERSION=v1.7.12
 APT_PACKAGES=(
 	apache2-utils # htpasswd, for the authenticated-registry test
+	arch-test # mmdebstrap's check of foreign architectures (a recommends: not pulled in here)
 	binfmt-support
 	docker-registry # distribution 2.8: the local registry of offline builds
 	docker.io

@@ -132,9 +132,9 @@ def run(opts: Options) -> Path:
         params["sink_port"] = deployment.free_port("0.0.0.0")
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
 
+    soak = _soak(exp, opts.soak, params)  # the arguments are checked before any image is looked for
     images = {name: image_for(name, opts.tag, platform) for name in (exp.image, *_deployment_images(exp))}
     image = images[exp.image]
-    soak = _soak(exp, opts.soak, params)
     matrix_info: dict = {}
     if matrix:
         matrix_info = {"name": matrix.name, "source": matrix.source, "runs_as": runnable[0], "notes": {}}
