@@ -99,7 +99,7 @@ bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for
 	$(PIREX) table jpa-rest
 
 bench-driver: $(VENV)/.installed ## jpa-rest: Locust's throughput and CPU against wrk's on the same endpoint (installs wrk).
-	command -v wrk >/dev/null || for i in 1 2 3; do apt-get install -y -q wrk && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	command -v wrk >/dev/null || for i in 1 2 3; do { apt-get update -q && apt-get install -y -q wrk; } && break; [ $$i -lt 3 ] || { echo "bench-driver needs wrk: apt-get install wrk (as root)"; exit 1; }; sleep $$((i * 5)); done
 	$(VENV)/bin/python scripts/bench_driver.py $(TAG_ARG) $(ARGS)
 
 bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).

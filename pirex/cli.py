@@ -123,7 +123,12 @@ def compose_cmd(experiment_id, profile, customers, users, results_dir, tag, role
         if not (role and env_file):
             raise PirexError("--role and --env-file go together (e.g. --role db --env-file compose/pair.env)")
         out = compose.role(role, env_file, down)
-        if not down:
+        if down:
+            click.echo(f"{role}: down")
+        elif role == "driver":  # the run has ended: its table, naming the placement from the records beside it
+            click.echo(f"driver: done; results in {out}\n")
+            _table_jpa([out], results_dir / "tables" / "jpa-rest")
+        else:
             click.echo(f"{role}: up; machine record and images in {out}")
         return
     out = compose.run(tag or git_version()[0], results_dir, profile, customers, users)

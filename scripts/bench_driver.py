@@ -100,12 +100,12 @@ def main() -> int:
     tag = args.tag or git_version()[0]
     with localregistry.local_registry():
         refs = {n: publish.pull_local(n, tag, plat.host()) for n in ("postgres", "jpa-rest", "locust")}
-    net, db, web = f"{PREFIX}-net", f"{PREFIX}-db", f"{PREFIX}-web"
+    net, db, web, loader = f"{PREFIX}-net", f"{PREFIX}-db", f"{PREFIX}-web", f"{PREFIX}-loader"
     port = deployment.free_port()
     url = f"http://127.0.0.1:{port}"
     cred = ["-e", "POSTGRES_PASSWORD=pirex", "-e", "POSTGRES_USER=pirex", "-e", "POSTGRES_DB=pirex"]
     db_env = ["-e", "DB_URL=jdbc:postgresql://db:5432/pirex", "-e", "DB_USER=pirex", "-e", "DB_PASSWORD=pirex"]
-    cleanup = [["docker", "rm", "-f", web, db], ["docker", "network", "rm", net]]
+    cleanup = [["docker", "rm", "-f", f"{PREFIX}-driver", loader, web, db], ["docker", "network", "rm", net]]
     for c in cleanup:
         proc.run(c, timeout=120, check=False)
     work = Path(tempfile.mkdtemp(prefix="pirex-bench-driver-"))
@@ -113,8 +113,8 @@ def main() -> int:
         proc.run(["docker", "network", "create", net], timeout=60)
         proc.run(["docker", "run", "-d", "--name", db, "--network", net, "--network-alias", "db", *cred,
                   refs["postgres"]], timeout=120)  # fmt: skip
-        proc.run(["docker", "run", "--rm", "--network", net, *db_env, refs["jpa-rest"], "pirex-load-customers",
-                  "--rows", str(args.customers)], timeout=3600)  # fmt: skip
+        proc.run(["docker", "run", "--rm", "--name", loader, "--network", net, *db_env, refs["jpa-rest"],
+                  "pirex-load-customers", "--rows", str(args.customers)], timeout=3600)  # fmt: skip
         proc.run(["docker", "run", "-d", "--name", web, "--network", net, "-p", f"127.0.0.1:{port}:8080", *db_env,
                   refs["jpa-rest"]], timeout=120)  # fmt: skip
         if (last := deployment.wait_healthy(url + "/actuator/health", 300)) is not None:

@@ -56,6 +56,7 @@ def test_native_docker_and_host_network_share_one_loaded_table(built, tmp_path):
     loads = json.loads((path / "db-load.json").read_text())["loads"]
     assert len(loads) == 1, "loaded once per run"
     assert loads[0]["status"] == "loaded" and loads[0]["rows"] == "3000" and float(loads[0]["rows_per_s"]) > 0
+    assert loads[0]["server_version"].startswith("15."), "the PostgreSQL that ran is recorded"
     assert loads[0]["shared_by"] == list(VARIANTS)
     for v in VARIANTS:
         d = b.step_dir(v, 0)
@@ -127,18 +128,33 @@ def test_service_reports_down_and_the_wait_ends(built):
         proc.run(["docker", "rm", "-f", name], timeout=60, check=False)
 
 
-def test_web_host_compose_fails_clearly_without_its_database(built, tmp_path):
+def test_web_host_role_fails_clearly_without_its_database_and_is_taken_down(built, tmp_path):
+    from pirex.errors import PirexError
+    from pirex.runner import compose
+
     env_file = tmp_path / "web.env"
     with localregistry.local_registry():
         publish.load_local("jpa-rest", TEST_TAG, plat.host())
     env_file.write_text(f"PIREX_TAG={TEST_TAG}\nPIREX_IMAGES={localregistry.HOST}/{publish.LOCAL_NAMESPACE}\n"
                         f"DB_HOST={UNREACHABLE}\nDB_PASSWORD=x\nWEB_PORT={deployment.free_port()}\n"
-                        "WEB_HEALTH_RETRIES=15\n")  # fmt: skip
-    base = ["docker", "compose", "-p", "pirex-test-web-alone", "-f", str(REPO / "compose" / "web.yml"),
-            "--env-file", str(env_file)]  # fmt: skip
+                        f"WEB_HEALTH_RETRIES=15\nRESULTS_DIR={tmp_path / 'out'}\n")  # fmt: skip
+    base = ["docker", "compose", "-f", str(REPO / "compose" / "web.yml"), "--env-file", str(env_file)]
     try:
-        r = proc.run([*base, "up", "-d", "--wait"], timeout=600, check=False)
-        assert r.returncode != 0
-        assert "unhealthy" in r.stdout + r.stderr
+        with pytest.raises(PirexError, match=r"(?s)the web role failed .* taken down.*unhealthy"):
+            compose.role("web", env_file, timeout=600)
+        assert not proc.run([*base, "ps", "-a", "-q"], timeout=60).stdout.split(), "nothing left running"
+        services = (tmp_path / "out" / "compose-web-services.log").read_text()
+        assert "connect" in services.lower(), "the service's own log says why"
+        assert json.loads((tmp_path / "out" / "compose-web.json").read_text())["environment"]["DB_PASSWORD"] == "(set)"
     finally:
         proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, check=False)
+
+
+def test_driver_gives_up_on_a_service_that_is_not_there(built):
+    started = time.monotonic()
+    url = f"http://127.0.0.1:{deployment.free_port()}"  # nothing listens: refused at once, every second
+    r = proc.run(["docker", "run", "--rm", "--network", "host", image(built, "locust"), "quick", "--host", url,
+                  "--wait", "4"], timeout=120, check=False)  # fmt: skip
+    assert r.returncode == 2
+    assert f"{url}/actuator/health did not report healthy within 4 s" in r.stderr
+    assert time.monotonic() - started < 60

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from pathlib import Path
 
 from pirex import machine, proc
@@ -16,6 +15,7 @@ from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import REPO
+from pirex.runner.deployment import SECRET
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,6 @@ def run(tag: str, results_dir: Path, profile: str = "quick", customers: int | No
 # --- one role of the split run: two Pis and a laptop, one command per host ---------------------------------------
 
 ROLE_FILES = {"db": "db.yml", "web": "web.yml", "driver": "driver.yml"}
-SECRET = re.compile(r"PASSWORD|SECRET|TOKEN", re.I)
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -113,17 +112,19 @@ def role(name: str, env_file: Path, down: bool = False, timeout: float | None = 
     record = {"role": name, "before": machine.record(out)}
     (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
     args = ["up", "--exit-code-from", "driver"] if name == "driver" else ["up", "-d", "--wait"]
-    r = proc.run([*base, *args], timeout=timeout or TIMEOUT["paper"], check=False)
-    containers = proc.run([*base, "ps", "-a", "-q"], timeout=60, check=False).stdout.split()
-    images = {}
-    for c in containers:
-        info = json.loads(proc.run(["docker", "inspect", c], timeout=60).stdout)[0]
-        images[info["Config"]["Labels"].get("com.docker.compose.service", c)] = {
-            "reference": info["Config"]["Image"], "image_id": info["Image"]}  # fmt: skip
+    r = None
+    try:
+        r = proc.run([*base, *args], timeout=timeout or TIMEOUT["paper"], check=False)
+        images = _images_of(base)
+    finally:
+        if r is None or r.returncode != 0 or name == "driver":  # a failed role is not left running
+            if r is not None and r.returncode != 0:  # the services' own logs say why (e.g. the database DOWN)
+                logs = proc.run([*base, "logs", "--no-color", "--tail", "200"], timeout=120, check=False)
+                (out / f"compose-{name}-services.log").write_text(logs.stdout + logs.stderr)
+            proc.run([*base, "down", "--timeout", "30"], timeout=300, check=False)
     if name == "driver":
         record["after"] = machine.record(out)
         (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
-        proc.run([*base, "down", "--timeout", "30"], timeout=300, check=False)
     (out / f"compose-{name}.json").write_text(json.dumps({
         "role": name, "compose_file": str(file.relative_to(REPO)), "compose_file_sha256": sha256(file),
         "environment": {k: ("(set)" if SECRET.search(k) else v) for k, v in env.items()}, "images": images,
@@ -132,5 +133,18 @@ def role(name: str, env_file: Path, down: bool = False, timeout: float | None = 
     (out / f"compose-{name}.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
-        raise PirexError(f"the {name} role failed (exit {r.returncode}); log in {out / f'compose-{name}.log'}:\n{tail}")
+        raise PirexError(
+            f"the {name} role failed (exit {r.returncode}) and was taken down; logs in "
+            f"{out / f'compose-{name}.log'} and {out / f'compose-{name}-services.log'}:\n{tail}"
+        )
     return out
+
+
+def _images_of(base: list[str]) -> dict[str, dict]:
+    """The image each service of the role's project ran: reference and image ID."""
+    images = {}
+    for c in proc.run([*base, "ps", "-a", "-q"], timeout=60, check=False).stdout.split():
+        info = json.loads(proc.run(["docker", "inspect", c], timeout=60).stdout)[0]
+        images[info["Config"]["Labels"].get("com.docker.compose.service", c)] = {
+            "reference": info["Config"]["Image"], "image_id": info["Image"]}  # fmt: skip
+    return images

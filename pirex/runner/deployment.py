@@ -44,6 +44,7 @@ LOOPBACK = "127.0.0.1"
 READY_TIMEOUT = 300  # a database recovering or a JVM starting on a Pi 3 is ready well within this
 STOP_GRACE = 60  # seconds between SIGTERM and SIGKILL: PostgreSQL's shutdown checkpoint, Tomcat's graceful stop
 SAMPLE_S = 5  # the service's heap and RSS, every this many seconds
+SECRET = re.compile(r"PASSWORD|SECRET|TOKEN", re.I)  # settings whose values no record shows
 LOAD_LINE = re.compile(r"pirex-load-customers: (status=\S+(?: \w+=\S+)*)")
 MEMORY_COLUMNS = ("t_s", "rss_bytes", "heap_used_bytes", "heap_committed_bytes")
 
@@ -149,7 +150,13 @@ class Site:
         self.data.mkdir(parents=True)
         user = self._image_user(self.dep.db.image)
         uid, _, gid = user.partition(":")
-        os.chown(self.data, int(uid), int(gid or uid))
+        try:
+            os.chown(self.data, int(uid), int(gid or uid))
+        except PermissionError:
+            raise PirexError(
+                f"the database's data directory {self.data} must belong to the image's user {user}, "
+                "and only root can give it away: run pirex as root (sudo)"
+            ) from None
         self.data.chmod(0o700)
 
     def _image_user(self, name: str) -> str:
@@ -232,7 +239,8 @@ class Site:
         proc.run(["docker", "rm", "-f", container], timeout=120, check=False)  # left by a killed run
         stack.callback(_stop_container, container, log_path)
         proc.run([*cmd, image["reference"], *argv], timeout=300, what=f"starting the {name} container")
-        how[name] = {"runs": "docker run", "docker_args": cmd[2:], "image": image["reference"], "argv": argv}
+        how[name] = {"runs": "docker run", "docker_args": [_masked(a) for a in cmd[2:]], "image": image["reference"],
+                     "argv": argv}  # fmt: skip
         return Started(name, log_path, container=container)
 
     def _wait_line(self, s: Started, line: str, timeout: float = READY_TIMEOUT) -> None:
@@ -351,3 +359,9 @@ class MemorySampler:
                 f.flush()
                 if self._stop.wait(self.every):
                     return
+
+
+def _masked(arg: str) -> str:
+    """A docker run argument as recorded: an environment setting of a secret shows "(set)", not its value."""
+    key, sep, _ = arg.partition("=")
+    return f"{key}=(set)" if sep and SECRET.search(key) and "-" not in key else arg

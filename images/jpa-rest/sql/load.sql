@@ -8,7 +8,7 @@
 -- sets the hint bits and the visibility map and gathers statistics, so that the first reads of the
 -- experiment do not write pages back.
 -- Prints one line, e.g.
--- pirex-load-customers: status=loaded rows=1000000 seconds=4.321 rows_per_s=231428 insert_s=2.1 index_s=0.6 vacuum_s=1.6 total_bytes=112345678
+-- pirex-load-customers: status=loaded rows=1000000 seconds=4.321 rows_per_s=231428 insert_s=2.1 index_s=0.6 vacuum_s=1.6 total_bytes=112345678 server_version=15.14_(Debian_15.14-0+deb12u1)
 -- (status=present with the figures of the earlier load when there was nothing to do).
 \set ON_ERROR_STOP on
 \set QUIET on
@@ -69,10 +69,10 @@ SELECT 'customer', :rows,
 FROM (SELECT clock_timestamp() AS now2) AS t;
 \endif
 
-SELECT format('pirex-load-customers: status=%s rows=%s seconds=%s rows_per_s=%s insert_s=%s index_s=%s vacuum_s=%s total_bytes=%s',
+SELECT format('pirex-load-customers: status=%s rows=%s seconds=%s rows_per_s=%s insert_s=%s index_s=%s vacuum_s=%s total_bytes=%s server_version=%s',
 	:'status', rows, round(seconds::numeric, 3), round(rows / greatest(seconds, 1e-9)),
 	round(insert_s::numeric, 3), round(index_s::numeric, 3), round(vacuum_s::numeric, 3),
-	pg_total_relation_size('customer')) AS line
+	pg_total_relation_size('customer'), replace(current_setting('server_version'), ' ', '_')) AS line
 FROM pirex_load WHERE table_name = 'customer' \gset
 \echo :line
 
