@@ -113,15 +113,33 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
     help="This host's role of the split run (compose/<role>.yml), with its machine record.",
 )
 @click.option("--env-file", type=click.Path(path_type=Path), default=None, help="With --role: the run's .env file.")
-@click.option("--down", is_flag=True, help="With --role: stop this host's role.")
-def compose_cmd(experiment_id, profile, customers, users, results_dir, tag, role, env_file, down) -> None:
+@click.option("--down", is_flag=True, help="With --role: stop this host's role (native or docker).")
+@click.option("--native", is_flag=True, help="With --role db|web: natively (chroot, host network).")
+@click.option("--foreground", is_flag=True, hidden=True, help="With --native: hold the role in this process.")
+def compose_cmd(experiment_id, profile, customers, users, results_dir, tag, role, env_file, down, native,
+                foreground) -> None:  # fmt: skip
     """Run ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3;
-    or, with --role, this host's part of the run split over two Pis and a laptop."""
-    from pirex.runner import compose
+    or, with --role, this host's part of the run split over two Pis and a laptop (--native: the database
+    or the service natively, the paper's configurations 1, 3 and 5)."""
+    from pirex.runner import compose, native_role
 
-    if role or env_file or down:
+    if role or env_file or down or native:
         if not (role and env_file):
             raise PirexError("--role and --env-file go together (e.g. --role db --env-file compose/pair.env)")
+        if not env_file.is_file():
+            raise PirexError(f"--env-file {env_file}: no such file (copy compose/example.env and fill it in)")
+        if native and role == "driver":
+            raise PirexError("--native is for the db and web roles; the driver is the same container for all")
+        if down and role != "driver" and native_role.stop(role, env_file):
+            click.echo(f"{role}: native role stopped")
+            return
+        if native and foreground:
+            native_role.serve(role, env_file)
+            return
+        if native:
+            out = native_role.start(role, env_file)
+            click.echo(f"{role}: serving natively; machine record and what ran in {out}")
+            return
         out = compose.role(role, env_file, down)
         if down:
             click.echo(f"{role}: down")

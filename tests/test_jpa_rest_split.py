@@ -85,3 +85,54 @@ def test_db_web_and_driver_on_three_hosts(three_hosts, tmp_path):
     finally:
         for host in ROLES:
             compose_on(host, "down", "-v", "--timeout", "30", timeout=300)
+
+
+def leftovers() -> list[str]:
+    """Native servers still running, and mounts still under the native exports."""
+    out = [p for p in proc.run(["pgrep", "-af", "postgres|jpa-rest.jar"], timeout=30, check=False).stdout.splitlines()
+           if "pytest" not in p]  # fmt: skip
+    with open("/proc/self/mountinfo") as f:
+        out += [ln.split()[4] for ln in f if "/native/" in ln.split()[4]]
+    return out
+
+
+def test_native_db_and_web_on_two_hosts_with_the_driver_on_a_third(three_hosts, tmp_path):
+    """The paper's configuration 1: both servers natively, each on its own host, the driver on the laptop."""
+    h = three_hosts
+    results = tmp_path / "results"
+    env_file = tmp_path / "native.env"
+    env_file.write_text(
+        f"PIREX_TAG={TEST_TAG}\nDB_HOST={h['pi-b'].address}\nWEB_HOST={h['pi-a'].address}\nNETWORK_MODE=host\n"
+        f"DB_PASSWORD=split-native\nCUSTOMERS=2000\nPROFILE=quick\nRESULTS_DIR={results}\n"
+        f"DB_DATA_DIR={tmp_path / 'db-data'}\n"
+    )
+
+    def pirex_role(host: str, role: str, *args: str):  # run on the host: in its network namespace
+        return proc.run(["nsenter", f"--net=/run/netns/pirex-{host}", sys.executable, "-m", "pirex", "compose",
+                         "jpa-rest", "--role", role, "--env-file", str(env_file), *args],
+                        timeout=900, check=False, env=h[host].env)  # fmt: skip
+
+    try:
+        for host, role, args in (("pi-b", "db", ["--native"]), ("pi-a", "web", ["--native"]), ("laptop", "driver", [])):
+            r = pirex_role(host, role, *args)
+            assert r.returncode == 0, r.stdout + r.stderr
+        rows = list(csv.DictReader((results / "requests.csv").read_text().splitlines()))
+        assert len(rows) == 3 * 2000 and all(r["ok"] == "1" for r in rows)
+        assert all(r["status"] == "200" for r in rows if r["operation"] == "read"), "pi-b's table, read from pi-a"
+        db = json.loads((results / "native-db.json").read_text())
+        assert db["state"] == "serving" and db["load"]["rows"] == "2000" and db["environment"]["DB_PASSWORD"] == "(set)"
+        assert db["load"]["server_version"].startswith("15.") and db["images"]["db"]["image_id"].startswith("sha256:")
+        web = json.loads((results / "native-web.json").read_text())
+        assert web["state"] == "serving" and web["listens"] == "*:8080"
+        assert len((results / "web-memory.csv").read_text().splitlines()) >= 2, "the service's memory, sampled"
+        assert "Table 3" in r.stdout or "create-random" in r.stdout, "the driver's role prints the table"
+        assert jpa.placement(results).endswith(", native")
+        # a second start of a running role is refused; --down stops it and undoes everything
+        again = pirex_role("pi-b", "db", "--native")
+        assert again.returncode != 0 and "already runs here" in again.stderr
+    finally:
+        downs = [pirex_role(host, role, "--down") for host, role in (("pi-a", "web"), ("pi-b", "db"))]
+    for r in downs:
+        assert r.returncode == 0 and "native role stopped" in r.stdout, r.stdout + r.stderr
+    assert json.loads((results / "native-db.json").read_text())["state"] == "stopped"
+    assert not leftovers()

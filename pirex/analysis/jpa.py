@@ -246,22 +246,33 @@ def placement(run_dir: Path) -> str | None:
     """The configuration of a split run from its hosts' records (`pirex compose jpa-rest --role ...` writes
     machine-<role>.json): which machine and disk ran the web service and the database, and how; None without them.
     Configurations that swap the Pis or the disks (the paper's 3-6) come out as different labels."""
-    records = {}
+    records, how = {}, {}
     for role in ("web", "db"):
         f = Path(run_dir) / f"machine-{role}.json"
         if not f.exists():
             return None
         records[role] = json.loads(f.read_text())["before"]
-    env = {}
-    if (Path(run_dir) / "compose-web.json").exists():
-        env = json.loads((Path(run_dir) / "compose-web.json").read_text()).get("environment") or {}
-    network = "host network" if env.get("NETWORK_MODE") == "host" else "bridge"
+        how[role] = _how_role_ran(Path(run_dir), role)
 
     def host(m: dict) -> str:
         name = m.get("hostname", "?")
         return f"{name} ({device_of(m).replace(f' ({name})', '')}, {storage_of(m)})"
 
-    return f"web {host(records['web'])}, db {host(records['db'])}, docker ({network})"
+    ran = how["web"] if how["web"] == how["db"] else f"web {how['web']}, db {how['db']}"
+    return f"web {host(records['web'])}, db {host(records['db'])}, {ran}"
+
+
+def _how_role_ran(run_dir: Path, role: str) -> str:
+    """native, or docker with its network, from the newer of the role's records (native-<role>.json written by
+    `--native`, compose-<role>.json by docker compose) when a folder saw both."""
+    found = [f for f in (run_dir / f"native-{role}.json", run_dir / f"compose-{role}.json") if f.exists()]
+    if not found:
+        return "docker (bridge)"
+    newest = max(found, key=lambda f: f.stat().st_mtime)
+    if newest.name.startswith("native-"):
+        return "native"
+    env = json.loads(newest.read_text()).get("environment") or {}
+    return f"docker ({'host network' if env.get('NETWORK_MODE') == 'host' else 'bridge'})"
 
 
 # --- statistics ----------------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 numpy/scipy from the numbers typed below, not through jpa's reader."""
 
 import csv
+import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -240,3 +242,19 @@ def test_memory_trend_per_minute_and_its_slope(tmp_path):
     short.write_text("\n".join(lines[:5]) + "\n")
     assert jpa.memory_trend(short).rss_slope_mb_per_min is None
     assert "too short" in jpa.markdown(jpa.memory_table([jpa.memory_trend(short)]))
+
+
+def test_placement_names_hosts_and_how_each_role_ran(tmp_path):
+    def record(role: str, host: str, how: str, env: dict | None = None) -> None:
+        m = {**MACHINE, "hostname": host}
+        (tmp_path / f"machine-{role}.json").write_text(json.dumps({"role": role, "before": m}))
+        (tmp_path / f"{how}-{role}.json").write_text(json.dumps({"role": role, "environment": env or {}}))
+
+    assert jpa.placement(tmp_path) is None  # no records: not a split run
+    record("web", "pi-a", "native")
+    record("db", "pi-b", "native")
+    label = jpa.placement(tmp_path)
+    assert label.startswith("web pi-a (") and ", db pi-b (" in label and label.endswith(", native")
+    record("web", "pi-a", "compose", {"NETWORK_MODE": "host"})  # a newer docker record in the same folder wins
+    os.utime(tmp_path / "native-web.json", (1, 1))
+    assert jpa.placement(tmp_path).endswith(", web docker (host network), db native")

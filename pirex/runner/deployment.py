@@ -145,25 +145,8 @@ class Site:
               f"{result.get('rows_per_s', '?')} rows/s (loaded once, shared by every variant)", flush=True)  # fmt: skip
 
     def _prepare_data_dir(self) -> None:
-        """An empty directory owned by the database image's user (PostgreSQL refuses any other)."""
         proc.run(["rm", "-rf", self.data], timeout=600)
-        self.data.mkdir(parents=True)
-        user = self._image_user(self.dep.db.image)
-        uid, _, gid = user.partition(":")
-        try:
-            os.chown(self.data, int(uid), int(gid or uid))
-        except PermissionError:
-            raise PirexError(
-                f"the database's data directory {self.data} must belong to the image's user {user}, "
-                "and only root can give it away: run pirex as root (sudo)"
-            ) from None
-        self.data.chmod(0o700)
-
-    def _image_user(self, name: str) -> str:
-        ref = self.images[name]["reference"]
-        r = proc.run(["docker", "run", "--rm", "--entrypoint", "sh", ref, "-c", 'echo "$(id -u):$(id -g)"'],
-                     timeout=300)  # fmt: skip
-        return r.stdout.strip()
+        prepare_data_dir(self.data, self.images[self.dep.db.image]["reference"])
 
     def _run_to_end(self, v: variants.Variant, image: dict, argv: list[str], env: dict, name: str) -> proc.Result:
         timeout = 6 * 3600  # the paper's 10,000,000 rows on a Pi with a hard disk
@@ -215,16 +198,9 @@ class Site:
         env = environment(role, values)
         log_path = out / f"{name}.log"
         if v.is_native:
-            root, config = native.rootfs(image["reference"])
-            stack.enter_context(native.mounted(root, binds))
-            logf = stack.enter_context(open(log_path, "wb"))
-            cmd = native.command(root, config, argv, env)
-            p = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True)  # fmt: skip
-            stack.callback(proc.stop_group, p, STOP_GRACE)
             how[name] = {"runs": "chroot into the image's exported files", "argv": argv, "image": image["reference"],
                          "listens": f"{LOOPBACK}:{values['port']}"}  # fmt: skip
-            return Started(name, log_path, popen=p)
+            return start_native(stack, name, image["reference"], argv, env, binds, log_path)
         container = f"{self.prefix}-{name}"
         cmd = ["docker", "run", "-d", "--name", container, "--platform", image["platform"], *v.docker_args,
                *self._network_args(v)]  # fmt: skip
@@ -243,23 +219,64 @@ class Site:
                      "argv": argv}  # fmt: skip
         return Started(name, log_path, container=container)
 
-    def _wait_line(self, s: Started, line: str, timeout: float = READY_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if line in s.logs():
-                return
-            if not s.running():
-                break
-            time.sleep(0.5)
-        why = "stopped" if not s.running() else f"did not print {line!r} within {timeout:.0f} s"
-        raise PirexError(f"the {s.name} {why}; its log ends:\n{_tail(s.logs())}")
+    def _wait_line(self, s: Started, line: str) -> None:
+        wait_line(s, line)
 
     def _wait_health(self, s: Started, url: str) -> None:
-        timeout = float(self.params.get("ready_timeout_s", READY_TIMEOUT))
-        last = wait_healthy(url, timeout, s.running)
-        if last is not None:
-            raise PirexError(f"the {s.name} service did not report UP at {url} within {timeout:.0f} s "
-                             f"(last answer: {last}); its log ends:\n{_tail(s.logs())}")  # fmt: skip
+        wait_health(s, url, float(self.params.get("ready_timeout_s", READY_TIMEOUT)))
+
+
+def prepare_data_dir(data: Path, db_image: str) -> None:
+    """A directory owned by the database image's user (PostgreSQL refuses any other), made if missing."""
+    data.mkdir(parents=True, exist_ok=True)
+    user = image_user(db_image)
+    uid, _, gid = user.partition(":")
+    try:
+        os.chown(data, int(uid), int(gid or uid))
+    except PermissionError:
+        raise PirexError(f"the database's data directory {data} must belong to the image's user {user}, "
+                         "and only root can give it away: run pirex as root (sudo)") from None  # fmt: skip
+    data.chmod(0o700)
+
+
+def image_user(reference: str) -> str:
+    """uid:gid the image runs as."""
+    r = proc.run(["docker", "run", "--rm", "--entrypoint", "sh", reference, "-c", 'echo "$(id -u):$(id -g)"'],
+                 timeout=300)  # fmt: skip
+    return r.stdout.strip()
+
+
+def start_native(stack: ExitStack, name: str, reference: str, argv: list[str], env: dict[str, str],
+                 binds: dict[Path, str], log_path: Path) -> Started:  # fmt: skip
+    """A role's server chroot-ed into its image's exported files, in its own process group; stopped
+    (SIGTERM, then SIGKILL after STOP_GRACE) and its mounts undone when the stack closes."""
+    root, config = native.rootfs(reference)
+    stack.enter_context(native.mounted(root, binds))
+    logf = stack.enter_context(open(log_path, "wb"))
+    p = subprocess.Popen(native.command(root, config, argv, env), stdout=logf, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    stack.callback(proc.stop_group, p, STOP_GRACE)
+    return Started(name, log_path, popen=p)
+
+
+def wait_line(s: Started, line: str, timeout: float = READY_TIMEOUT) -> None:
+    """Until the server's log shows `line`; a clear error when it stops or the time is up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if line in s.logs():
+            return
+        if not s.running():
+            break
+        time.sleep(0.5)
+    why = "stopped" if not s.running() else f"did not print {line!r} within {timeout:.0f} s"
+    raise PirexError(f"the {s.name} {why}; its log ends:\n{_tail(s.logs())}")
+
+
+def wait_health(s: Started, url: str, timeout: float = READY_TIMEOUT) -> None:
+    last = wait_healthy(url, timeout, s.running)
+    if last is not None:
+        raise PirexError(f"the {s.name} service did not report UP at {url} within {timeout:.0f} s "
+                         f"(last answer: {last}); its log ends:\n{_tail(s.logs())}")  # fmt: skip
 
 
 def wait_healthy(url: str, timeout: float, running=lambda: True) -> str | None:
