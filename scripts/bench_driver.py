@@ -45,12 +45,20 @@ USERS = 16
 ENDPOINTS = {  # operation -> (method, path template); {id} drawn uniformly from 1..customers
     "create-random": ("POST", "/customers/random"),
     "read": ("GET", "/customers/{id}"),
+    "change-name": ("PUT", "/customers/{id}/name"),  # with a JSON body of new names, as the locustfile sends
 }
 WRK_LUA = """
 math.randomseed(1)
 local customers = {customers}
+local names = {{"Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald"}}
+local headers = {{["Content-Type"] = "application/json"}}
 request = function()
   local path = string.gsub("{path}", "{{id}}", tostring(math.random(1, customers)))
+  if "{method}" == "PUT" then
+    local body = string.format('{{"firstName":"%s","lastName":"%s"}}', names[math.random(#names)],
+                               names[math.random(#names)])
+    return wrk.format("PUT", path, headers, body)
+  end
   return wrk.format("{method}", path)
 end
 """
