@@ -91,7 +91,7 @@ def _header_end(path: Path) -> int:
     return 0
 
 
-def _parse_numpy(path: Path, header: int) -> tuple[np.ndarray | None, np.ndarray]:
+def _parse_numpy(path: Path, header: int) -> tuple[np.ndarray, np.ndarray]:
     skip = 1 if header else 0
     kw = dict(delimiter=";", comments="#", skiprows=skip, ndmin=2)
     try:
@@ -104,21 +104,14 @@ def _parse_numpy(path: Path, header: int) -> tuple[np.ndarray | None, np.ndarray
             raise PirexError(f"{path}: not MooBench's 'thread;duration_ns;...' layout: {e}") from None
         names = np.loadtxt(path, usecols=(0,), dtype=str, **kw)[:, 0]
         _, first, threads = np.unique(names, return_index=True, return_inverse=True)
-    if threads.size and (threads == threads[0]).all():
-        return None, durations
     return np.asarray(threads), durations
 
 
-def _parse_numba(path: Path, header: int) -> tuple[np.ndarray | None, np.ndarray]:
+def _parse_numba(path: Path, header: int) -> tuple[np.ndarray, np.ndarray]:
     from pirex.analysis.moobench_scan import scan
 
-    found = scan(path, header)
-    if found is None:  # not the simple form: the numpy engine reads it, or names what is wrong with it
-        return _parse_numpy(path, header)
-    threads, durations = found
-    if threads.size == 0 or (threads == threads[0]).all():
-        return None, durations
-    return threads, durations
+    # not the simple form: the numpy engine reads it, or names what is wrong with it
+    return scan(path, header) or _parse_numpy(path, header)
 
 
 def _split_threads(threads: np.ndarray) -> list[np.ndarray]:
@@ -148,7 +141,7 @@ def read_loop(path: Path, engine: str | None = None) -> Loop:
     header = _header_end(path)
     threads, durations = (_parse_numba if engine == "numba" else _parse_numpy)(path, header)
     durations = np.asarray(durations, dtype=np.int64)
-    if threads is None:
+    if threads.size == 0 or (threads == threads[0]).all():  # one thread: no split needed
         n = durations.size
         return Loop(path, durations[n - n // 2 :].copy(), _blocks(durations), (n,) if n else (), n - n // 2)
     steady, series, calls = [], [], []

@@ -106,7 +106,7 @@ def test_scanner_reads_the_simple_form_exactly(text, tmp_path):
     numpy_threads, numpy_durations = mr._parse_numpy(f, 0)
     assert durations.tolist() == numpy_durations.tolist()
     assert threads.tolist() == ([int(x.split(";")[0]) for x in text.split() if x[0].isdigit()])
-    assert (numpy_threads is None) == (len(set(threads.tolist())) == 1)
+    assert numpy_threads.tolist() == threads.tolist()
 
 
 @needs_numba

@@ -15,7 +15,7 @@ from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import REPO
-from pirex.runner.deployment import SECRET
+from pirex.runner.deployment import masked
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def role(name: str, env_file: Path, down: bool = False, timeout: float | None = 
         (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
     (out / f"compose-{name}.json").write_text(json.dumps({
         "role": name, "compose_file": str(file.relative_to(REPO)), "compose_file_sha256": sha256(file),
-        "environment": {k: ("(set)" if SECRET.search(k) else v) for k, v in env.items()}, "images": images,
+        "environment": masked(env), "images": images,
         "command": args, "exit_code": r.returncode,
     }, indent=2) + "\n")  # fmt: skip
     (out / f"compose-{name}.log").write_text(r.stdout + r.stderr)

@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 DRIVER = variants.Variant("driver", host_network=True)  # the same for every variant
 LOOPBACK = "127.0.0.1"
+LOAD_TIMEOUT = 6 * 3600  # the loader: the paper's 10,000,000 rows on a Pi with a hard disk
 READY_TIMEOUT = 300  # a database recovering or a JVM starting on a Pi 3 is ready well within this
 STOP_GRACE = 60  # seconds between SIGTERM and SIGKILL: PostgreSQL's shutdown checkpoint, Tomcat's graceful stop
 SAMPLE_S = 5  # the service's heap and RSS, every this many seconds
@@ -130,13 +131,7 @@ class Site:
             started = time.monotonic()
             r = self._run_to_end(v, self.images[self.dep.web.image], argv, env, f"{self.prefix}-loader")
             seconds = time.monotonic() - started
-            (out / "loader.log").write_text(r.stdout + r.stderr)
-        if not r.ok:
-            raise PirexError(
-                f"loading the customer table failed (exit {r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}"
-            )
-        m = LOAD_LINE.search(r.stdout + r.stderr)
-        result = dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
+        result = load_result(r, out / "loader.log")
         loads.append({"variant": v.name, "data_dir": "on the host disk beside the bundle, removed after the run",
                       "shared_by": list(self.bundle.manifest["variants"]), "wall_seconds": round(seconds, 3),
                       **result})  # fmt: skip
@@ -149,16 +144,13 @@ class Site:
         prepare_data_dir(self.data, self.images[self.dep.db.image]["reference"])
 
     def _run_to_end(self, v: variants.Variant, image: dict, argv: list[str], env: dict, name: str) -> proc.Result:
-        timeout = 6 * 3600  # the paper's 10,000,000 rows on a Pi with a hard disk
         if v.is_native:
-            root, config = native.rootfs(image["reference"])
-            with native.mounted(root, {}):
-                return proc.run(native.command(root, config, argv, env), timeout=timeout, check=False)
+            return run_native(image["reference"], argv, env, LOAD_TIMEOUT)
         cmd = ["docker", "run", "--rm", "--name", name, "--platform", image["platform"], *self._network_args(v)]
         for k, val in env.items():
             cmd += ["-e", f"{k}={val}"]
         try:
-            return proc.run([*cmd, image["reference"], *argv], timeout=timeout, check=False)
+            return proc.run([*cmd, image["reference"], *argv], timeout=LOAD_TIMEOUT, check=False)
         finally:
             proc.run(["docker", "rm", "-f", name], timeout=120, check=False)
 
@@ -224,6 +216,28 @@ class Site:
 
     def _wait_health(self, s: Started, url: str) -> None:
         wait_health(s, url, float(self.params.get("ready_timeout_s", READY_TIMEOUT)))
+
+
+def run_native(reference: str, argv: list[str], env: dict[str, str], timeout: float) -> proc.Result:
+    """A command run to its end chroot-ed into the image's exported files (its mounts undone after)."""
+    root, config = native.rootfs(reference)
+    with native.mounted(root, {}):
+        return proc.run(native.command(root, config, argv, env), timeout=timeout, check=False)
+
+
+def load_result(r: proc.Result, log_path: Path) -> dict[str, str]:
+    """The loader's output kept in log_path; its closing line (status, rows, rate, PostgreSQL's version...)
+    as a dict, or a clear error when it failed."""
+    log_path.write_text(r.stdout + r.stderr)
+    if not r.ok:
+        raise PirexError(f"loading the customer table failed (exit {r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
+    m = LOAD_LINE.search(r.stdout + r.stderr)
+    return dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
+
+
+def masked(env: dict[str, str]) -> dict[str, str]:
+    """Settings as recorded: a secret's value shows "(set)"."""
+    return {k: ("(set)" if SECRET.search(k) else v) for k, v in env.items()}
 
 
 def prepare_data_dir(data: Path, db_image: str) -> None:

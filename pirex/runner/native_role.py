@@ -29,7 +29,7 @@ from pirex.errors import PirexError
 from pirex.runner import compose, deployment, native
 
 DEFAULT_DATA_DIR = "/var/lib/pirex/jpa-rest-db"  # per database host, kept: the table is loaded once
-READY_TIMEOUT = 6 * 3600  # the database role loads the table first: the paper's 10,000,000 rows on a Pi
+READY_TIMEOUT = deployment.LOAD_TIMEOUT  # the database role loads the table before it serves
 
 
 def _files(out: Path, role: str) -> dict[str, Path]:
@@ -53,13 +53,16 @@ def _settings(env: dict[str, str]) -> dict:
     return values
 
 
-def _image(env: dict[str, str], name: str) -> str:
-    """The image as compose names it (PIREX_IMAGES/<name>:PIREX_TAG); it must be in this host's engine."""
+def _image(env: dict[str, str], name: str) -> dict:
+    """The image as compose names it (PIREX_IMAGES/<name>:PIREX_TAG), which must be in this host's engine: its
+    reference, ID and digests."""
     ref = f"{env.get('PIREX_IMAGES', 'localhost:5000/pirex')}/{name}:{env['PIREX_TAG']}"
-    if proc.run(["docker", "image", "inspect", ref], timeout=60, check=False).returncode != 0:
+    r = proc.run(["docker", "image", "inspect", ref], timeout=60, check=False)
+    if r.returncode != 0:
         raise PirexError(f"{ref} is not in this host's Docker engine: `make build PLATFORMS=host && make load` "
                          "(or `docker pull` a published tag) first")  # fmt: skip
-    return ref
+    info = json.loads(r.stdout)[0]
+    return {"reference": ref, "image_id": info["Id"], "digests": info.get("RepoDigests") or []}
 
 
 def start(role: str, env_file: Path, timeout: float = READY_TIMEOUT) -> Path:
@@ -145,7 +148,7 @@ def serve(role: str, env_file: Path) -> None:
         stopping.set()
 
     ran: dict = {"role": role, "variant": "native", "settings": str(env_file.resolve()),
-                 "environment": {k: ("(set)" if deployment.SECRET.search(k) else v) for k, v in env.items()},
+                 "environment": deployment.masked(env),
                  "started": utcnow().isoformat(), "images": {}}  # fmt: skip
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
@@ -167,52 +170,40 @@ def serve(role: str, env_file: Path) -> None:
     files["json"].write_text(json.dumps(ran, indent=2) + "\n")
 
 
-def _image_record(ref: str) -> dict:
-    info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
-    return {"reference": ref, "image_id": info["Id"], "digests": info.get("RepoDigests") or []}
-
-
 def _serve_db(stack: ExitStack, dep, env: dict, values: dict, out: Path, ran: dict) -> None:
-    db_ref, web_ref = _image(env, dep.db.image), _image(env, dep.web.image)
+    db_image, web_image = _image(env, dep.db.image), _image(env, dep.web.image)
     data = Path(env.get("DB_DATA_DIR") or DEFAULT_DATA_DIR)
     if not (data / "PG_VERSION").exists():
-        deployment.prepare_data_dir(data, db_ref)
+        deployment.prepare_data_dir(data, db_image["reference"])
     port = int(values["db_port"])
     db_values = {**values, "port": port, "listen": "*"}  # every address of the host, as compose's db publishes
-    db = deployment.start_native(stack, "db", db_ref, experiment.render(dep.db.command, db_values),
-                                 deployment.environment(dep.db, db_values), {data: dep.db.data},
-                                 out / "db.log")  # fmt: skip
+    argv = experiment.render(dep.db.command, db_values)
+    db = deployment.start_native(stack, "db", db_image["reference"], argv, deployment.environment(dep.db, db_values),
+                                 {data: dep.db.data}, out / "db.log")  # fmt: skip
     deployment.wait_line(db, dep.db.ready_line)
     load_values = {**values, "db_host": deployment.LOOPBACK, "db_port": port, "port": 0}
-    root, config = native.rootfs(web_ref)
     started = time.monotonic()
-    with native.mounted(root, {}):
-        r = proc.run(native.command(root, config, experiment.render(dep.loader, load_values),
-                                    deployment.environment(dep.web, load_values)),
-                     timeout=READY_TIMEOUT, check=False)  # fmt: skip
-    (out / "loader.log").write_text(r.stdout + r.stderr)
-    if not r.ok:
-        raise PirexError(f"loading the customer table failed (exit {r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
-    m = deployment.LOAD_LINE.search(r.stdout + r.stderr)
-    ran["load"] = {"wall_seconds": round(time.monotonic() - started, 3), "data_dir": str(data),
-                   **(dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {})}  # fmt: skip
+    r = deployment.run_native(web_image["reference"], experiment.render(dep.loader, load_values),
+                              deployment.environment(dep.web, load_values), deployment.LOAD_TIMEOUT)  # fmt: skip
+    result = deployment.load_result(r, out / "loader.log")
+    ran["load"] = {"wall_seconds": round(time.monotonic() - started, 3), "data_dir": str(data), **result}
     ran["listens"] = f"*:{port}"
-    ran["images"] = {"db": _image_record(db_ref), "loader": _image_record(web_ref)}
-    ran["argv"] = experiment.render(dep.db.command, db_values)
+    ran["images"] = {"db": db_image, "loader": web_image}
+    ran["argv"] = argv
 
 
 def _serve_web(stack: ExitStack, dep, env: dict, values: dict, out: Path, ran: dict) -> None:
-    ref = _image(env, dep.web.image)
+    image = _image(env, dep.web.image)
     port = int(values["web_port"])
     web_values = {**values, "port": port}
     web_env = deployment.environment(dep.web, web_values)
     if env.get("WEB_JAVA_OPTS"):
         web_env["JAVA_OPTS"] = env["WEB_JAVA_OPTS"]
-    w = deployment.start_native(stack, "web", ref, experiment.render(dep.web.command, web_values), web_env, {},
-                                out / "web.log")  # fmt: skip
+    argv = experiment.render(dep.web.command, web_values)
+    w = deployment.start_native(stack, "web", image["reference"], argv, web_env, {}, out / "web.log")
     url = f"http://{deployment.LOOPBACK}:{port}"
     deployment.wait_health(w, url + dep.web.health, float(env.get("WEB_HEALTH_TIMEOUT_S", 180)))
     stack.enter_context(deployment.MemorySampler(w, url, out / "web-memory.csv"))
     ran["listens"] = f"*:{port}"
-    ran["images"] = {"web": _image_record(ref)}
-    ran["argv"] = experiment.render(dep.web.command, web_values)
+    ran["images"] = {"web": image}
+    ran["argv"] = argv
