@@ -16,7 +16,7 @@ from pirex.images import builder, collection, localregistry
 from pirex.images import platforms as plat
 from pirex.paths import git_version
 
-TEST_TAG = "pirex-test"
+TEST_TAG = os.environ.get("PIREX_TEST_TAG", "pirex-test")  # a worktree of its own: its own tag
 
 
 def pytest_configure(config):
