@@ -31,16 +31,6 @@ def cli(verbose: bool) -> None:
     )
 
 
-def _overrides(pairs: tuple[str, ...]) -> dict:
-    out = {}
-    for p in pairs:
-        key, sep, value = p.partition("=")
-        if not sep or not key:
-            raise PirexError(f"--set {p!r}: expected NAME=VALUE, e.g. --set repetitions=5")
-        out[key] = int(value) if value.isdigit() else value
-    return out
-
-
 @cli.command()
 @click.argument("experiments", nargs=-1)
 @click.option("--profile", default="quick", show_default=True, help="quick (every code path, small) or paper.")
@@ -53,7 +43,8 @@ def _overrides(pairs: tuple[str, ...]) -> dict:
     help="interleaved: each repetition runs the variants in a fresh random order.",
 )
 @click.option("--seed", type=int, default=None, help="Seed of the interleaving (recorded in the bundle).")
-@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="Override a parameter (recorded).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Override a declared parameter (checked against its type and range; recorded).")  # fmt: skip
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
 @click.option(
@@ -66,13 +57,13 @@ def _overrides(pairs: tuple[str, ...]) -> dict:
     default=None,
     help="Run another platform's image under QEMU (docker variants; function, not timing).",
 )
-@click.option("--matrix", default=None, help="Run a matrix of cases instead (moobench: fluctuation, ICPE'18 Table 5).")
-@click.option("--trace", is_flag=True, help="ftrace around each step, as the experiment declares (fork; needs root).")
+@click.option("--matrix", default=None, help="Run a matrix of cases the experiment declares instead of its variants.")
+@click.option("--trace", is_flag=True, help="ftrace around each step, as the experiment declares (needs root).")
 @click.option(
     "--soak",
     default=None,
     metavar="DURATION",
-    help="jpa-rest: hold the load for DURATION (e.g. 10m) per step, sampling the service's heap and RSS.",
+    help="Hold the load for DURATION (e.g. 10m) per step, where the experiment declares a soak (jpa-rest).",
 )
 def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
         trace, soak) -> None:  # fmt: skip
@@ -92,11 +83,17 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
     if not ids:
         click.echo("pirex: no experiment yet.")
         return
-    for exp_id in ids:  # every named experiment checked before the first one runs
-        experiment_mod.load(exp_id)
+    if results_dir.exists() and not results_dir.is_dir():
+        raise PirexError(f"--results-dir {results_dir} is not a directory: give a folder for the result bundles")
+    overrides = {}
+    for exp_id in ids:  # every named experiment, its variants and --set values checked before the first one runs
+        exp = experiment_mod.load(exp_id)
+        overrides[exp_id] = exp.overrides(sets)
+        if variants and not matrix:
+            exp.pick_variants(variants)
     for exp_id in ids:
         runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
-                                  _overrides(sets), force, platform_, matrix, trace, soak))  # fmt: skip
+                                  overrides[exp_id], force, platform_, matrix, trace, soak))  # fmt: skip
 
 
 @cli.command("compose")
@@ -145,219 +142,104 @@ def compose_cmd(experiment_id, profile, customers, users, results_dir, tag, role
             click.echo(f"{role}: down")
         elif role == "driver":  # the run has ended: its table, naming the placement from the records beside it
             click.echo(f"driver: done; results in {out}\n")
-            _table_jpa([out], results_dir / "tables" / "jpa-rest")
+            _print_tables(experiment_id, [out], results_dir)
         else:
             click.echo(f"{role}: up; machine record and images in {out}")
         return
     out = compose.run(tag or git_version()[0], results_dir, profile, customers, users)
     click.echo(f"results: {out}\n")
-    _table_jpa([out], results_dir / "tables" / "jpa-rest")
+    _print_tables(experiment_id, [out], results_dir)
 
 
-def _bundles_or_latest(experiment_id: str, bundles: tuple[Path, ...], results_dir: Path,
-                       matrix: bool | None = None) -> list[Path]:  # fmt: skip
-    """The given bundles, or the newest of the experiment (a matrix run, or not, when matrix says so)."""
-    if bundles:
-        return list(bundles)
-    found = sorted(p for p in (results_dir / experiment_id).glob("*") if (p / "manifest.json").exists())
-    if matrix is not None:
-        found = [p for p in found if _is_matrix_run(p) == matrix]
-    if not found:
-        how = f"pirex run {experiment_id}" + (" --matrix fluctuation" if matrix else "")
-        raise PirexError(f"no {experiment_id} bundle under {results_dir}: run `{how}` first")
-    return [found[-1]]
+def _analysis(experiment_id: str, view: str | None):
+    from pirex import experiment as experiment_mod
+    from pirex.analysis import modules
+
+    exp = experiment_mod.load(experiment_id)
+    mod = modules.module(exp)
+    modules.check_view(exp, mod, view)
+    return exp, mod
 
 
-def _is_matrix_run(bundle: Path) -> bool:
-    run = bundle / "run.json"
-    return run.exists() and bool(json.loads(run.read_text()).get("matrix"))
+def _chosen(exp, bundles, results_dir: Path, view: str | None) -> tuple[list[Path], str | None]:
+    """The bundles to read and their view (a matrix run's bundles are read in the matrix's view)."""
+    from pirex.analysis import modules
+
+    paths_ = modules.bundles(exp, bundles, results_dir, view)
+    if view is None and bundles:
+        views = {modules.view_of(p) for p in paths_}
+        if len(views) > 1:
+            raise PirexError("these bundles are of different views (matrix runs and plain runs): give one kind")
+        view = views.pop()
+    return paths_, view
+
+
+def _print_tables(experiment_id: str, bundles, results_dir: Path, view: str | None = None,
+                  out: Path | None = None) -> None:  # fmt: skip
+    from pirex.analysis import modules
+
+    exp, mod = _analysis(experiment_id, view)
+    paths_, view = _chosen(exp, bundles, results_dir, view)
+    out = out or modules.out_dir(results_dir, "tables", exp, view)
+    for text in modules.write(mod.tables(paths_, view), out):
+        click.echo(text + "\n")
+    click.echo(f"(from {', '.join(map(str, paths_))}; Markdown, CSV and LaTeX in {out})")
+
+
+VIEW_HELP = "A view of the experiment: the tables of one of its matrices (moobench: fluctuation, ICPE'18 Table 5)."
+OUT_HELP = "Where the files go (default: <results-dir>/{}/<experiment>[-<view>])."
 
 
 @cli.command()
 @click.argument("experiment_id", metavar="EXPERIMENT")
 @click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
+@click.option("--view", default=None, help=VIEW_HELP)
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Where CSV and LaTeX go (default: <results-dir>/tables/<experiment>).",
-)
-def table(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> None:
-    """The paper's table from bundles (default: the newest), as Markdown; CSV and LaTeX beside.
+@click.option("--out", type=click.Path(path_type=Path), default=None, help=OUT_HELP.format("tables"))
+def table(experiment_id: str, bundles, view: str | None, results_dir: Path, out: Path | None) -> None:
+    """The experiment's tables from bundles (default: the newest), as Markdown; CSV and LaTeX beside.
 
-    Tables: jmh (ICPE'18 Table 1), moobench (ICPE'18 Table 2, SSP'17 Table 1, overheads),
-    moobench-fluctuation (ICPE'18 Table 5, from a --matrix fluctuation bundle), fork (thesis)."""
-    tables = {"jmh": _table_jmh, "moobench": _table_moobench, "moobench-fluctuation": _table_fluctuation,
-              "fork": _table_fork, "jpa-rest": _table_jpa}  # fmt: skip
-    if experiment_id not in tables:
-        raise PirexError(f"no table {experiment_id!r} (tables: {', '.join(tables)})")
-    experiment_dir = "moobench" if experiment_id == "moobench-fluctuation" else experiment_id
-    if experiment_id == "jpa-rest" and not bundles:  # bundles of `pirex run`, or compose runs (requests.csv)
-        d = results_dir / "jpa-rest"
-        found = [*d.glob("*/manifest.json"), *d.glob("*/requests.csv")]
-        if not found:
-            raise PirexError(f"no jpa-rest run under {results_dir}: run `pirex run jpa-rest` or `make jpa-rest` first")
-        bundles = (max(found, key=lambda f: f.stat().st_mtime).parent,)
-    paths_ = _bundles_or_latest(experiment_dir, bundles, results_dir, matrix=experiment_id == "moobench-fluctuation")
-    out = out or results_dir / "tables" / experiment_id
-    tables[experiment_id](paths_, out)
-    click.echo(f"\n(from {', '.join(map(str, paths_))}; CSV and LaTeX in {out})")
-
-
-def _table_jmh(paths_: list[Path], out: Path) -> None:
-    from pirex.analysis import jmh, tidy
-
-    rows = [r for b in paths_ for r in tidy.jmh_rows(b)]
-    lines = jmh.table1(rows)
-    jmh.write_csv(lines, out / "table1.csv")
-    tidy.write_csv(rows, out / "tidy.csv")
-    (out / "table1.tex").write_text(jmh.latex(lines))
-    click.echo(jmh.markdown(lines, jmh.ratios(rows)))
-
-
-def _write_tables(module, named: dict, out: Path) -> None:
-    for name, t in named.items():
-        module.write_csv(t, out / f"{name}.csv")
-        (out / f"{name}.tex").write_text(module.latex(t))
-        click.echo(module.markdown(t) + "\n")
-
-
-def _table_moobench(paths_: list[Path], out: Path) -> None:
-    from pirex.analysis import moobench
-
-    results = moobench.analyse(paths_)
-    _write_tables(moobench, {"table2": moobench.table2(results), "table1": moobench.table1(results),
-                             "overhead": moobench.overhead_table(results)}, out)  # fmt: skip
-    for f in moobench.figure(results, out / "response-time"):
-        click.echo(f"figure: {f}")
-
-
-def _table_fluctuation(paths_: list[Path], out: Path) -> None:
-    from pirex.analysis import moobench
-
-    results = moobench.analyse(paths_)
-    _write_tables(moobench, {"table5": moobench.table5(results)}, out)
-    for b in paths_:  # what this machine could not run, and why (run.json)
-        run_info = json.loads((b / "run.json").read_text())
-        for case, why in run_info.get("skipped_variants", {}).items():
-            click.echo(f"skipped here ({b.name}): {case}: {why}")
-        for case, notes in ((run_info.get("matrix") or {}).get("notes") or {}).items():
-            click.echo(f"note ({b.name}): {case}: {'; '.join(notes)}")
-    for f in moobench.figure(results, out / "response-time"):
-        click.echo(f"figure: {f}")
-
-
-def _table_jpa(paths_: list[Path], out: Path) -> None:
-    from pirex.analysis import jpa, tidy
-
-    runs = []
-    for p in paths_:
-        if (p / "manifest.json").exists():
-            runs += jpa.runs_from_bundle(p)
-            continue
-        record = next((p / f for f in ("machine.json", "machine-driver.json") if (p / f).exists()), None)
-        before = json.loads(record.read_text())["before"] if record else {}
-        runs += jpa.runs_from_dirs({jpa.placement(p) or "docker": p}, device=tidy.device_of(before) if before else "",
-                                   storage=tidy.storage_of(before) if before else "")  # fmt: skip
-    results = jpa.analyse(runs)
-    named = {"table3": jpa.table3(results), "overhead": jpa.overhead_table(results)}
-    trends = [t for p in paths_ if (p / "manifest.json").exists() for t in jpa.memory_trends(p)]
-    if trends:
-        named["memory"] = jpa.memory_table(trends)
-    _write_tables(jpa, named, out)
-
-
-def _table_fork(paths_: list[Path], out: Path) -> None:
-    from pirex.analysis import fork
-
-    rows = [r for b in paths_ for r in fork.rows(b)]
-    notes = [n for b in paths_ for n in fork.notes(b)]
-    lines = fork.table(rows)
-    fork.write_csv(lines, out / "fork.csv")
-    fork.write_rows_csv(rows, out / "tidy.csv")
-    click.echo(fork.markdown(lines, notes))
-    _trace_tables(paths_, out)
-
-
-def _trace_tables(paths_: list[Path], out: Path, depth: int = 1) -> None:
-    """From the traces of `pirex run fork --trace`: the calls as CSV, folded stacks and a flame
-    graph per mode, and the thesis's Table 6.1 (concurrent minus single per depth)."""
-    from pirex.analysis import ftrace
-
-    # keyed by (variant, mode): native and docker are never pooled; only completed steps count
-    calls: dict[tuple[str, str], list] = {}
-    for b in paths_:
-        for step in json.loads((b / "manifest.json").read_text())["completed"]:
-            trace = b / step["variant"] / str(step["repetition"]) / "trace.txt"
-            if trace.exists():
-                for mode, lines in ftrace.by_mode(trace.read_text().splitlines()).items():
-                    calls.setdefault((step["variant"], mode), []).extend(ftrace.parse(lines))
-    if not calls:
-        run_info = [json.loads((b / "run.json").read_text()).get("trace") for b in paths_ if (b / "run.json").exists()]
-        for t in filter(None, run_info):
-            if not t.get("enabled"):
-                click.echo(f"\nno ftrace hotspots: tracing was skipped: {t['reason']}")
-        return
-    for (variant, mode), cs in sorted(calls.items()):
-        name = f"{variant}-{mode}"
-        ftrace.write_csv(cs, out / f"ftrace-{name}.csv")
-        folded = ftrace.folded(cs)
-        (out / f"ftrace-{name}.folded").write_text("\n".join(folded) + "\n")
-        if folded:
-            svg = ftrace.flamegraph_svg(folded, out / f"flamegraph-{name}.svg", f"fork() {mode}, {variant}")
-            click.echo(f"flame graph: {svg}")
-    for variant in sorted({v for v, _ in calls}):
-        if (variant, "single") in calls and (variant, "concurrent") in calls:
-            click.echo(f"\n{variant}: concurrent minus single, µs per fork, functions at depth {depth} "
-                       "(thesis Table 6.1):\n")  # fmt: skip
-            table = ftrace.depth_table(calls[(variant, "single")], calls[(variant, "concurrent")], depth)
-            click.echo(ftrace.depth_markdown(table))
+    Each experiment names its analysis (experiment.yaml: analysis); one without a paper table
+    gets a per-variant summary of its declared outputs."""
+    _print_tables(experiment_id, bundles, results_dir, view, out)
 
 
 @cli.command()
-@click.argument("experiment_id", metavar="EXPERIMENT", type=click.Choice(["fork", "moobench"]))
+@click.argument("experiment_id", metavar="EXPERIMENT")
 @click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
+@click.option("--view", default=None, help=VIEW_HELP)
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Where the PNG and SVG go (default: <results-dir>/figures/<experiment>).")  # fmt: skip
-def plot(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> None:
-    """The papers' figures from bundles (default: the newest): fork, per counter against the
-    mapped size (give a Pi's and a server's bundle to compare them); moobench, the response
-    time per 1,000 calls over the run."""
-    paths_ = _bundles_or_latest(experiment_id, bundles, results_dir, matrix=False)  # not a fluctuation bundle
-    out = out or results_dir / "figures" / experiment_id
-    if experiment_id == "fork":
-        from pirex.analysis import fork
+@click.option("--out", type=click.Path(path_type=Path), default=None, help=OUT_HELP.format("figures"))
+def plot(experiment_id: str, bundles, view: str | None, results_dir: Path, out: Path | None) -> None:
+    """The papers' figures from bundles (default: the newest), as PNG and SVG (fork: give a Pi's
+    and a server's bundle to compare them)."""
+    from pirex.analysis import modules
 
-        files = fork.plot(paths_, out)
-    else:
-        from pirex.analysis import moobench
-
-        files = moobench.figure(moobench.analyse(paths_), out / "response-time")
+    exp, mod = _analysis(experiment_id, view)
+    paths_, view = _chosen(exp, bundles, results_dir, view)
+    out = out or modules.out_dir(results_dir, "figures", exp, view)
+    files = mod.figures(paths_, out, view)
     for f in files:
         click.echo(f"figure: {f}")
+    if not files:
+        click.echo(f"{exp.id}: no figures from {', '.join(map(str, paths_))}")
 
 
 @cli.command()
 @click.argument("experiment_id", metavar="EXPERIMENT")
 @click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
-@click.option("--reference", default="icpe18", show_default=True, type=click.Choice(["icpe18"]))
+@click.option("--view", default=None, help=VIEW_HELP)
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
-def compare(experiment_id: str, bundles, reference: str, results_dir: Path) -> None:
-    """Our results beside the published table, as ratios comparable across hardware."""
-    if experiment_id == "moobench":
-        from pirex.analysis import moobench
+def compare(experiment_id: str, bundles, view: str | None, results_dir: Path) -> None:
+    """Our results beside the published tables, as ratios comparable across hardware."""
+    from pirex.analysis import modules
 
-        results = moobench.analyse(_bundles_or_latest(experiment_id, bundles, results_dir, matrix=False))
-        click.echo(moobench.compare_markdown(moobench.compare(results)))
-        return
-    if experiment_id != "jmh":
-        raise PirexError(f"no published reference for {experiment_id!r} (jmh and moobench: icpe18)")
-    from pirex.analysis import jmh, tidy
-
-    rows = [r for b in _bundles_or_latest(experiment_id, bundles, results_dir) for r in tidy.jmh_rows(b)]
-    click.echo(jmh.compare_markdown(jmh.compare(rows)))
+    exp, mod = _analysis(experiment_id, view)
+    if not hasattr(mod, "comparisons"):
+        raise PirexError(f"{exp.id}: no published numbers to compare with (its analysis, {exp.analysis}, has none)")
+    paths_, view = _chosen(exp, bundles, results_dir, view)
+    for text in modules.write(mod.comparisons(paths_, view), modules.out_dir(results_dir, "tables", exp, view)):
+        click.echo(text + "\n")
 
 
 @cli.command()

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from pirex import params as P
 from pirex.errors import PirexError
 from pirex.paths import REPO
 
@@ -22,14 +23,18 @@ EXPERIMENTS = REPO / "experiments"
 # The variants the runner knows (DESIGN.md): the image's own files outside any container, a
 # default `docker run`, and Docker taken apart one mechanism at a time.
 KNOWN_VARIANTS = ("native", "docker", "docker-host-network", "docker-bind-workdir", "docker-seccomp-unconfined")
-# Names the runner fills in for every step.
-RUNTIME_NAMES = ("output", "workdir", "sink_host", "variant", "repetition", "web_url")
+# Names the runner fills in for every step (web_url: where a deployment's service answers).
+RUNTIME_NAMES = ("output", "workdir", "variant", "repetition", "web_url")
 # Names the runner fills in for the roles of a deployment (their ports and where the database is).
 DEPLOYMENT_NAMES = ("port", "db_host", "db_port", "listen")
-OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv")
+# The raw formats the runner checks after a step and the analysis reads; "csv" is any table
+# with a header whose numeric columns pirex/analysis/generic.py summarises per variant.
+OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv", "csv")
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters", "profiles", "variants",
-            "default_variants", "services", "needs", "outputs", "matrices", "tracing", "deployment"}  # fmt: skip
+            "default_variants", "services", "needs", "outputs", "matrices", "tracing", "deployment", "analysis",
+            "soak", "durations"}  # fmt: skip
+ANALYSIS = re.compile(r"^[a-z][a-z0-9_]*$")  # a module of pirex/analysis/
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
 CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
 GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative", "userspace")
@@ -37,9 +42,25 @@ GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative"
 
 @dataclass(frozen=True)
 class Service:
+    """A helper process of the experiment (B6's sink), the same for every variant. `port` names
+    the parameter that receives its port (0: a free one per run); `remote` the parameter that,
+    when set, says it runs on another machine, so the runner does not start it here."""
+
     name: str
     command: tuple[str, ...]
     ready_line: str
+    port: str = ""
+    remote: str = ""
+
+
+@dataclass(frozen=True)
+class Soak:
+    """`pirex run --soak DURATION`: the driver holds the load for a duration instead of a count."""
+
+    set: dict[str, Any]  # parameters the soak overrides (e.g. an unbounded count)
+    args: tuple[str, ...]  # appended to the command; {duration} is the --soak value
+    exit_codes: tuple[int, ...]  # what a driver stopped by its clock exits with
+    why: str
 
 
 @dataclass(frozen=True)
@@ -168,6 +189,10 @@ class Experiment:
     matrices: dict[str, Matrix] = field(default_factory=dict)
     tracing: Tracing | None = None
     deployment: Deployment | None = None
+    declared: dict[str, P.Param] = field(default_factory=dict)
+    analysis: str = "generic"  # the module of pirex/analysis/ that reads its bundles
+    soak: Soak | None = None
+    durations: dict[str, float] = field(default_factory=dict)  # measured seconds per profile, on a named machine
 
     def resolve(self, profile: str) -> dict[str, Any]:
         """The parameters of a profile: the experiment's, overridden by the profile's."""
@@ -175,20 +200,30 @@ class Experiment:
             raise PirexError(f"{self.path}: no profile {profile!r} (profiles: {', '.join(self.profiles)})")
         return {**self.parameters, **self.profiles[profile]}
 
-    def command_for(self, profile: str, **runtime: Any) -> list[str]:
-        return render(self.command, {**self.resolve(profile), **runtime})
+    def overrides(self, pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
+        """`--set NAME=VALUE` pairs, typed and checked against the declarations."""
+        return P.parse_overrides(self.declared, pairs)
 
     def pick_variants(self, text: str | None) -> tuple[str, ...]:
         if not text:
             return self.default_variants
         chosen = tuple(v.strip() for v in text.split(",") if v.strip())
-        unknown = [v for v in chosen if v not in self.variants]
+        unknown = [v for v in chosen if aa_base(v) not in self.variants]
         if unknown or not chosen:
             raise PirexError(
                 f"{self.id}: no variant {', '.join(unknown) or '(none given)'}; this experiment offers "
-                f"{', '.join(self.variants)}"
+                f"{', '.join(self.variants)} (and <variant>{AA_SUFFIX}, an A/A copy of one)"
             )
         return tuple(dict.fromkeys(chosen))
+
+
+AA_SUFFIX = "-aa"
+
+
+def aa_base(variant: str) -> str:
+    """An A/A control runs a variant a second time under another name (`native-aa`), so that a
+    bundle measures its own noise floor: the variant it copies."""
+    return variant.removesuffix(AA_SUFFIX)
 
 
 def render(template: tuple[str, ...] | list[str], values: dict[str, Any]) -> list[str]:
@@ -274,16 +309,26 @@ def parse(doc: Any, path: Path) -> Experiment:
     image = c.get(doc, "image", str, "an image name from docker-bake.hcl")
     command = c.strings(c.get(doc, "command", list, "the command, as a list"), "command")
 
-    parameters = c.get(doc, "parameters", dict, "a mapping of name to value", required=False, default={})
+    raw_params = c.get(doc, "parameters", dict, "a mapping of name to {type, default, min, max, ...}",
+                       required=False, default={}) or {}  # fmt: skip
+    declared = P.builtin()
+    for name, decl in raw_params.items():
+        if not isinstance(name, str) or not NAME.match(name) or name in RUNTIME_NAMES:
+            raise c.fail(f"parameters.{name}", f"a lowercase name, not one the runner supplies "
+                         f"({', '.join(RUNTIME_NAMES)})", name)  # fmt: skip
+        declared[name] = P.declare(name, decl, f"{path}: parameters.{name}")
+    parameters = {n: p.default for n, p in declared.items() if p.has_default}
     profiles = c.get(doc, "profiles", dict, "a mapping of profile name to parameters")
     if not profiles:
         raise c.fail("profiles", "at least one profile (quick and paper)", profiles)
     for name, values in profiles.items():
         if not isinstance(values, dict):
             raise c.fail(f"profiles.{name}", "a mapping of parameter to value", values)
-        reps = values.get("repetitions")
-        if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
-            raise c.fail(f"profiles.{name}.repetitions", "a whole number >= 1", reps)
+        P.check_values(declared, values, f"{path}: profiles.{name}")
+        unset = sorted(n for n in declared if n not in values and n not in parameters)
+        if unset:
+            raise PirexError(f"{path}: profiles.{name}: no value for {', '.join(unset)} (no default declared "
+                             "under parameters)")  # fmt: skip
     for required_profile in ("quick", "paper"):
         if required_profile not in profiles:
             raise PirexError(f"{path}: profiles.{required_profile}: missing (every experiment has quick and paper)")
@@ -303,9 +348,20 @@ def parse(doc: Any, path: Path) -> Experiment:
                              required=False, default={}) or {}).items():  # fmt: skip
         if not isinstance(svc, dict):
             raise c.fail(f"services.{name}", "a mapping with command and ready_line", svc)
+        unknown = sorted(set(svc) - {"command", "ready_line", "port", "remote"})
+        if unknown:
+            raise c.fail(f"services.{name}", "keys among command, ready_line, port, remote", unknown)
         cmd = c.strings(svc.get("command"), f"services.{name}.command")
         ready = c.get(svc, "ready_line", str, "text the service prints once it is ready", prefix=f"services.{name}.")
-        services.append(Service(name, cmd, ready))
+        port = c.get(svc, "port", str, "the parameter that receives its port", prefix=f"services.{name}.",
+                     required=False, default="")  # fmt: skip
+        remote = c.get(svc, "remote", str, "the parameter naming another machine that runs it",
+                       prefix=f"services.{name}.", required=False, default="")  # fmt: skip
+        if port and (port not in declared or declared[port].type != "int"):
+            raise c.fail(f"services.{name}.port", "a declared int parameter", port)
+        if remote and (remote not in declared or declared[remote].type != "string"):
+            raise c.fail(f"services.{name}.remote", "a declared string parameter", remote)
+        services.append(Service(name, cmd, ready, port, remote))
 
     needs = c.get(doc, "needs", dict, "a mapping (memory_mb, disk_mb, io_heavy, capabilities)", required=False,
                   default={})  # fmt: skip
@@ -321,9 +377,9 @@ def parse(doc: Any, path: Path) -> Experiment:
         if out.get("format") not in OUTPUT_FORMATS:
             raise c.fail(f"outputs[{i}].format", f"one of {', '.join(OUTPUT_FORMATS)}", out.get("format"))
 
-    known = set(parameters) | set(RUNTIME_NAMES)
-    all_params = known | {k for v in profiles.values() for k in v}
-    matrices = {name: _matrix(c, name, m, all_params)
+    known = set(declared) | set(RUNTIME_NAMES)
+    all_params = known
+    matrices = {name: _matrix(c, name, m, declared)
                 for name, m in (c.get(doc, "matrices", dict, "a mapping of matrix name to {runs_as, cases}",
                                       required=False, default={}) or {}).items()}  # fmt: skip
     for prof_name, values in profiles.items():
@@ -335,11 +391,37 @@ def parse(doc: Any, path: Path) -> Experiment:
                 f"profiles.{prof_name} define (nor the runner: {', '.join(RUNTIME_NAMES)})"
             )
 
+    analysis = c.get(doc, "analysis", str, "a module of pirex/analysis/", required=False, default="generic")
+    if not ANALYSIS.match(analysis) or not (REPO / "pirex" / "analysis" / f"{analysis}.py").is_file():
+        raise c.fail("analysis", "the name of a module in pirex/analysis/ (or leave it out: generic)", analysis)
+    durations = c.get(doc, "durations", dict, "seconds per profile as measured", required=False, default={})
+    for key, secs in durations.items():
+        if key != "machine" and (isinstance(secs, bool) or not isinstance(secs, int | float) or secs < 0):
+            raise c.fail(f"durations.{key}", "seconds (a number >= 0)", secs)
     return Experiment(exp_id, title, source, image, command, dict(parameters),
                       {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
                       dict(needs), tuple(outputs), path, privileges, matrices,
                       _tracing(c, doc.get("tracing"), known),
-                      _deployment(c, doc.get("deployment"), all_params))  # fmt: skip
+                      _deployment(c, doc.get("deployment"), all_params), declared, analysis,
+                      _soak(c, doc.get("soak"), declared), dict(durations))  # fmt: skip
+
+
+def _soak(c: _Checker, doc: Any, declared: dict[str, P.Param]) -> Soak | None:
+    if doc is None:
+        return None
+    expected = "a mapping with set, args, exit_codes and why"
+    if not isinstance(doc, dict) or set(doc) - {"set", "args", "exit_codes", "why"}:
+        raise c.fail("soak", expected, doc)
+    sets = P.check_values(declared, c.get(doc, "set", dict, "parameters to override", prefix="soak.",
+                                          required=False, default={}), f"{c.path}: soak.set")  # fmt: skip
+    args = c.strings(doc.get("args"), "soak.args")
+    if placeholders(args) - {"duration"}:
+        raise c.fail("soak.args", "placeholders among duration", sorted(placeholders(args)))
+    codes = c.get(doc, "exit_codes", list, "exit statuses of a driver stopped by its clock", prefix="soak.")
+    if not codes or not all(isinstance(x, int) and not isinstance(x, bool) for x in codes):
+        raise c.fail("soak.exit_codes", "a list of exit statuses", codes)
+    why = c.get(doc, "why", str, "a sentence saying why (recorded)", prefix="soak.")
+    return Soak(sets, args, tuple(codes), why)
 
 
 def _deployment(c: _Checker, doc: Any, known: set[str]) -> Deployment | None:
@@ -414,7 +496,7 @@ def _privileges(c: _Checker, doc: Any) -> Privileges:
     return Privileges(bool(doc.get("root")), tuple(caps), bool(doc.get("unmask_proc")), why)
 
 
-def _matrix(c: _Checker, name: str, doc: Any, known: set[str]) -> Matrix:
+def _matrix(c: _Checker, name: str, doc: Any, declared: dict[str, P.Param]) -> Matrix:
     key = f"matrices.{name}"
     if not isinstance(doc, dict):
         raise c.fail(key, "a mapping with runs_as and cases", doc)
@@ -422,10 +504,13 @@ def _matrix(c: _Checker, name: str, doc: Any, known: set[str]) -> Matrix:
     if runs_as not in ("native", "docker"):
         raise c.fail(f"{key}.runs_as", "native or docker", runs_as)
     params = c.get(doc, "parameters", dict, "parameters of every case", prefix=f"{key}.", required=False, default={})
+    P.check_values(declared, params, f"{c.path}: {key}.parameters")
     fallback = c.get(doc, "fallback", dict, "{probe, parameters, skip_cases}", prefix=f"{key}.", required=False,
                      default={})  # fmt: skip
     if fallback and (not isinstance(fallback.get("probe"), list) or not isinstance(fallback.get("reason"), str)):
         raise c.fail(f"{key}.fallback", "a mapping with probe (a command) and reason", fallback)
+    if isinstance(fallback.get("parameters"), dict):
+        P.check_values(declared, fallback["parameters"], f"{c.path}: {key}.fallback.parameters")
     raw_cases = c.get(doc, "cases", list, "a list of cases", prefix=f"{key}.")
     cases: list[Case] = []
     for i, cd in enumerate(raw_cases):
@@ -441,8 +526,9 @@ def _matrix(c: _Checker, name: str, doc: Any, known: set[str]) -> Matrix:
         if base is not None and not any(x.name == base for x in cases):
             raise c.fail(f"{where}.base", "an earlier case's name", base)
         sets = cd.get("set") or {}
-        if not isinstance(sets, dict) or not set(sets) <= known:
-            raise c.fail(f"{where}.set", f"parameters of the experiment ({', '.join(sorted(known))})", sets)
+        if not isinstance(sets, dict):
+            raise c.fail(f"{where}.set", "a mapping of parameter to value", sets)
+        P.check_values(declared, sets, f"{c.path}: {where}.set")
         if cd.get("governor") is not None and cd["governor"] not in GOVERNORS:
             raise c.fail(f"{where}.governor", f"one of {', '.join(GOVERNORS)}", cd["governor"])
         if cd.get("swap") not in (None, "off"):

@@ -41,33 +41,6 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert r.returncode == 1 and "unsupported platform 'linux/s390x'" in r.stderr
 
 
-def test_fork_trace_tables_from_a_step_trace(tmp_path, capsys):
-    """A step's trace holds every mode one after the other, split at pirex-fork's mode markers."""
-    from pirex import cli
-    from pirex.analysis import ftrace
-
-    data = REPO / "pirex" / "analysis" / "testdata" / "ftrace"
-    step = tmp_path / "bundle" / "docker" / "0"
-    step.mkdir(parents=True)
-    mark = " 2215.400000 |   1)  sh-1  |               |  /* pirex-mode {} */\n"
-    single, concurrent = (data / "x86_64-single.txt").read_text(), (data / "x86_64-concurrent.txt").read_text()
-    (step / "trace.txt").write_text(mark.format("single") + single + mark.format("concurrent") + concurrent)
-    unfinished = tmp_path / "bundle" / "docker" / "1"  # a step the manifest does not list as completed
-    unfinished.mkdir()
-    (unfinished / "trace.txt").write_text(mark.format("single") + single)
-    completed = [{"variant": "docker", "repetition": 0}]
-    (tmp_path / "bundle" / "manifest.json").write_text(json.dumps({"completed": completed}))
-    cli._trace_tables([tmp_path / "bundle"], tmp_path / "out")
-    shown = capsys.readouterr().out
-    assert "docker: concurrent minus single" in shown and "| kernel_clone |" in shown
-    for mode in ("single", "concurrent"):
-        csv_ = (tmp_path / "out" / f"ftrace-docker-{mode}.csv").read_text()
-        assert csv_.startswith("function,duration_us,parent,depth")
-        assert "<svg" in (tmp_path / "out" / f"flamegraph-docker-{mode}.svg").read_text()
-    single_rows = (tmp_path / "out" / "ftrace-docker-single.csv").read_text().count("\n")
-    assert single_rows == 1 + len(ftrace.parse(single.splitlines())), "the unfinished step is left out"
-
-
 def test_run_trace_without_ids_names_no_unrelated_experiment():
     r = pirex("run", "--matrix", "no-such-matrix")
     assert r.returncode == 1 and "no experiment declares the matrix 'no-such-matrix'" in r.stderr

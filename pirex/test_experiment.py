@@ -19,7 +19,7 @@ def test_every_committed_experiment_loads():
         for profile in exp.profiles:
             # every name the runner may supply, so a name neither it nor the profile defines fails
             runtime = {name: f"<{name}>" for name in experiment.RUNTIME_NAMES}
-            exp.command_for(profile, **runtime)
+            experiment.render(exp.command, {**exp.resolve(profile), **runtime})
 
 
 def test_jmh_profiles_match_the_paper():
@@ -58,7 +58,7 @@ def broken(tmp_path, change):
         (lambda d: d.update(schema=2), "schema: expected 1"),
         (lambda d: d.update(color="red"), "unknown key color"),
         (lambda d: d.update(command="java -jar x"), "command: expected the command, as a list"),
-        (lambda d: d["profiles"]["quick"].update(repetitions=0), "profiles.quick.repetitions: expected a whole number"),
+        (lambda d: d["profiles"]["quick"].update(repetitions=0), "quick: repetitions=0: expected a whole number >= 1"),
         (lambda d: d["profiles"].pop("paper"), "profiles.paper: missing"),
         (lambda d: d.update(variants=["native", "vm"]), "variants: expected names among native, docker"),
         (lambda d: d.update(default_variants=["docker-host-network", "podman"]), "default_variants: expected"),
@@ -111,7 +111,10 @@ def test_matrix_cases_build_on_their_base():
     "cases, message",
     [
         ([{"name": "a", "base": "b"}, {"name": "b"}], r"cases\[0\].base: expected an earlier case's name"),
-        ([{"name": "a", "set": {"nonsense": 1}}], r"cases\[0\].set: expected parameters of the experiment"),
+        (
+            [{"name": "a", "set": {"nonsense": 1}}],
+            r"cases\[0\].set: unknown parameter 'nonsense' \(parameters: benchmarks, depth",
+        ),
         ([{"name": "a", "governor": "turbo"}], r"cases\[0\].governor: expected one of performance"),
         ([{"name": "docker"}], r"cases\[0\].name: expected a name not used by another case or variant"),
         ([{"name": "a", "cpus": "zero"}], r"cases\[0\].cpus: expected a CPU list"),

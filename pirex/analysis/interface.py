@@ -8,7 +8,7 @@ view (None, or the name of a matrix of the experiment, e.g. "fluctuation" for mo
     tables(bundles, view=None) -> list[NamedTable]   # the paper's tables (Markdown/CSV/LaTeX by the caller)
     figures(bundles, out, view=None) -> list[Path]   # PNG/SVG files written under out
     run_values(bundles, view=None) -> list[RunValue] # one value per independent run: intervals, claims
-    compare(bundles, view=None) -> list[NamedTable]  # optional: beside the published numbers
+    comparisons(bundles, view=None) -> list[NamedTable]  # optional: beside the published numbers
 
 A module without a paper table is not needed: pirex/analysis/generic.py summarises an
 experiment's declared outputs per variant."""

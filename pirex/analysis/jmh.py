@@ -6,10 +6,13 @@ from __future__ import annotations
 import csv
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex.analysis import stats
+from pirex.analysis import stats, tidy
+from pirex.analysis.interface import NamedTable, RunValue
+from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row
 from pirex.paths import REPO
 
@@ -168,3 +171,96 @@ def compare_markdown(result: list[tuple]) -> str:
            "|---|---|---:|---|---|"]  # fmt: skip
     out += [f"| {n} | {c} | {p:.4f} | {ratio_text(r)} | {v} |" for n, c, p, r, v in result]
     return "\n".join(out)
+
+
+# --- the analysis interface (pirex/analysis/interface.py) --------------------------------------
+
+VIEWS: dict[str, str] = {}
+
+
+def _rows(bundles: Sequence[Path]) -> list[Row]:
+    return [r for b in bundles for r in tidy.jmh_rows(b)]
+
+
+def _table1(lines: list[Line]) -> Table:
+    cells, records = [], []
+    for ln in lines:
+        lo, hi = ln.summary.ci(LEVEL)
+        cells.append([ln.benchmark, ln.config, _fmt(ln.summary.mean), f"[{_fmt(lo)} ; {_fmt(hi)}]",
+                      _fmt(ln.summary.sd), str(ln.summary.n)])  # fmt: skip
+        records.append({"benchmark": ln.benchmark, "device": ln.device, "storage": ln.storage, "variant": ln.variant,
+                        "n": ln.summary.n, "mean": ln.summary.mean, "ci999_low": lo, "ci999_high": hi,
+                        "sd": ln.summary.sd})  # fmt: skip
+    note = ("The CIs pool every iteration, as the paper did (t interval, n iterations); they are far narrower than "
+            "the run-to-run spread. Judge differences by the ratio intervals over forks.")  # fmt: skip
+    return Table("ICPE'18 Table 1: JMH throughput (ops/s)",
+                 ["Benchmark", "Configuration", "Mean throughput (ops/s)", "99.9 % CI", "σ", "n"], cells, records,
+                 [note], label_columns=2)  # fmt: skip
+
+
+def _ratio_table(rats: list[tuple]) -> Table:
+    return Table(
+        "docker/native throughput per benchmark, 99.9 % bootstrap CI over forks (independent JVMs)",
+        ["Benchmark", "Device, storage", "docker/native"],
+        [[b, f"{d}, {s}", ratio_text(r)] for b, d, s, r in rats],
+        [
+            {
+                "benchmark": b,
+                "device": d,
+                "storage": s,
+                "ratio": r.value,
+                "low": r.low,
+                "high": r.high,
+                "n_docker": r.n_num,
+                "n_native": r.n_den,
+            }
+            for b, d, s, r in rats
+        ],  # fmt: skip
+        label_columns=2,
+    )
+
+
+def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
+    rows = _rows(bundles)
+    out = [NamedTable("table1", _table1(table1(rows)))]
+    if rats := ratios(rows):
+        out.append(NamedTable("ratios", _ratio_table(rats)))
+    return out
+
+
+def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list[Path]:
+    return []
+
+
+def compare_table(result: list[tuple]) -> Table:
+    return Table(
+        "Our ratios beside ICPE'18 Table 1",
+        ["Ratio", "Our configuration", "ICPE'18 (D2, H1)", "Ours (99.9 % bootstrap CI over forks)", "Verdict"],
+        [[n, c, f"{p:.4f}", ratio_text(r), v] for n, c, p, r, v in result],
+        [
+            {
+                "ratio": n,
+                "configuration": c,
+                "published": p,
+                "ours": r.value,
+                "low": r.low,
+                "high": r.high,
+                "verdict": v,
+            }
+            for n, c, p, r, v in result
+        ],  # fmt: skip
+        label_columns=2,
+    )
+
+
+def comparisons(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
+    return [NamedTable("compare-icpe18", compare_table(compare(_rows(bundles))))]
+
+
+def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValue]:
+    """One value per fork (an independent JVM): its mean throughput over the measured iterations."""
+    forks: dict[tuple, list[float]] = defaultdict(list)
+    for r in _rows(bundles):
+        forks[(r.run, r.device, r.variant, r.repetition, r.fork, r.benchmark, r.unit)].append(r.value)
+    return [RunValue("jmh", run, dev, var, rep, bench, sum(v) / len(v), unit, lower_is_better=False, run=fork,
+                     inner=tuple(v)) for (run, dev, var, rep, fork, bench, unit), v in forks.items()]  # fmt: skip

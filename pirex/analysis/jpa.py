@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from pirex.analysis import stats
+from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (the tables' common output)
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.bundle import Bundle
@@ -680,3 +681,66 @@ def memory_table(trends: Sequence[MemoryTrend], digits: int = 1) -> Table:
 
 def _trend_text(slope: float | None) -> str:
     return "too short" if slope is None else f"{slope:+.2f}"
+
+
+# --- the analysis interface (pirex/analysis/interface.py) --------------------------------------
+
+VIEWS: dict[str, str] = {}
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """What `pirex table jpa-rest` finds under results/jpa-rest: bundles of `pirex run` and the run
+    folders of `pirex compose` (a requests.csv, no manifest)."""
+    return [f.parent for pattern in ("*/manifest.json", "*/requests.csv") for f in root.glob(pattern)]
+
+
+def _runs(paths: Sequence[Path]) -> list[Run]:
+    runs = []
+    for p in paths:
+        if (p / "manifest.json").exists():
+            runs += runs_from_bundle(p)
+            continue
+        record = next((p / f for f in ("machine.json", "machine-driver.json") if (p / f).exists()), None)
+        before = json.loads(record.read_text())["before"] if record else {}
+        runs += runs_from_dirs({placement(p) or "docker": p}, device=device_of(before) if before else "",
+                               storage=storage_of(before) if before else "")  # fmt: skip
+    return runs
+
+
+def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
+    results = analyse(_runs(bundles))
+    out = [NamedTable("table3", table3(results)), NamedTable("overhead", overhead_table(results))]
+    trends = [t for p in bundles if (p / "manifest.json").exists() for t in memory_trends(p)]
+    if trends:
+        out.append(NamedTable("memory", memory_table(trends)))
+    return out
+
+
+def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list[Path]:
+    return []
+
+
+def compare_table(result: Sequence[Comparison], level: float = LEVEL) -> Table:
+    head, *notes = compare_markdown(result, level).split("\n\n")
+    columns = [c.strip() for c in head.splitlines()[0].strip("|").split("|")]
+    cells = [[OPERATIONS.get(c.operation, c.operation), c.name, c.config, f"{c.published:,.3f}",
+              f"[{c.low:,.3f} ; {c.high:,.3f}]", ratio_text(c.ours), c.verdict] for c in result]  # fmt: skip
+    records = [{"operation": c.operation, "ratio": c.name, "configuration": c.config, "published": c.published,
+                "published_low": c.low, "published_high": c.high, "ours": c.ours.value, "low": c.ours.low,
+                "high": c.ours.high, "verdict": c.verdict} for c in result]  # fmt: skip
+    return Table("Our ratios beside ICPE'18 Table 3", columns, cells, records, notes, label_columns=3)
+
+
+def comparisons(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
+    return [NamedTable("compare-icpe18", compare_table(compare(analyse(_runs(bundles)))))]
+
+
+def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValue]:
+    """One value per step (repetition) and operation: the mean response time after warm-up (µs)."""
+    out = []
+    for r in _runs(bundles):
+        for op, o in r.operations.items():
+            if o.steady.size:
+                out.append(RunValue("jpa-rest", r.run, r.device, r.configuration, r.repetition, op,
+                                    float(o.steady.mean()), "µs"))  # fmt: skip
+    return out

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pirex import __version__, experiment, machine, preflight, proc
+from pirex import params as P
 from pirex.bundle import PARTIAL, Bundle
 from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import git_version
-from pirex.runner import deployment, host, native, plan, tracing, variants
+from pirex.runner import deployment, host, native, outputs, plan, tracing, variants
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class Options:
     seed: int | None = None
     results_dir: Path = Path("results")
     tag: str = "dev"
-    overrides: dict | None = None
+    overrides: dict | None = None  # typed values (experiment.overrides parses --set), checked again here
     force: bool = False
     platform: str | None = None  # another platform than this machine's runs under QEMU: function, not timing
     matrix: str | None = None  # run a matrix's cases (e.g. moobench fluctuation) instead of the variants
@@ -80,7 +81,8 @@ def bridge_gateway() -> str:
 
 class Service:
     """A helper process of the experiment (B6's sink) in its own container on the host network,
-    the same for every variant; stopped on every exit path."""
+    the same for every variant; stopped on every exit path. An experiment declares it, with the
+    parameters that receive its port and that name another machine running it instead."""
 
     def __init__(self, spec: experiment.Service, image_ref: str, params: dict, name: str):
         self.spec, self.image_ref, self.name = spec, image_ref, name
@@ -118,18 +120,19 @@ def run(opts: Options) -> Path:
     else:
         chosen = exp.pick_variants(opts.variants)
     skipped = {}
-    if "native" in chosen and platform != plat.host():
-        skipped["native"] = f"native runs this machine's platform only ({plat.host()}), not {platform}"
-    elif "native" in chosen and (why := native.unavailable_reason()):
-        skipped["native"] = why
-        log.warning("skipping the native variant: %s", why)
+    for name in (v for v in chosen if experiment.aa_base(v) == "native"):  # native and its A/A copy
+        if platform != plat.host():
+            skipped[name] = f"native runs this machine's platform only ({plat.host()}), not {platform}"
+        elif why := native.unavailable_reason():
+            skipped[name] = why
+            log.warning("skipping the %s variant: %s", name, why)
     runnable = tuple(v for v in chosen if v not in skipped)
     if not runnable:
         raise PirexError("no variant left to run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
 
-    params = {**exp.resolve(opts.profile), **(matrix.parameters if matrix else {}), **(opts.overrides or {})}
-    if "sink_host" not in params:  # --set sink_host=H --set sink_port=P: a sink on another machine, as the paper
-        params["sink_port"] = deployment.free_port("0.0.0.0")
+    overrides = P.check_values(exp.declared, opts.overrides or {}, "--set")
+    params = {**exp.resolve(opts.profile), **(matrix.parameters if matrix else {}), **overrides}
+    _service_ports(exp, params)
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
 
     soak = _soak(exp, opts.soak, params)  # the arguments are checked before any image is looked for
@@ -140,7 +143,7 @@ def run(opts: Options) -> Path:
         matrix_info = {"name": matrix.name, "source": matrix.source, "runs_as": runnable[0], "notes": {}}
         fallback = _fallback(matrix, image)
         if fallback:
-            params.update({**(fallback.get("parameters") or {}), **(opts.overrides or {})})
+            params.update({**(fallback.get("parameters") or {}), **overrides})
             matrix_info["fallback"] = fallback
         cases = []
         for case in matrix.cases:
@@ -160,8 +163,14 @@ def run(opts: Options) -> Path:
             raise PirexError(
                 "no case of the matrix can run here: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())
             )
-    steps = plan.make(runnable, int(params["repetitions"]), opts.order, seed)
     trace = _trace_plan(exp, opts.trace)
+    if trace and trace.get("enabled"):  # the workload writes markers into tracefs's trace_marker
+        params[exp.tracing.marker_parameter] = str(tracing.TRACEFS / "trace_marker")
+    by_name = _variants(exp, runnable, matrix_info)
+    # every step with its resolved parameters, so that the manifest alone says what ran (a matrix
+    # case's own changes included: depth 1 for the depth-1 case)
+    steps = [{**s, "params": {**params, **by_name[s["variant"]].parameters}}
+             for s in plan.make(runnable, int(params["repetitions"]), opts.order, seed)]  # fmt: skip
 
     if platform != plat.host():
         log.warning("running %s under emulation: these numbers show function, not performance", platform)
@@ -183,7 +192,7 @@ def run(opts: Options) -> Path:
     log.info("bundle %s", bundle.path)
     (bundle.path / "run.json").write_text(json.dumps({
         "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None, "trace": trace,
-        "variants": {v.name: v.describe() for v in _variants(exp, runnable, matrix_info).values()},
+        "variants": {v.name: v.describe() for v in by_name.values()},
         "jvm": jvm_of(images[exp.deployment.web.image] if exp.deployment else image), "soak": soak,
         "preflight": [f.to_dict() for f in findings],
     }, indent=2) + "\n")  # fmt: skip
@@ -195,21 +204,35 @@ def _deployment_images(exp: experiment.Experiment) -> tuple[str, ...]:
     return tuple(n for n in exp.deployment.images if n != exp.image) if exp.deployment else ()
 
 
+def _service_ports(exp: experiment.Experiment, params: dict) -> None:
+    """A service started here on port 0 gets a free port of this host; one on another machine
+    (its `remote` parameter set) needs its port given."""
+    for s in exp.services:
+        remote = bool(s.remote and params.get(s.remote))
+        if s.port and not params.get(s.port):
+            if remote:
+                raise PirexError(f"--set {s.remote}={params[s.remote]} runs {s.name} on that machine: give its port "
+                                 f"too (--set {s.port}=PORT)")  # fmt: skip
+            params[s.port] = deployment.free_port("0.0.0.0")
+
+
 def _soak(exp: experiment.Experiment, duration: str | None, params: dict) -> dict | None:
-    """--soak: the driver sends requests until the duration is over (Locust --run-time), the
-    operations interleaved, while the service's heap and RSS are sampled."""
+    """--soak: the driver sends requests until the duration is over, as the experiment declares
+    (experiment.yaml: soak), while the service's heap and RSS are sampled."""
     if not duration:
         return None
-    if not exp.deployment:
-        raise PirexError(f"--soak holds a service under load; {exp.id} has no service (jpa-rest has)")
+    if not exp.soak:
+        with_soak = [e for e in experiment.available() if experiment.load(e).soak]
+        raise PirexError(f"--soak holds a service under load; {exp.id} declares no soak "
+                         f"(experiments that do: {', '.join(with_soak) or 'none'})")  # fmt: skip
     if not re.fullmatch(r"(\d+[hms])+", duration):
         raise PirexError(f"--soak {duration!r}: expected a duration like 10m, 90s or 1h30m")
-    params.update(requests_per_operation=10**9, mix="interleaved")
+    params.update(exp.soak.set)
     return {
         "duration": duration,
-        "driver_args": ["--run-time", duration],
-        "exit_codes": [0, 3],
-        "why": "a fixed duration instead of a fixed count: the driver stops itself (exit 3, incomplete by design)",
+        "driver_args": experiment.render(exp.soak.args, {"duration": duration}),
+        "exit_codes": list(exp.soak.exit_codes),
+        "why": exp.soak.why,
     }
 
 
@@ -234,7 +257,9 @@ def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
         with tracing.mounted():
             if why := tracing.unavailable_reason(trace["tracer"], trace["functions"]):
                 problems.append(f"tracing: {why}")
-    if "native" in bundle.manifest["variants"] and (why := native.unavailable_reason()):
+    if any(experiment.aa_base(v) == "native" for v in bundle.manifest["variants"]) and (
+        why := native.unavailable_reason()
+    ):
         problems.append(f"native: {why}")
     if problems:
         raise PirexError(f"cannot resume {bundle.path} here: " + "; ".join(problems))
@@ -299,8 +324,6 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
     by_name = _variants(exp, tuple(bundle.manifest["variants"]), matrix_info)
     trace = run_info.get("trace") or {}
     if trace.get("enabled"):  # the workload writes markers into tracefs: give containers the same one
-        marker = tracing.TRACEFS / "trace_marker"
-        params = {**params, exp.tracing.marker_parameter: str(marker)}
         by_name = {n: dataclasses.replace(v, docker_args=[*v.docker_args, "-v", f"{tracing.TRACEFS}:{tracing.TRACEFS}"])
                    for n, v in by_name.items()}  # fmt: skip
     gateway = bridge_gateway()
@@ -310,9 +333,8 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
             stack.callback(proc.run, ["rm", "-rf", workdir_host], timeout=300, check=False)
             if trace.get("enabled"):
                 stack.enter_context(tracing.mounted())
-            remote_sink = "sink_host" in params
             for s in exp.services:
-                if not (s.name == "sink" and remote_sink):
+                if not (s.remote and params.get(s.remote)):  # else it runs on the machine named there
                     stack.enter_context(Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}"))
             site = None
             if exp.deployment:  # the database and the service, started per step; the table loaded once
@@ -322,7 +344,10 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
             started = time.monotonic()
             for i, step in enumerate(todo, 1):
                 v = by_name[step["variant"]]
-                values = {"sink_host": v.sink_host(gateway), **params, **v.parameters}  # a --set sink_host wins
+                values = {**params, **v.parameters}
+                for s in exp.services:  # a service on this host: where this variant reaches it
+                    if s.remote and not values.get(s.remote):
+                        values[s.remote] = v.host_address(gateway)
                 values.update(output="/results", workdir=WORKDIR, variant=v.name, repetition=step["repetition"])
                 case = _case_of(exp, v, matrix_info)
                 with (
@@ -346,15 +371,8 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                     if r.returncode not in soak.get("exit_codes", [0]):
                         tail = (out / "stderr.txt").read_text()[-2000:]
                         raise PirexError(f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}")
-                    stdout = (out / "stdout.txt").read_text()
-                    if "<failure>" in stdout and any(o["format"] == "jmh-json" for o in exp.outputs):
-                        # JMH carries on past a failed benchmark; a table without it would mislead
-                        detail = stdout[stdout.index("<failure>") :].splitlines()[:12]
-                        raise PirexError(f"{v.name} repetition {step['repetition']}: a benchmark failed:\n"
-                                         + "\n".join(detail))  # fmt: skip
-                    missing = [o["path"] for o in exp.outputs if not any(out.glob(o["path"]))]
-                    if missing:
-                        raise PirexError(f"{v.name} repetition {step['repetition']} wrote no {', '.join(missing)}")
+                    if problem := outputs.problem(exp.outputs, out):
+                        raise PirexError(f"{v.name} repetition {step['repetition']}: {problem}")
                 eta = (time.monotonic() - started) / i * (len(todo) - i)
                 print(
                     f"[{i}/{len(todo)}] {v.name} repetition {step['repetition']}: {r.seconds:.1f} s"

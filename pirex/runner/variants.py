@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pirex import proc
 from pirex.errors import PirexError
-from pirex.experiment import Case, Privileges
+from pirex.experiment import Case, Privileges, aa_base
 from pirex.runner import native
 
 LOOPBACK = "127.0.0.1"
@@ -56,8 +56,8 @@ class Variant:
         return replace(self, name=case.name, runs_as="native" if self.is_native else "docker", cpus=case.cpus,
                        ram_workdir_mb=case.ram_workdir_mb, parameters=dict(case.set))  # fmt: skip
 
-    def sink_host(self, bridge_gateway: str) -> str:
-        """Where this variant reaches a service on the host (the B6 sink)."""
+    def host_address(self, bridge_gateway: str) -> str:
+        """Where this variant reaches a service on this host (B6's sink)."""
         return LOOPBACK if self.is_native or self.host_network else bridge_gateway
 
     def describe(self) -> dict:
@@ -75,10 +75,12 @@ class Variant:
             d["privileges"] = self.granted
         return d
 
-    def extra_docker_args(self) -> list[str]:
+    def extra_docker_args(self, workdir: Path | str = "<host dir>") -> list[str]:
+        """What this variant adds to a default `docker run`; the record shows the work directory
+        bind as `<host dir>`, a step passes the real one."""
         args = list(self.docker_args)
         args += ["--network", "host"] if self.host_network else []
-        args += ["-v", "<host dir>:/work"] if self.bind_workdir else []
+        args += ["-v", f"{workdir}:/work"] if self.bind_workdir else []
         args += ["--cpuset-cpus", self.cpus] if self.cpus else []
         if self.ram_workdir_mb:
             args += ["--tmpfs", f"/work:rw,exec,size={self.ram_workdir_mb}m,mode=1777"]
@@ -93,8 +95,11 @@ def by_name(name: str) -> Variant:
         "docker-bind-workdir": Variant("docker-bind-workdir", bind_workdir=True),
         "docker-seccomp-unconfined": Variant("docker-seccomp-unconfined", ["--security-opt", "seccomp=unconfined"]),
     }
-    if name not in known:
-        raise PirexError(f"no variant {name!r}; known: {', '.join(known)}")
+    base = aa_base(name)
+    if base not in known:
+        raise PirexError(f"no variant {name!r}; known: {', '.join(known)} (and <variant>-aa, an A/A copy of one)")
+    if base != name:  # the A/A copy: the same variant under its own name
+        return replace(known[base], name=name, runs_as="native" if base == "native" else "docker")
     return known[name]
 
 
@@ -125,7 +130,7 @@ def run_step(variant: Variant, image_ref: str, argv: list[str], outdir: Path, wo
     if variant.bind_workdir:
         workdir.mkdir(parents=True, exist_ok=True)
         workdir.chmod(0o777)
-    cmd += [a if a != "<host dir>:/work" else f"{workdir}:/work" for a in variant.extra_docker_args()]
+    cmd += variant.extra_docker_args(workdir)
     try:
         return _timed([*cmd, image_ref, *argv], outdir, timeout)
     finally:  # a killed client leaves its container running: remove it on every exit path

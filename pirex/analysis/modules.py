@@ -1,0 +1,76 @@
+"""From an experiment to its analysis: the module experiment.yaml names (pirex/analysis/<name>.py,
+the interface of interface.py), the bundles a command reads when none are given, and where its
+tables and figures go (results/tables/<experiment>[-<view>]/, results/figures/<...>/)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from pirex import experiment
+from pirex.analysis import tables as T
+from pirex.analysis.interface import NamedTable
+from pirex.errors import PirexError
+
+
+def module(exp: experiment.Experiment) -> ModuleType:
+    return importlib.import_module(f"pirex.analysis.{exp.analysis}")
+
+
+def check_view(exp: experiment.Experiment, mod: ModuleType, view: str | None) -> None:
+    views = getattr(mod, "VIEWS", {})
+    if view is not None and view not in views:
+        offered = ", ".join(views) or "none"
+        raise PirexError(f"{exp.id} has no view {view!r} (views: {offered})")
+
+
+def view_of(bundle: Path) -> str | None:
+    """The matrix a bundle ran (its view), or None."""
+    run = bundle / "run.json"
+    if not run.is_file():
+        return None
+    try:
+        matrix = json.loads(run.read_text()).get("matrix")
+    except (OSError, ValueError, AttributeError):
+        raise PirexError(f"{run}: not a readable run record; `pirex verify {bundle}` checks the bundle") from None
+    return matrix.get("name") if isinstance(matrix, dict) else None
+
+
+def _started(path: Path) -> float:
+    """Newest first by when the run was written: the manifest's time, else the folder's."""
+    marker = path / "manifest.json"
+    return (marker if marker.exists() else path).stat().st_mtime
+
+
+def bundles(exp: experiment.Experiment, given: Sequence[Path], results_dir: Path, view: str | None) -> list[Path]:
+    """The bundles given, or the newest of the experiment in the view (a matrix run, or not)."""
+    if given:
+        return [Path(p) for p in given]
+    root = results_dir / exp.id
+    finder = getattr(module(exp), "run_dirs", None)
+    found = finder(root) if finder and root.is_dir() else sorted(p.parent for p in root.glob("*/manifest.json"))
+    found = [p for p in found if view_of(p) == view]
+    if not found:
+        how = f"pirex run {exp.id}" + (f" --matrix {view}" if view else "")
+        raise PirexError(f"no {exp.id} bundle{f' of the {view} matrix' if view else ''} under {results_dir}: "
+                         f"run `{how}` first")  # fmt: skip
+    return [max(found, key=_started)]
+
+
+def out_dir(results_dir: Path, kind: str, exp: experiment.Experiment, view: str | None) -> Path:
+    return results_dir / kind / (exp.id + (f"-{view}" if view else ""))
+
+
+def write(named: Sequence[NamedTable], out: Path) -> list[str]:
+    """Each table as CSV and LaTeX under out, and its Markdown (returned, to print)."""
+    texts = []
+    for nt in named:
+        T.write_csv(nt.table, out / f"{nt.name}.csv")
+        (out / f"{nt.name}.tex").write_text(T.latex(nt.table))
+        md = T.markdown(nt.table)
+        (out / f"{nt.name}.md").write_text(md + "\n")
+        texts.append(md)
+    return texts
