@@ -8,6 +8,8 @@ from pathlib import Path
 from pirex import __version__, proc
 
 REPO = Path(__file__).resolve().parent.parent
+# The papers: per paper (icpe18, ssp17, fork24) its published tables and its claims.
+PAPERS = REPO / "analysis"
 
 
 def cache_dir() -> Path:

@@ -1,5 +1,5 @@
 """ICPE'18 Table 1 from jmh bundles, the docker/native ratios the paper lacked, and the
-comparison with the published table (analysis/published/icpe18_table1.csv)."""
+comparison with the published table (analysis/icpe18/table1.csv)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pirex.analysis import stats, tidy
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row
-from pirex.paths import REPO
+from pirex.paths import PAPERS
 
-PUBLISHED = REPO / "analysis" / "published" / "icpe18_table1.csv"
+PUBLISHED = PAPERS / "icpe18" / "table1.csv"
 LEVEL = 0.999
 
 

@@ -1,6 +1,6 @@
 """ICPE'18 Experiment 3 (the JPA REST service, section 4.3): Table 3 from the load driver's raw requests, the part of
 each response time spent outside the service, and the comparison with the published table
-(analysis/published/icpe18_table3.csv).
+(analysis/icpe18/table3.csv).
 
 Data: images/locust writes one `requests.csv` per run (one row per request: operation, seq, user, start_ns,
 response_time_us, locust_response_time_us, status, ok, service_time_ns, error) and `summary.json` beside it. Runs
@@ -56,9 +56,9 @@ from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F40
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
-from pirex.paths import REPO
+from pirex.paths import PAPERS
 
-PUBLISHED = REPO / "analysis" / "published" / "icpe18_table3.csv"
+PUBLISHED = PAPERS / "icpe18" / "table3.csv"
 LEVEL = 0.99  # ICPE'18 Table 3: 99 % CI
 REQUESTS = "requests.csv"
 SUMMARY = "summary.json"

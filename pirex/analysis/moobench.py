@@ -1,6 +1,6 @@
 """MooBench monitoring overhead: SSP'17 Table 1, ICPE'18 Tables 2 and 5, the response-time figures (SSP'17 Figures
 1-2, ICPE'18 Figures 1 and 4), the overhead over the baseline, and the comparison with the published numbers
-(analysis/published/{ssp17_table1,icpe18_table2,icpe18_table5}.csv).
+(analysis/ssp17/table1.csv, analysis/icpe18/table{2,5}.csv).
 
 Data: a moobench bundle holds `<variant>/<repetition>/raw-<configuration>.csv`, one MooBench loop (a fresh JVM) per
 file; moobench_read describes the raw format and the steady-state rule (per file and per thread, the last n // 2 of a
@@ -45,9 +45,9 @@ from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F40
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
-from pirex.paths import REPO
+from pirex.paths import PAPERS
 
-PUBLISHED_DIR = REPO / "analysis" / "published"
+PUBLISHED_DIR = PAPERS
 LEVEL = 0.95
 PEAK_FACTOR = 5.0  # ICPE'18 section 5: "a value as a peak if it is larger than 5 times the mean value"
 BASELINE = "baseline"
@@ -532,15 +532,15 @@ def _published(name: str) -> list[dict]:
 
 
 def published_ssp17() -> list[dict]:
-    return _published("ssp17_table1.csv")
+    return _published("ssp17/table1.csv")
 
 
 def published_icpe18_table2() -> list[dict]:
-    return _published("icpe18_table2.csv")
+    return _published("icpe18/table2.csv")
 
 
 def published_icpe18_table5() -> list[dict]:
-    return _published("icpe18_table5.csv")
+    return _published("icpe18/table5.csv")
 
 
 @dataclass(frozen=True)
