@@ -50,7 +50,8 @@ class Level:
 class Decomposition:
     levels: tuple[Level, ...]  # top (repetition) first
     grand_mean: float
-    optimal: dict[str, int | None]  # K&J optimal units per parent for every level below the top; {} without costs
+    # K&J optimal units per parent for every level below the top ({} without costs); None: as many as time allows
+    optimal: dict[str, int | None]
     advice: str
     note: str = ""
 
@@ -63,7 +64,7 @@ class Decomposition:
         out = []
         for lv in self.levels:
             opt = self.optimal.get(lv.name)
-            best = "" if lv.name not in self.optimal else f", K&J optimum {'any' if opt is None else opt}"
+            best = "" if lv.name not in self.optimal else f", K&J optimum {_count(opt, lv.name)} per parent"
             out.append(f"{lv.name:>10}: {lv.count:>3} per parent, component {lv.t2:.4g} ({100 * lv.share:.0f} % of one"
                        f" value's variance, {100 * lv.of_mean:.0f} % of the mean's){best}")  # fmt: skip
         return out + ([self.note] if self.note else []) + [self.advice]
@@ -121,7 +122,7 @@ def decompose(data: Sequence, names: Sequence[str] = LEVEL_NAMES,
 
         r_i = ceil( sqrt( c_{i+1} T_i^2 / (c_i T_{i+1}^2) ) ),  i = 1 .. n-1
 
-    (None: T_{i+1}^2 is 0, so any number of units at level i does as well)."""
+    (None: T_{i+1}^2 is 0, so all the time goes to level i: as many units as the time allows)."""
     names = list(names)
     a, note = balance(data, len(names)) if not isinstance(data, np.ndarray) else (np.asarray(data, float), "")
     if a.ndim != len(names):
@@ -164,7 +165,7 @@ def decompose(data: Sequence, names: Sequence[str] = LEVEL_NAMES,
             elif t2[i + 1] == 0:
                 optimal[level_names[i]] = None
             else:
-                optimal[level_names[i]] = math.ceil(math.sqrt(c[i + 1] * t2[i] / (c[i] * t2[i + 1])))
+                optimal[level_names[i]] = max(1, math.ceil(math.sqrt(c[i + 1] * t2[i] / (c[i] * t2[i + 1]))))
     d = Decomposition(levels, float(a.mean()), optimal, "", note)
     return Decomposition(levels, d.grand_mean, optimal, advise(d), note)
 
@@ -180,11 +181,18 @@ def advise(d: Decomposition) -> str:
     else:
         text = f"more {dom.name}s, not longer {bottom.name}s: {pct}"
     if d.optimal:
-        now = ", ".join(f"{lv.count} {lv.name}s per {d.levels[i].name}" for i, lv in enumerate(d.levels[1:]))
-        best = ", ".join(f"{'any number of' if d.optimal[lv.name] is None else d.optimal[lv.name]} {lv.name}s per "
-                         f"{d.levels[i].name}" for i, lv in enumerate(d.levels[1:]))  # fmt: skip
+        pairs = [(d.levels[i].name, lv) for i, lv in enumerate(d.levels[1:])]
+        now = ", ".join(f"{_count(lv.count, lv.name)} per {parent}" for parent, lv in pairs)
+        best = ", ".join(f"{_count(d.optimal[lv.name], lv.name)} per {parent}" for parent, lv in pairs)
         text += f"; for the same time, K&J's optimum is {best} (now {now})"
     return text
+
+
+def _count(n: int | None, name: str) -> str:
+    """3 -> "3 forks", 1 -> "1 fork", None -> "as many forks as the time allows"."""
+    if n is None:
+        return f"as many {name}s as the time allows"
+    return f"{n} {name}{'' if n == 1 else 's'}"
 
 
 def _runs_of(d: Decomposition) -> str:

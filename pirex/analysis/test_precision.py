@@ -23,7 +23,7 @@ def test_variance_components_against_hand_computation():
     assert fork.share == pytest.approx(27.5 / 30.5)
     # the grand mean's variance: 0/2 + 27.5/(2*2) + 3/(2*2*2)
     assert fork.of_mean == pytest.approx(6.875 / 7.25) and d.dominant() is fork
-    # K&J: r_1 = ceil(sqrt(c2 T1^2 / (c1 T2^2))) = ceil(sqrt(10 * 3 / 27.5)) = 2; T3^2 = 0: any number of forks
+    # K&J: r_1 = ceil(sqrt(c2 T1^2 / (c1 T2^2))) = ceil(sqrt(10 * 3 / 27.5)) = 2; T3^2 = 0: all the time to forks
     assert d.optimal == {"iteration": 2, "fork": None}
     assert d.grand_mean == pytest.approx(5.5)
     assert d.advice.startswith("more forks, not longer iterations: the fork level holds 95 % of the variance")
