@@ -93,7 +93,7 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 test: lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra
 
-.PHONY: bench-analysis bench-soak bench-driver
+.PHONY: bench-analysis bench-soak bench-driver bench-resolution
 bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for SOAK (default 10m) in Docker; its heap and RSS per minute.
 	$(PIREX) run jpa-rest --variants $(or $(VARIANTS),docker) --soak $(or $(SOAK),10m) --set repetitions=1 $(TAG_ARG)
 	$(PIREX) table jpa-rest
@@ -105,6 +105,9 @@ bench-driver: $(VENV)/.installed ## jpa-rest: Locust's throughput and CPU agains
 bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	$(VENV)/bin/python scripts/bench_analysis.py $(ARGS)
+
+bench-resolution: $(VENV)/.installed ## jmh B1 docker/native and native-aa/native half-widths per allocation, time spent, variance per level (ARGS="--allocations small" for a smoke run).
+	$(VENV)/bin/python scripts/bench_resolution.py $(TAG_ARG) $(if $(VARIANTS),--variants $(VARIANTS)) $(ARGS)
 
 .PHONY: lint
 lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, hadolint, shellcheck, actionlint.

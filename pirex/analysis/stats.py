@@ -1,21 +1,36 @@
 """The statistics of the papers, and the honest ones beside them.
 
+The papers' own (kept for their tables, labelled as theirs):
+
 - summary(): mean, sd (n-1), median, quartiles, min, max, and CIs via the t distribution,
   as the papers computed them over every pooled value (ICPE'18 Table 1: 200 iterations).
-- ratio_ci(): the ratio of two variants' means with a bootstrap CI that resamples
-  independent runs (forks), not iterations; None below MIN_RUNS runs per side.
+- ratio_ci(): the ratio of two variants' means with an unpaired percentile bootstrap over runs
+  (kept for the existing callers until they move to paired_ratio()).
+
+The project's (one Interval type, one rule for too few runs, intervals over independent runs only):
+
+- too_few(n): the one rule. Below MIN_RUNS independent runs no interval, and the text says how
+  many there are and how many are needed ("no interval: 3 runs, 5 needed").
+- mean_interval(): the interval of one variant's mean over its independent runs (forks, loops,
+  repetitions). For a quantity that cannot be negative (times, throughputs) it is the modified Cox
+  interval, computed on logs, so neither bound can fall below zero (formula at the function).
+- paired_ratio(): numerator/denominator between two variants using the pairing that interleaved
+  repetitions create: per repetition d_j = log(mean_num_j / mean_den_j), a t interval over the d_j
+  back-transformed, or a BCa bootstrap of their mean where the d_j are skewed.
+- Interval.text() / percent(): the one rendering every table uses ("1.003 [0.991; 1.015]", "±1.2 %").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as sps
 
 MIN_RUNS = 5  # below this many independent runs per variant, no interval is printed
+BOOTSTRAP_RESAMPLES = 9_999  # BCa at 99.9 %: about 5 resamples beyond each bound
 
 
 @dataclass(frozen=True)
@@ -74,3 +89,189 @@ def ratio_ci(numerator_runs: Sequence[float], denominator_runs: Sequence[float],
     d = rng.choice(den, size=(resamples, den.size)).mean(axis=1)
     low, high = np.percentile(n / d, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
     return Ratio(value, float(low), float(high), int(num.size), int(den.size))
+
+
+# --- the one rule for too few runs, and the one interval type
+
+
+def too_few(n: int, what: str = "runs", needed: int = MIN_RUNS) -> str | None:
+    """None when `n` independent runs are enough for an interval, else the sentence every table prints."""
+    if n >= needed:
+        return None
+    return f"no interval: {n} {what}, {needed} needed"
+
+
+def level_text(level: float) -> str:
+    """0.999 -> "99.9 %", 0.95 -> "95 %"."""
+    return f"{100 * level:.10g} %"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point value and its two-sided interval at `level` over `n` independent units (runs or
+    repetitions). `low`/`high` are None when there is none, and `reason` then says why (too_few()).
+    `method` names how the bounds were computed: "t", "cox-log", "t-log", "bca-log" or "none".
+    `note` says what was set aside (repetitions present in one variant only, ...)."""
+
+    value: float
+    low: float | None
+    high: float | None
+    n: int
+    level: float
+    method: str
+    reason: str | None = None
+    note: str = ""
+
+    @property
+    def has_interval(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    @property
+    def half_width(self) -> float | None:
+        """(high - low) / 2, in the value's unit."""
+        return (self.high - self.low) / 2 if self.has_interval else None
+
+    @property
+    def relative_half_width(self) -> float | None:
+        """(high - low) / (2 |value|): 0.017 reads "±1.7 %". For a back-transformed log interval
+        exp(m -/+ h) this is sinh(h), which is h to within h^2/6."""
+        if not self.has_interval or self.value == 0 or math.isnan(self.value):
+            return None
+        return (self.high - self.low) / (2 * abs(self.value))
+
+    def text(self, digits: int = 3) -> str:
+        """The text every table prints: "1.003 [0.991; 1.015]", or "1.003 (no interval: 3 runs, 5 needed)"."""
+        v = _num(self.value, digits)
+        if not self.has_interval:
+            return f"{v} ({self.reason})" if self.reason else v
+        return f"{v} [{_num(self.low, digits)}; {_num(self.high, digits)}]"
+
+    def percent(self, digits: int = 1) -> str:
+        """The relative half-width, "±1.7 %", or the reason there is none."""
+        return percent(self, digits)
+
+
+def percent(interval: Interval, digits: int = 1) -> str:
+    rel = interval.relative_half_width
+    if rel is None:
+        return interval.reason or "n/a"
+    return f"±{100 * rel:.{digits}f} %"
+
+
+def _num(x: float, digits: int) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:,.{digits}f}"
+
+
+def t_quantile(level: float, df: int) -> float:
+    """t(1 - (1-level)/2, df): the two-sided quantile used throughout."""
+    return float(sps.t.ppf(1 - (1 - level) / 2, df))
+
+
+# --- one variant's mean over its independent runs
+
+
+def mean_interval(values: Sequence[float], level: float = 0.95, positive: bool = True, what: str = "runs") -> Interval:
+    """The mean of independent runs' values with a two-sided interval at `level`.
+
+    positive=True (times, throughputs: cannot be negative) uses the modified Cox interval for the
+    mean of a log-normal quantity (Armstrong 1992, "Confidence intervals for arithmetic means of
+    lognormally distributed exposures", AIHA J. 53(8); Olsson 2005, "Confidence intervals for the
+    mean of a log-normal distribution", J. Statistics Education 13(1)): with y = log x,
+
+        exp( ybar + s_y^2/2  -/+  t(1-a/2, n-1) * sqrt( s_y^2/n + s_y^4 / (2(n-1)) ) ),
+
+    which is positive by construction and, at the small spreads of benchmark runs (CV of a few %),
+    equals the t interval to within s_y^2. The value shown is the arithmetic mean of the runs.
+    positive=False: the t interval mean -/+ t(1-a/2, n-1) s/sqrt(n).
+    No interval below MIN_RUNS runs (too_few)."""
+    a = np.asarray(values, dtype=float)
+    a = a[~np.isnan(a)]
+    n = int(a.size)
+    value = float(a.mean()) if n else math.nan
+    reason = too_few(n, what)
+    if reason:
+        return Interval(value, None, None, n, level, "none", reason)
+    if not positive:
+        half = t_quantile(level, n - 1) * float(a.std(ddof=1)) / math.sqrt(n)
+        return Interval(value, value - half, value + half, n, level, "t")
+    if (a <= 0).any():
+        raise ValueError(f"mean_interval(positive=True) got a value <= 0 ({a.min()}); pass positive=False")
+    y = np.log(a)
+    s2 = float(y.var(ddof=1))
+    centre = float(y.mean()) + s2 / 2
+    half = t_quantile(level, n - 1) * math.sqrt(s2 / n + s2 * s2 / (2 * (n - 1)))
+    return Interval(value, math.exp(centre - half), math.exp(centre + half), n, level, "cox-log")
+
+
+# --- paired ratio of two variants over interleaved repetitions
+
+
+def log_ratios(numerator: Mapping[Hashable, float], denominator: Mapping[Hashable, float],
+               names: tuple[str, str] = ("numerator", "denominator")) -> tuple[list, np.ndarray, str]:  # fmt: skip
+    """The repetitions both variants have (sorted), d_j = log(numerator_j / denominator_j) for each,
+    and a note naming the repetitions dropped because only one variant has them ("" if none).
+    Keys are repetitions (or (bundle, repetition)); values the repetition's run mean, > 0."""
+    common = sorted(set(numerator) & set(denominator), key=repr)
+    only_num = len(set(numerator) - set(denominator))
+    only_den = len(set(denominator) - set(numerator))
+    parts = [f"{k} only in {name}" for k, name in ((only_num, names[0]), (only_den, names[1])) if k]
+    note = f"dropped {' and '.join(parts)} (repetitions unpaired)" if parts else ""
+    num = np.array([numerator[k] for k in common], dtype=float)
+    den = np.array([denominator[k] for k in common], dtype=float)
+    if (num <= 0).any() or (den <= 0).any():
+        raise ValueError("paired ratio of a value <= 0: ratios need positive run means")
+    return common, np.log(num / den), note
+
+
+def skewness_se(n: int) -> float:
+    """Standard error of the sample skewness G1 of n normal values:
+    sqrt(6 n (n-1) / ((n-2)(n+1)(n+3))) (Joanes & Gill 1998, "Comparing measures of sample
+    skewness and kurtosis", The Statistician 47(1))."""
+    return math.sqrt(6 * n * (n - 1) / ((n - 2) * (n + 1) * (n + 3)))
+
+
+def is_skewed(d: Sequence[float]) -> bool:
+    """The criterion for BCa: |G1| > 2 SE(G1), G1 the adjusted Fisher-Pearson skewness
+    (scipy.stats.skew(bias=False)), i.e. skewness distinguishable from 0 at about the 5 % level."""
+    a = np.asarray(d, dtype=float)
+    if a.size < 3 or float(a.std()) == 0:
+        return False
+    return abs(float(sps.skew(a, bias=False))) > 2 * skewness_se(int(a.size))
+
+
+def paired_ratio(numerator: Mapping[Hashable, float], denominator: Mapping[Hashable, float], level: float = 0.95,
+                 method: str = "auto", seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
+                 names: tuple[str, str] = ("numerator", "denominator")) -> Interval:  # fmt: skip
+    """Ratio numerator/denominator paired by repetition (keys of the two mappings; values: the
+    repetition's run mean of each variant). With d_j = log(num_j / den_j) over the n paired
+    repetitions, dbar their mean and s their sd (n-1):
+
+        value = exp(dbar)  (the geometric mean of the per-repetition ratios)
+        "t-log":   exp(dbar -/+ t(1-a/2, n-1) s / sqrt(n))
+        "bca-log": exp of the BCa bootstrap interval of mean(d) (Efron 1987, "Better bootstrap
+                   confidence intervals", JASA 82(397); scipy.stats.bootstrap, seeded)
+
+    method="auto" takes BCa where the d_j are skewed (is_skewed: |G1| > 2 SE), t otherwise.
+    Both are computed on logs, so the bounds are positive. Repetitions present in one variant
+    only are dropped and the note says so; no interval below MIN_RUNS paired repetitions."""
+    if method not in ("auto", "t", "bca"):
+        raise ValueError(f"method {method!r}: expected auto, t or bca")
+    _, d, note = log_ratios(numerator, denominator, names)
+    n = int(d.size)
+    value = float(math.exp(d.mean())) if n else math.nan
+    reason = too_few(n, "paired repetitions")
+    if reason:
+        return Interval(value, None, None, n, level, "none", reason, note)
+    if method == "bca" or (method == "auto" and is_skewed(d)):
+        low, high = _bca_mean(d, level, seed, resamples)
+        return Interval(value, math.exp(low), math.exp(high), n, level, "bca-log", None, note)
+    half = t_quantile(level, n - 1) * float(d.std(ddof=1)) / math.sqrt(n)
+    return Interval(value, math.exp(d.mean() - half), math.exp(d.mean() + half), n, level, "t-log", None, note)
+
+
+def _bca_mean(d: np.ndarray, level: float, seed: int, resamples: int) -> tuple[float, float]:
+    if float(d.std()) == 0:  # every resample has the same mean: the interval is that point
+        return float(d[0]), float(d[0])
+    res = sps.bootstrap((d,), np.mean, confidence_level=level, n_resamples=resamples, method="BCa",
+                        rng=np.random.default_rng(seed))  # fmt: skip
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)

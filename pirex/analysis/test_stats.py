@@ -45,3 +45,135 @@ def test_ratio_interval_covers_the_truth_and_is_reproducible():
     assert r.has_interval and r.low < r.value < r.high
     assert r.low < 0.99 < r.high
     assert stats.ratio_ci(num, den, level=0.999) == r
+
+
+# --- the one rule, the one interval type
+
+
+def test_too_few_rule_says_how_many_there_are_and_are_needed():
+    assert stats.too_few(3) == "no interval: 3 runs, 5 needed"
+    assert stats.too_few(4, "loops") == "no interval: 4 loops, 5 needed"
+    assert stats.too_few(5) is None
+    m = stats.mean_interval([1.0, 1.1, 0.9, 1.0])
+    assert not m.has_interval and m.reason == "no interval: 4 runs, 5 needed" and m.value == pytest.approx(1.0)
+    assert m.text() == "1.000 (no interval: 4 runs, 5 needed)" and m.percent() == m.reason
+    assert stats.mean_interval([1.0, 1.1, 0.9, 1.0, 1.05]).has_interval
+    r = stats.paired_ratio({i: 1.0 for i in range(4)}, {i: 1.0 for i in range(4)})
+    assert not r.has_interval and r.reason == "no interval: 4 paired repetitions, 5 needed"
+
+
+def test_interval_text_and_relative_half_width():
+    iv = stats.Interval(1.003, 0.991, 1.015, 12, 0.95, "t-log")
+    assert iv.text() == "1.003 [0.991; 1.015]"
+    assert iv.relative_half_width == pytest.approx(0.012 / 1.003)
+    assert iv.percent() == "±1.2 %"
+    assert stats.Interval(12_322_204.0, 12_314_425.9, 12_329_982.2, 10, 0.999, "t").text(1) == (
+        "12,322,204.0 [12,314,425.9; 12,329,982.2]"
+    )
+    assert stats.level_text(0.999) == "99.9 %" and stats.level_text(0.95) == "95 %"
+
+
+def test_t_mean_interval_against_hand_computation():
+    x = [10.0, 12.0, 11.0, 13.0, 9.0]  # mean 11, sd sqrt(2.5); t(0.975, 4) = 2.7764451 (tables)
+    iv = stats.mean_interval(x, 0.95, positive=False)
+    half = 2.7764451 * math.sqrt(2.5) / math.sqrt(5)
+    assert (iv.value, iv.method) == (11.0, "t")
+    assert (iv.low, iv.high) == (pytest.approx(11 - half, rel=1e-7), pytest.approx(11 + half, rel=1e-7))
+
+
+def test_positive_mean_interval_is_the_modified_cox_interval_and_never_below_zero():
+    x = [0.1, 0.1, 0.2, 0.1, 50.0]  # skewed: the t interval's lower bound is negative
+    assert stats.mean_interval(x, 0.95, positive=False).low < 0
+    iv = stats.mean_interval(x, 0.95)
+    y = [math.log(v) for v in x]
+    ybar = sum(y) / 5
+    s2 = sum((v - ybar) ** 2 for v in y) / 4
+    half = 2.7764451 * math.sqrt(s2 / 5 + s2**2 / 8)
+    assert iv.method == "cox-log" and iv.value == pytest.approx(10.1)
+    assert iv.low == pytest.approx(math.exp(ybar + s2 / 2 - half), rel=1e-6) and iv.low > 0
+    assert iv.high == pytest.approx(math.exp(ybar + s2 / 2 + half), rel=1e-6)
+    # at a benchmark's spread (CV 2 %) it is the t interval to within a fraction of its width
+    rng = np.random.default_rng(3)
+    x = rng.normal(1000.0, 20.0, 10)
+    t, cox = stats.mean_interval(x, 0.999, positive=False), stats.mean_interval(x, 0.999)
+    assert abs(cox.low - t.low) < 0.05 * (t.high - t.low) and abs(cox.high - t.high) < 0.05 * (t.high - t.low)
+    with pytest.raises(ValueError, match="positive=False"):
+        stats.mean_interval([1.0, 0.0, 2.0, 3.0, 4.0])
+
+
+# --- paired ratios
+
+
+NATIVE = {1: 100.0, 2: 104.0, 3: 98.0, 4: 101.0, 5: 103.0, 6: 99.0}
+DOCKER = {1: 101.0, 2: 104.5, 3: 99.5, 4: 101.2, 5: 104.1, 6: 99.4, 7: 97.0}
+
+
+def test_paired_log_ratio_t_interval_against_hand_computation():
+    d = [math.log(DOCKER[k] / NATIVE[k]) for k in range(1, 7)]
+    dbar = sum(d) / 6
+    s = math.sqrt(sum((x - dbar) ** 2 for x in d) / 5)
+    half = 2.5705818 * s / math.sqrt(6)  # t(0.975, 5) (tables)
+    r = stats.paired_ratio(DOCKER, NATIVE, 0.95, method="t", names=("docker", "native"))
+    assert r.method == "t-log" and r.n == 6
+    assert r.value == pytest.approx(math.exp(dbar), rel=1e-12)
+    assert (r.low, r.high) == (
+        pytest.approx(math.exp(dbar - half), rel=1e-7),
+        pytest.approx(math.exp(dbar + half), rel=1e-7),
+    )
+    assert r.note == "dropped 1 only in docker (repetitions unpaired)"
+    assert r.relative_half_width == pytest.approx(math.sinh(half), rel=1e-7)
+
+
+def test_pairing_removes_the_repetitions_common_drift():
+    # each repetition shifts both variants alike (drift); the unpaired bootstrap sees it, the paired one does not
+    rng = np.random.default_rng(5)
+    drift = rng.normal(0, 0.05, 12)
+    native = {i: 100 * math.exp(drift[i] + rng.normal(0, 0.002)) for i in range(12)}
+    docker = {i: 101 * math.exp(drift[i] + rng.normal(0, 0.002)) for i in range(12)}
+    paired = stats.paired_ratio(docker, native, 0.95)
+    unpaired = stats.ratio_ci(list(docker.values()), list(native.values()), 0.95)
+    assert paired.low < 1.01 < paired.high and paired.low > 1.0
+    assert paired.high - paired.low < 0.2 * (unpaired.high - unpaired.low)
+
+
+def _bca_by_hand(x: np.ndarray, level: float, resamples: int, seed: int) -> tuple[float, float]:
+    """BCa for the mean as Efron & Tibshirani (1993, eqs. 14.10-14.15) give it, independently of scipy."""
+    from statistics import NormalDist
+
+    nd = NormalDist()
+    rng = np.random.default_rng(seed)
+    theta = x.mean()
+    boot = x[rng.integers(0, x.size, (resamples, x.size))].mean(axis=1)
+    z0 = nd.inv_cdf(float((boot < theta).mean()))
+    jack = np.array([np.delete(x, i).mean() for i in range(x.size)])
+    u = jack.mean() - jack
+    a = float((u**3).sum() / (6 * (u**2).sum() ** 1.5))
+    out = []
+    for alpha in ((1 - level) / 2, (1 + level) / 2):
+        z = nd.inv_cdf(alpha)
+        out.append(float(np.quantile(boot, nd.cdf(z0 + (z0 + z) / (1 - a * (z0 + z))))))
+    return out[0], out[1]
+
+
+def test_bca_matches_an_independent_implementation_on_skewed_log_ratios():
+    rng = np.random.default_rng(11)
+    d = rng.lognormal(0.0, 1.0, 15) * 0.01 - 0.005  # strongly right-skewed log ratios
+    assert stats.is_skewed(d)
+    num = {i: math.exp(x) for i, x in enumerate(d)}
+    den = dict.fromkeys(range(15), 1.0)
+    r = stats.paired_ratio(num, den, 0.95, seed=2)
+    assert r.method == "bca-log"  # auto chose BCa
+    low, high = _bca_by_hand(d, 0.95, 40_000, seed=99)
+    width = high - low
+    assert math.log(r.low) == pytest.approx(low, abs=0.05 * width)
+    assert math.log(r.high) == pytest.approx(high, abs=0.05 * width)
+    assert stats.paired_ratio(num, den, 0.95, seed=2) == r  # seeded: reproducible
+
+
+def test_skewness_criterion():
+    assert stats.skewness_se(10) == pytest.approx(math.sqrt(540 / 1144))
+    assert not stats.is_skewed([-2.0, -1.0, 0.0, 1.0, 2.0, -0.5, 0.5])
+    assert stats.is_skewed([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, 5.0])
+    assert not stats.is_skewed([1.0] * 8)
+    r = stats.paired_ratio(dict.fromkeys(range(6), 2.0), dict.fromkeys(range(6), 1.0))
+    assert (r.value, r.low, r.high) == (pytest.approx(2.0), pytest.approx(2.0), pytest.approx(2.0))

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Benchmark of the instrument's resolution: how narrow the docker/native interval of ICPE'18's B1 gets for the
+time spent, against the A/A noise floor, and where the variance is (issue "Precision").
+
+For each allocation (repetitions x forks x (warm-up + measured iterations) x iteration time), runs
+
+    pirex run jmh --profile paper --variants native,docker,native-aa --set benchmarks=RecursionBenchmark.b1_default ...
+
+(the variants interleaved, a fresh results directory per allocation), reads the bundle's jmh.json files itself
+(every fork's measured iterations), and prints:
+
+  - the time spent (the bundle's start to end, and the steps per variant);
+  - docker/native paired by repetition (per repetition the log ratio of the two variants' fork means; t interval
+    over repetitions, BCa where the log ratios are skewed): the 95 % and 99.9 % relative half-widths;
+  - native-aa/native, the same: the A/A noise floor (only when the bundle has the native-aa variant);
+  - per variant: the variance decomposition repetition > fork > iteration (Kalibera & Jones 2013) with the
+    K&J optimal allocation for the costs measured in the bundle, and its one-line advice;
+  - Stein's plan from this run as a pilot: the repetitions (and minutes) that reach +-0.5 % at 95 %, and what the
+    paper's own budget for B1 (10 JVMs x 40 s per variant, 13 minutes for two variants) reaches.
+
+    .venv/bin/python scripts/bench_resolution.py                              # paper and short allocations
+    .venv/bin/python scripts/bench_resolution.py --allocations short,forks --variants native,docker
+    .venv/bin/python scripts/bench_resolution.py --allocations small          # smoke run: about 2 minutes
+    .venv/bin/python scripts/bench_resolution.py --dry-run                    # the commands, nothing run
+    .venv/bin/python scripts/bench_resolution.py --bundle results/bench-resolution/short/jmh/<run-id>
+
+Costs for K&J: one measured iteration costs its iteration time; a fork costs its warm-up plus one JVM start; a
+repetition one JVM start (JMH's host JVM). A JVM start is the step's time beyond its iterations divided by
+forks + 1 (the host JVM and each forked one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pirex.analysis import precision, stats  # noqa: E402
+
+BENCHMARK = "b1_default"  # the JMH method of ICPE'18's B1 (images/jmh RecursionBenchmark)
+PATTERN = "RecursionBenchmark.b1_default"  # JMH's include regex, matched against the benchmark's full name
+TARGET = 0.005  # the issue's goal: a 95 % half-width of 0.5 %
+PAPER_BUDGET = 2 * 10 * 40.0  # seconds: the paper's B1, 10 JVMs x (20 + 20) x 1 s, for two variants
+LEVELS = (0.95, 0.999)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    repetitions: int
+    forks: int
+    warmup_iterations: int
+    iterations: int
+    time: str  # JMH's iteration time, warm-up and measured alike
+
+    def text(self) -> str:
+        return (f"{self.repetitions} repetitions x {self.forks} fork{'s' if self.forks > 1 else ''} x "
+                f"({self.warmup_iterations} + {self.iterations}) x {self.time}")  # fmt: skip
+
+    def sets(self) -> list[str]:
+        return [f"repetitions={self.repetitions}", f"forks={self.forks}", f"warmup_iterations={self.warmup_iterations}",
+                f"iterations={self.iterations}", f"warmup_time={self.time}", f"time={self.time}"]  # fmt: skip
+
+    def step_seconds(self) -> float:
+        return self.forks * (self.warmup_iterations + self.iterations) * seconds(self.time)
+
+
+ALLOCATIONS = {
+    "paper": Allocation(10, 1, 20, 20, "1s"),  # ICPE'18: 10 JVMs x (20 + 20) x 1 s
+    "short": Allocation(30, 1, 5, 5, "1s"),  # more, shorter JVMs, about the same time
+    "forks": Allocation(10, 3, 5, 5, "1s"),  # three levels: repetition > fork > iteration
+    "small": Allocation(5, 1, 1, 2, "200ms"),  # smoke run
+}
+
+
+def seconds(duration: str) -> float:
+    """JMH's time strings: "1s", "200ms", "2 min"... -> seconds."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*(ns|us|ms|s|min|m|h)?\s*", str(duration))
+    if not m:
+        raise ValueError(f"iteration time {duration!r}: expected e.g. 1s or 200ms")
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
+    return float(m.group(1)) * scale[m.group(2)]
+
+
+def _when(iso: str) -> datetime:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+# --- reading a bundle (manifest.json and each step's jmh.json; nothing of pirex's own readers)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    path: Path
+    parameters: dict
+    forks: dict[str, dict[int, list[list[float]]]]  # variant -> repetition -> fork -> measured iterations
+    step_seconds: dict[str, list[float]]  # variant -> each step's wall time
+    wall: float  # the bundle's start to end
+
+    @property
+    def variants(self) -> list[str]:
+        return list(self.forks)
+
+
+def read_bundle(path: Path, benchmark: str = BENCHMARK) -> Bundle:
+    manifest = json.loads((path / "manifest.json").read_text())
+    forks: dict[str, dict[int, list[list[float]]]] = {}
+    steps: dict[str, list[float]] = {}
+    for step in manifest["completed"]:
+        variant, rep = step["variant"], int(step["repetition"])
+        doc = json.loads((path / variant / str(rep) / "jmh.json").read_text())
+        found = [r for r in doc if r["benchmark"].rsplit(".", 1)[-1] == benchmark]
+        if not found:
+            raise SystemExit(f"{path}/{variant}/{rep}/jmh.json has no {benchmark}: was the bundle run with it?")
+        forks.setdefault(variant, {})[rep] = [[float(x) for x in it] for it in found[0]["primaryMetric"]["rawData"]]
+        steps.setdefault(variant, []).append((_when(step["ended"]) - _when(step["started"])).total_seconds())
+    if not forks:
+        raise SystemExit(f"{path}: no completed step")
+    ended = manifest.get("ended") or manifest["completed"][-1]["ended"]
+    wall = (_when(ended) - _when(manifest["started"])).total_seconds()
+    return Bundle(path, manifest.get("parameters", {}), forks, steps, wall)
+
+
+def run_means(b: Bundle, variant: str) -> dict[int, float]:
+    """repetition -> the mean of its forks' means (each fork: the mean of its measured iterations)."""
+    return {rep: sum(sum(f) / len(f) for f in fs) / len(fs) for rep, fs in b.forks[variant].items()}
+
+
+def costs(b: Bundle) -> list[float]:
+    """Seconds per unit, top first: repetition (one JVM start), fork (warm-up + one JVM start), iteration."""
+    p = b.parameters
+    wi, it, forks = int(p.get("warmup_iterations", 0)), int(p.get("iterations", 1)), int(p.get("forks", 1))
+    w, t = seconds(p.get("warmup_time", "1s")), seconds(p.get("time", "1s"))
+    steps = [s for v in b.step_seconds.values() for s in v]
+    overhead = max(sum(steps) / len(steps) - forks * (wi * w + it * t), 0.1)
+    jvm = overhead / (forks + 1)
+    return [jvm, wi * w + jvm, t]
+
+
+# --- the report
+
+
+def ratio_line(label: str, b: Bundle, num: str, den: str) -> list[str]:
+    out = []
+    for level in LEVELS:
+        iv = stats.paired_ratio(run_means(b, num), run_means(b, den), level, names=(num, den))
+        lv = stats.level_text(level)
+        out.append(f"  {label:<18} {lv:>6}: {iv.text(4)}  {iv.percent(2)} ({iv.method}, {iv.n} paired)"
+                   + (f"; {iv.note}" if iv.note else ""))  # fmt: skip
+    return out
+
+
+def report(b: Bundle, name: str = "") -> list[str]:
+    v = b.variants
+    out = [f"== {name or b.path.name}: {b.path}"]
+    p = b.parameters
+    if p:
+        out.append(f"   {p.get('repetitions')} repetitions x {p.get('forks')} forks x ({p.get('warmup_iterations')} + "
+                   f"{p.get('iterations')}) x {p.get('time')}, variants {', '.join(v)}")  # fmt: skip
+    per_variant = ", ".join(f"{x} {sum(s) / 60:.1f}" for x, s in b.step_seconds.items())
+    out.append(f"time spent: {b.wall / 60:.1f} min (steps per variant, min: {per_variant})")
+    if "native" in v and "docker" in v:
+        out += ratio_line("docker/native", b, "docker", "native")
+    if "native" in v and precision.aa_name("native") in v:
+        out += ratio_line("native-aa/native", b, precision.aa_name("native"), "native")
+    elif "native" in v:
+        out.append("  native-aa/native: no A/A copy in this bundle (run with --variants native,docker,native-aa)")
+    out.append("per-variant mean over repetitions (95 %, modified Cox):")
+    for x in v:
+        means = list(run_means(b, x).values())
+        iv = stats.mean_interval(means, 0.95, what="repetitions")
+        cv = stats.summary([sum(f) / len(f) for fs in b.forks[x].values() for f in fs])
+        out.append(f"  {x:<12} {iv.text(0)} ops/s  {iv.percent(2)}; fork-to-fork CV {100 * cv.sd / cv.mean:.2f} %")
+    c = costs(b)
+    out.append(
+        f"variance decomposition (K&J costs: repetition {c[0]:.1f} s, fork {c[1]:.1f} s, iteration {c[2]:.1f} s):"
+    )
+    for x in v:
+        data = [b.forks[x][rep] for rep in sorted(b.forks[x])]
+        try:
+            d = precision.decompose(data, precision.LEVEL_NAMES, c)
+        except ValueError as e:
+            out.append(f"  {x}: {e}")
+            continue
+        out.append(f"  {x}:")
+        out += [f"    {line}" for line in d.lines()]
+    if "native" in v and "docker" in v:
+        out += plan_lines(b)
+    return out
+
+
+def plan_lines(b: Bundle) -> list[str]:
+    """Stein's second stage with this run as the pilot, and what the paper's budget reaches."""
+    _, d, _ = stats.log_ratios(run_means(b, "docker"), run_means(b, "native"))
+    if d.size < 2:
+        return ["plan: fewer than 2 paired repetitions, no variance to plan from"]
+    pair = [sum(b.step_seconds[x]) / len(b.step_seconds[x]) for x in ("docker", "native")]
+    p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=sum(pair), budget=PAPER_BUDGET)
+    return [f"plan (this run as Stein's pilot, docker + native {sum(pair):.0f} s per repetition; budget: the "
+            f"paper's for B1, 10 JVMs x 40 s x 2 variants): {p.text()}"]  # fmt: skip
+
+
+# --- running
+
+
+def pirex_command(a: Allocation, variants: str, results: Path, tag: str | None, seed: int) -> list[str]:
+    cmd = [sys.executable, "-m", "pirex", "run", "jmh", "--profile", "paper", "--variants", variants,
+           "--seed", str(seed), "--results-dir", str(results), "--set", f"benchmarks={PATTERN}"]  # fmt: skip
+    for s in a.sets():
+        cmd += ["--set", s]
+    return cmd + (["--tag", tag] if tag else [])
+
+
+def run_allocation(a: Allocation, cmd: list[str], results: Path, variants: int) -> Path:
+    """Run pirex under a time limit (its own process group: ended with SIGINT, then SIGKILL, on every exit
+    path) and return the one bundle it wrote under results/jmh/."""
+    limit = 600 + 3 * a.repetitions * variants * (a.step_seconds() + 30 * (a.forks + 1))
+    proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
+    try:
+        proc.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        print(f"bench-resolution: pirex run took over {limit / 60:.0f} min; interrupting it", file=sys.stderr)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    bundles = sorted(p for p in (results / "jmh").glob("*") if (p / "manifest.json").exists())
+    if not bundles:
+        raise SystemExit(f"bench-resolution: pirex run wrote no bundle under {results}/jmh (exit {proc.returncode})")
+    if proc.returncode:
+        print(f"bench-resolution: pirex run exited {proc.returncode}; reporting what {bundles[-1]} holds",
+              file=sys.stderr)  # fmt: skip
+    return bundles[-1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--allocations", default="paper,short", help=f"comma-separated, of {', '.join(ALLOCATIONS)}")
+    ap.add_argument("--variants", default="native,docker,native-aa", help="native,docker[,native-aa]")
+    ap.add_argument("--results-dir", type=Path, default=REPO / "results" / "bench-resolution")
+    ap.add_argument("--tag", default=None, help="image tag (default: pirex's, the checkout's git describe)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the interleaving")
+    ap.add_argument("--bundle", type=Path, action="append", default=[], help="report on existing bundles; no run")
+    ap.add_argument("--dry-run", action="store_true", help="print the pirex commands; run nothing")
+    args = ap.parse_args(argv)
+    if args.bundle:
+        for path in args.bundle:
+            print("\n".join(report(read_bundle(path))), flush=True)
+        return 0
+    names = [n.strip() for n in args.allocations.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ALLOCATIONS]
+    if unknown:
+        raise SystemExit(
+            f"bench-resolution: unknown allocation {', '.join(unknown)}; choose of {', '.join(ALLOCATIONS)}"
+        )
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for name in names:
+        a = ALLOCATIONS[name]
+        results = args.results_dir / f"{stamp}-{name}"
+        cmd = pirex_command(a, args.variants, results, args.tag, args.seed)
+        if args.dry_run:
+            print(f"{name} ({a.text()}): {' '.join(cmd)}")
+            continue
+        print(f"bench-resolution: {name}: {a.text()}, variants {args.variants}", flush=True)
+        bundle = run_allocation(a, cmd, results, len(args.variants.split(",")))
+        print("\n".join(report(read_bundle(bundle), name)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
