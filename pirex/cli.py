@@ -242,6 +242,78 @@ def compare(experiment_id: str, bundles, view: str | None, results_dir: Path) ->
         click.echo(text + "\n")
 
 
+def _duration(text: str | None) -> float | None:
+    import re
+
+    if text is None:
+        return None
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text.strip())
+    if not text.strip() or not m:
+        raise PirexError(f"--budget {text!r}: expected a duration like 3h, 90m or 1h30m")
+    h, mi, s = (int(x or 0) for x in m.groups())
+    return h * 3600 + mi * 60 + s
+
+
+def _fraction(text: str | None, what: str) -> float | None:
+    if text is None:
+        return None
+    t = text.strip().removesuffix("%").strip()
+    try:
+        x = float(t) / (100 if text.strip().endswith("%") else 1)
+    except ValueError:
+        x = -1
+    if not 0 < x < 1:
+        raise PirexError(f"{what} {text!r}: expected a percentage like 1% or 95%")
+    return x
+
+
+@cli.command()
+@click.argument("papers", nargs=-1, metavar="PAPER...")
+@click.option(
+    "--level",
+    default="kick-the-tires",
+    show_default=True,
+    type=click.Choice(["kick-the-tires", "full"]),
+    help="kick-the-tires: every claim's code path, quick profiles (indicative); full: the papers' profiles.",
+)
+@click.option("--precision", default=None, help="The half-width a verdict needs, e.g. 1% (default: the claim's).")
+@click.option("--confidence", default="95%", show_default=True, help="Confidence level of the intervals.")
+@click.option("--budget", default=None, help="Run nothing that would take longer than this (e.g. 3h).")
+@click.option(
+    "--resume",
+    "resume_",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Continue a reproduction (results/reproduce/<paper>-<id>).",
+)
+@click.option("--reuse-only", is_flag=True, help="Judge the bundles there are; run nothing.")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag) -> None:  # fmt: skip
+    """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
+    the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
+    from pirex import machine as machine_record
+    from pirex.reproduce import plan as plan_mod
+    from pirex.reproduce import reproduction
+    from pirex.runner import run as runner
+
+    opts = reproduction.Options(list(papers), level, _fraction(precision, "--precision"),
+                                _fraction(confidence, "--confidence"), _duration(budget), results_dir,
+                                tag or git_version()[0], resume_, reuse_only)  # fmt: skip
+    here = machine_record.record(results_dir if results_dir.is_dir() else Path("."), docker=False)
+
+    def run_one(need, o):
+        commit = git_version()[1]
+        left = plan_mod.matching_bundles(need, o.results_dir, commit, here, statuses=("partial", "running"))
+        if left:  # a reproduction killed in the middle: finish its bundle, not a new one
+            click.echo(f"reproduce: resuming {left[-1]}")
+            return runner.resume(left[-1])
+        return runner.run(runner.Options(need.experiment, need.profile, None if need.view else ",".join(need.variants),
+                                         results_dir=o.results_dir, tag=o.tag, matrix=need.view))  # fmt: skip
+
+    reproduction.reproduce(opts, run_one)
+
+
 @cli.command()
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
 def verify(bundles) -> None:

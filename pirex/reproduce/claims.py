@@ -1,0 +1,246 @@
+"""A paper's claims as data (analysis/<paper>/claims.yaml), loaded and checked: every problem is
+a load error naming the file and the key. A claim:
+
+    id, where (table and line, or section), says (in our own words)
+    experiment, view (a matrix of it), variants        what it needs run (absent: nothing runs here)
+    ratio: {metric, numerator, denominator}           two variants of one metric, or
+    ratio: {numerator: {metric, variant}, denominator: {metric, variant}}
+        metric may be a list: the first one the bundles have (a stand-in, e.g. Kieker for SPASS-meter)
+    published: {table, numerator: {column: value...}, denominator: {...}, column}  derived from the CSV,
+               or {direction: greater|less}, or {value: x} where the paper states no table
+    rule: contains | within (tolerance) | direction
+    device_dependent: why only the direction is judged
+    needs: [spass-meter, specjenterprise-kit, cpufreq, pmu, function_graph, root, devices:N, storages:N]
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pirex import experiment
+from pirex.errors import PirexError
+from pirex.paths import PAPERS
+
+RULES = ("contains", "within", "direction")
+NEEDS = re.compile(r"^(spass-meter|specjenterprise-kit|cpufreq|pmu|function_graph|root|swap|devices:\d+|storages:\d+)$")
+KEYS = {"id", "where", "says", "experiment", "view", "variants", "ratio", "published", "rule", "tolerance",
+        "device_dependent", "needs"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Side:
+    metrics: tuple[str, ...]  # the first one present is used
+    variant: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    paper: str
+    id: str
+    where: str
+    says: str
+    experiment: str | None = None
+    view: str | None = None
+    variants: tuple[str, ...] = ()
+    numerator: Side | None = None
+    denominator: Side | None = None
+    published: float | None = None  # the paper's ratio
+    direction: str | None = None  # greater | less: the sign of the published effect
+    rule: str = "direction"
+    tolerance: float = 0.0
+    device_dependent: str = ""
+    needs: tuple[str, ...] = ()
+    source: str = ""  # how the published value was derived
+
+    @property
+    def judged(self) -> bool:
+        return self.numerator is not None
+
+
+@dataclass(frozen=True)
+class Paper:
+    id: str
+    title: str
+    claims: tuple[Claim, ...] = field(default_factory=tuple)
+    path: Path = Path()
+
+
+def available() -> list[str]:
+    return sorted(p.parent.name for p in PAPERS.glob("*/claims.yaml"))
+
+
+def load(paper: str | Path) -> Paper:
+    path = Path(paper) if str(paper).endswith((".yaml", ".yml")) else PAPERS / str(paper) / "claims.yaml"
+    if not path.is_file():
+        raise PirexError(f"no paper {str(paper)!r}: {path} does not exist (papers: {', '.join(available())})")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as e:
+        raise PirexError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    return parse(doc, path)
+
+
+def _fail(path: Path, key: str, expected: str, got: Any) -> PirexError:
+    return PirexError(f"{path}: {key}: expected {expected}, found {got!r}")
+
+
+def _text(doc: dict, key: str, path: Path, where: str, required: bool = True) -> str:
+    v = doc.get(key)
+    if v is None and not required:
+        return ""
+    if not isinstance(v, str) or not v.strip():
+        raise _fail(path, f"{where}.{key}", "a non-empty text", v)
+    return v
+
+
+def parse(doc: Any, path: Path) -> Paper:
+    if not isinstance(doc, dict):
+        raise _fail(path, "(top level)", "a mapping with paper, title and claims", doc)
+    paper = _text(doc, "paper", path, "(top level)")
+    if path.name == "claims.yaml" and path.parent.parent == PAPERS and paper != path.parent.name:
+        raise _fail(path, "paper", f"{path.parent.name!r}, the folder's name", paper)
+    title = _text(doc, "title", path, "(top level)")
+    raw = doc.get("claims")
+    if not isinstance(raw, list) or not raw:
+        raise _fail(path, "claims", "a non-empty list of claims", raw)
+    claims, seen = [], set()
+    for i, c in enumerate(raw):
+        claim = _claim(c, path, f"claims[{i}]", paper)
+        if claim.id in seen:
+            raise _fail(path, f"claims[{i}].id", "an id not used by another claim", claim.id)
+        seen.add(claim.id)
+        claims.append(claim)
+    return Paper(paper, title, tuple(claims), path)
+
+
+def _claim(c: Any, path: Path, where: str, paper: str) -> Claim:
+    if not isinstance(c, dict):
+        raise _fail(path, where, "a mapping (id, where, says, ...)", c)
+    unknown = sorted(set(c) - KEYS)
+    if unknown:
+        raise _fail(path, where, f"keys among {', '.join(sorted(KEYS))}", unknown)
+    cid = _text(c, "id", path, where)
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", cid):
+        raise _fail(path, f"{where}.id", "lowercase letters, digits and -", cid)
+    where = f"{where} ({cid})"
+    needs = c.get("needs", [])
+    if not isinstance(needs, list) or not all(isinstance(n, str) and NEEDS.match(n) for n in needs):
+        raise _fail(path, f"{where}.needs", f"a list among {NEEDS.pattern}", needs)
+    base = {
+        "paper": paper,
+        "id": cid,
+        "where": _text(c, "where", path, where),
+        "says": _text(c, "says", path, where),
+        "needs": tuple(needs),
+        "device_dependent": _text(c, "device_dependent", path, where, required=False),
+    }
+    exp_id = c.get("experiment")
+    if exp_id is None:
+        if "ratio" in c:
+            raise _fail(path, f"{where}.experiment", "the experiment that measures the ratio", None)
+        return Claim(**base)
+    if not isinstance(exp_id, str) or exp_id not in experiment.available():
+        raise _fail(path, f"{where}.experiment", f"one of {', '.join(experiment.available())}", exp_id)
+    exp = experiment.load(exp_id)
+    view = c.get("view")
+    if view is not None and view not in exp.matrices:
+        raise _fail(path, f"{where}.view", f"a matrix of {exp_id} ({', '.join(exp.matrices) or 'none'})", view)
+    variants = c.get("variants", list(exp.default_variants))
+    if not isinstance(variants, list) or not variants or not all(isinstance(v, str) for v in variants):
+        raise _fail(path, f"{where}.variants", "a non-empty list of variants", variants)
+    if view is None:
+        try:
+            exp.pick_variants(",".join(variants))
+        except PirexError as e:
+            raise PirexError(f"{path}: {where}.variants: {e}") from None
+    base |= {"experiment": exp_id, "view": view, "variants": tuple(variants)}
+    if "ratio" not in c:
+        return Claim(**base)
+    num, den = _ratio(c["ratio"], path, f"{where}.ratio", exp, view)
+    rule = c.get("rule")
+    if rule not in RULES:
+        raise _fail(path, f"{where}.rule", f"one of {', '.join(RULES)}", rule)
+    tol = c.get("tolerance", 0.0)
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1 or (rule == "within" and not tol):
+        raise _fail(path, f"{where}.tolerance", "a fraction in (0, 1) (within needs one)", tol)
+    value, direction, source = _published(c.get("published"), path, f"{where}.published")
+    if rule != "direction" and value is None:
+        raise _fail(path, f"{where}.rule", "direction (the paper gives no value to compare with)", rule)
+    if rule == "direction" and direction is None:
+        direction = "greater" if value > 1 else "less"
+    return Claim(**base, numerator=num, denominator=den, published=value, direction=direction, rule=rule,
+                 tolerance=float(tol), source=source)  # fmt: skip
+
+
+def _ratio(r: Any, path: Path, where: str, exp: experiment.Experiment, view: str | None) -> tuple[Side, Side]:
+    if not isinstance(r, dict):
+        raise _fail(path, where, "{metric, numerator, denominator}", r)
+
+    def side(key: str) -> Side:
+        s = r.get(key)
+        metric = r.get("metric")
+        if isinstance(s, dict):
+            metric, variant = s.get("metric"), s.get("variant")
+        else:
+            variant = s
+        metrics = metric if isinstance(metric, list) else [metric]
+        if not metrics or not all(isinstance(m, str) and m for m in metrics):
+            raise _fail(path, f"{where}.{key}", "a metric name (or a list of them)", metric)
+        names = exp.matrices[view].cases if view else ()
+        allowed = {c.name for c in names} if view else set(exp.variants)
+        if not isinstance(variant, str) or experiment.aa_base(variant) not in allowed:
+            raise _fail(path, f"{where}.{key}", f"a variant among {', '.join(sorted(allowed))}", variant)
+        return Side(tuple(metrics), variant)
+
+    return side("numerator"), side("denominator")
+
+
+def _published(p: Any, path: Path, where: str) -> tuple[float | None, str | None, str]:
+    if not isinstance(p, dict):
+        raise _fail(path, where, "{table, numerator, denominator, column} or {direction} or {value}", p)
+    if "direction" in p:
+        if p["direction"] not in ("greater", "less"):
+            raise _fail(path, f"{where}.direction", "greater or less", p["direction"])
+        return None, p["direction"], "the paper's text"
+    if "value" in p:
+        v = p["value"]
+        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+            raise _fail(path, f"{where}.value", "a positive number", v)
+        return float(v), None, "the paper's text"
+    table = p.get("table")
+    csv_path = path.parent / str(table)
+    if not isinstance(table, str) or not csv_path.is_file():
+        raise _fail(path, f"{where}.table", f"a CSV file beside {path.name}", table)
+    column = p.get("column")
+    rows = _rows(csv_path)
+    if not isinstance(column, str) or column not in (rows[0] if rows else {}):
+        raise _fail(path, f"{where}.column", f"a column of {table}", column)
+
+    def value(key: str) -> float:
+        match = p.get(key)
+        if not isinstance(match, dict) or not match:
+            raise _fail(path, f"{where}.{key}", "a mapping of column to value selecting one row", match)
+        found = [r for r in rows if all(r.get(k) == str(v) for k, v in match.items())]
+        if len(found) != 1:
+            raise _fail(path, f"{where}.{key}", f"a selection of exactly one row of {table} ({len(found)} match)",
+                        match)  # fmt: skip
+        try:
+            return float(found[0][column])
+        except ValueError:
+            raise _fail(path, f"{where}.{key}", f"a row whose {column} is a number", found[0][column]) from None
+
+    num, den = value("numerator"), value("denominator")
+    if den <= 0 or num <= 0:
+        raise _fail(path, where, "positive values for a ratio", (num, den))
+    return num / den, None, f"{table}: {num:g} / {den:g} ({column})"
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))

@@ -1,0 +1,178 @@
+"""What a reproduction needs on this machine: the runs its claims ask for (experiment, view,
+profile, variants), which of them bundles already answer, what this machine cannot do and
+which claims that affects, and how long the rest takes here.
+
+Time: seconds per step from bundles of this machine where there are any, else the experiment's
+measured durations (experiment.yaml: durations, taken on a named reference machine with its
+calibration score) scaled by this machine's score: a short fixed CPU workload, so that a Pi 3
+sees Pi 3 times."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pirex import experiment
+from pirex.errors import PirexError
+from pirex.paths import REPO
+from pirex.reproduce.claims import Claim
+from pirex.runner import host
+
+LEVELS = {"kick-the-tires": "quick", "full": "paper"}
+CALIBRATION_LOOPS = 2_000_000
+
+
+@dataclass
+class Need:
+    """One run the claims need: an experiment (in a view) at a profile, with these variants."""
+
+    experiment: str
+    view: str | None
+    profile: str
+    variants: list[str]
+    claims: list[str] = field(default_factory=list)
+    bundles: list[Path] = field(default_factory=list)  # complete bundles that answer it
+    seconds: float | None = None  # estimated on this machine
+    estimate_from: str = ""
+    steps: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.experiment}{f'[{self.view}]' if self.view else ''}@{self.profile}"
+
+
+def calibration_score(loops: int = CALIBRATION_LOOPS) -> float:
+    """Loops per second of a fixed single-threaded workload (integer arithmetic and branches)."""
+    start = time.perf_counter()
+    x = 0
+    for i in range(loops):
+        x = (x * 31 + i) & 0xFFFF
+    return loops / (time.perf_counter() - start)
+
+
+def missing_capabilities(root: Path = Path("/")) -> dict[str, str]:
+    """What this machine cannot do, by the names claims use in `needs`, with the reason."""
+    out = {}
+    if not host.governor_files(root / "sys/devices/system/cpu"):
+        out["cpufreq"] = "no cpufreq (the kernel offers no CPU clock control here, as in most VMs)"
+    events = root / "sys/bus/event_source/devices"
+    if not any((events / d).exists() for d in ("cpu", "cpu_core", "armv8_pmuv3", "armv8_pmuv3_0", "armv7_cortex_a7")):
+        out["pmu"] = "no hardware performance counters (no PMU in /sys/bus/event_source/devices)"
+    tracers = next((p for p in (root / "sys/kernel/tracing/available_tracers",
+                                root / "sys/kernel/debug/tracing/available_tracers") if p.exists()), None)  # fmt: skip
+    if tracers is None or "function_graph" not in tracers.read_text().split():
+        out["function_graph"] = "no function_graph tracer in this kernel's tracefs"
+    if os.geteuid() != 0:
+        out["root"] = "not root (native runs, page-cache drops and tracing need it)"
+    if not host.active_swaps(root / "proc/swaps"):
+        out["swap"] = "no swap is active"
+    if not any((REPO / "images" / "moobench" / "spass-meter").glob("*.jar")):
+        out["spass-meter"] = ("SPASS-meter is bring-your-own and not supplied "
+                              "(images/moobench/spass-meter/README.md)")  # fmt: skip
+    out["specjenterprise-kit"] = ("SPECjEnterprise 2010 is a licensed kit pirex cannot ship: bring it as "
+                                  "analysis/icpe18/README.md says")  # fmt: skip
+    return out
+
+
+def blocked(claim: Claim, missing: dict[str, str], devices: int = 1) -> str | None:
+    """Why this machine cannot judge the claim, or None."""
+    for n in claim.needs:
+        kind, _, count = n.partition(":")
+        if count:
+            if devices < int(count):
+                what = "devices" if kind == "devices" else "storage devices"
+                return (f"needs {count} {what}; this machine is one (run it on each and give every bundle to "
+                        "`pirex table`)")  # fmt: skip
+        elif n in missing:
+            return missing[n]
+    return None
+
+
+def needs(claims: list[Claim], level: str) -> list[Need]:
+    """The runs the claims need, one per experiment, view and profile, variants united."""
+    profile = LEVELS[level]
+    out: dict[tuple, Need] = {}
+    for c in claims:
+        if not c.experiment or not c.judged:
+            continue
+        n = out.setdefault((c.experiment, c.view), Need(c.experiment, c.view, profile, []))
+        for v in c.variants:
+            if v not in n.variants:
+                n.variants.append(v)
+        n.claims.append(c.id)
+    return list(out.values())
+
+
+def _machine_key(record: dict) -> tuple:
+    cpu = record.get("cpu") or {}
+    return (record.get("hostname"), cpu.get("model"), (record.get("pi") or {}).get("model"))
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, statuses=("complete",)) -> list[Path]:
+    """Bundles of the same commit, experiment, profile, view and machine with every variant needed."""
+    found = []
+    for m_path in sorted((results_dir / need.experiment).glob("*/manifest.json")):
+        m, b = _read(m_path), m_path.parent
+        if not m or m.get("status") not in statuses or m.get("profile") != need.profile:
+            continue
+        if (m.get("tool") or {}).get("commit") != commit:
+            continue
+        if ((_read(b / "run.json").get("matrix") or {}).get("name")) != need.view:
+            continue
+        if need.view is None and not set(need.variants) <= set(m.get("variants") or []):
+            continue
+        if _machine_key(_read(b / "machine.json").get("before") or {}) != _machine_key(machine):
+            continue
+        found.append(b)
+    return found
+
+
+def step_seconds_here(need: Need, results_dir: Path, machine: dict) -> float | None:
+    """Median seconds of one step of this experiment and profile in bundles of this machine."""
+    secs = []
+    for m_path in (results_dir / need.experiment).glob("*/manifest.json"):
+        m, b = _read(m_path), m_path.parent
+        if m.get("profile") != need.profile:
+            continue
+        if _machine_key(_read(b / "machine.json").get("before") or {}) != _machine_key(machine):
+            continue
+        for step in m.get("completed") or []:
+            s = _read(b / step["variant"] / str(step["repetition"]) / "step.json").get("seconds")
+            if isinstance(s, int | float):
+                secs.append(float(s))
+    return statistics.median(secs) if secs else None
+
+
+def estimate(need: Need, exp: experiment.Experiment, score: float, here: float | None) -> None:
+    """Fill in the steps and the seconds the need takes on this machine."""
+    reps = int(exp.resolve(need.profile)["repetitions"])
+    columns = len(exp.matrices[need.view].cases) if need.view else len(need.variants)
+    need.steps = reps * columns
+    if here is not None:
+        need.seconds, need.estimate_from = need.steps * here, "bundles of this machine"
+        return
+    ref = exp.durations
+    per_step = ref.get(need.profile)
+    if per_step is None or not ref.get("score"):
+        need.seconds, need.estimate_from = None, "no measured duration"
+        return
+    scale = float(ref["score"]) / score
+    need.seconds = need.steps * float(per_step) * scale
+    need.estimate_from = f"measured on {ref.get('machine', 'a reference machine')}, x{scale:.2f} for this one"
+
+
+def check_level(level: str) -> str:
+    if level not in LEVELS:
+        raise PirexError(f"--level {level!r}: expected one of {', '.join(LEVELS)}")
+    return LEVELS[level]

@@ -1,0 +1,170 @@
+"""`pirex reproduce PAPER`: print the plan (claims, runs, time here, what this machine cannot
+do), run what is missing (reusing bundles of the same commit, experiment, profile and machine),
+then judge every claim and write the report. The folder results/reproduce/<paper>-<id>/ holds
+state.json, so `--resume DIR` continues a killed reproduction without rerunning what finished."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from pirex import bundle as bundle_mod
+from pirex import experiment, machine
+from pirex.analysis import modules
+from pirex.errors import PirexError
+from pirex.paths import git_version
+from pirex.reproduce import claims as claims_mod
+from pirex.reproduce import plan, report
+from pirex.reproduce.verdict import INCONCLUSIVE, NOT_RUN, Verdict, judge, ours
+
+log = logging.getLogger(__name__)
+STATE = "state.json"
+
+
+@dataclass
+class Options:
+    papers: list[str]
+    level: str = "kick-the-tires"
+    precision: float | None = None
+    confidence: float = 0.95
+    budget: float | None = None  # seconds
+    results_dir: Path = Path("results")
+    tag: str = "dev"
+    resume: Path | None = None
+    reuse_only: bool = False  # judge the bundles there are; run nothing
+    yes: bool = True
+
+
+def _papers(names: list[str]) -> list[claims_mod.Paper]:
+    wanted = claims_mod.available() if names in ([], ["all"]) else names
+    return [claims_mod.load(p) for p in wanted]
+
+
+def _out_dir(opts: Options, papers: list[claims_mod.Paper]) -> Path:
+    if opts.resume:
+        if not (opts.resume / STATE).is_file():
+            raise PirexError(f"--resume {opts.resume}: no {STATE} there (give a results/reproduce/<paper>-<id> folder)")
+        return opts.resume
+    name = "-".join(p.id for p in papers) if len(papers) < 3 else "all"
+    return opts.results_dir / "reproduce" / f"{name}-{bundle_mod.new_run_id(bundle_mod.utcnow())}"
+
+
+def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo=click.echo) -> Path:
+    """The whole reproduction; `run_one` runs a need into a bundle (the runner), returning its path."""
+    plan.check_level(opts.level)
+    if opts.results_dir.exists() and not opts.results_dir.is_dir():
+        raise PirexError(f"--results-dir {opts.results_dir} is not a directory")
+    papers = _papers(opts.papers)
+    out = _out_dir(opts, papers)
+    state = json.loads((out / STATE).read_text()) if opts.resume else {}
+    if state:
+        opts.level, opts.papers = state["level"], state["papers"]
+        papers = _papers(opts.papers)
+    claims = [c for p in papers for c in p.claims]
+    commit = git_version()[1]
+    here = machine.record(opts.results_dir if opts.results_dir.is_dir() else Path("."), docker=False)
+    missing = plan.missing_capabilities()
+    needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level)
+    score = plan.calibration_score()
+    for n in needs:
+        n.bundles = plan.matching_bundles(n, opts.results_dir, commit, here)
+        plan.estimate(n, experiment.load(n.experiment), score, plan.step_seconds_here(n, opts.results_dir, here))
+
+    echo(_plan_text(papers, claims, needs, missing, opts))
+    out.mkdir(parents=True, exist_ok=True)
+    state = {"papers": [p.id for p in papers], "level": opts.level, "commit": commit, "failed": {}}
+    _save(out, state)
+    failed: dict[str, str] = {}
+    for n in needs:
+        if n.bundles or opts.reuse_only:
+            continue
+        if opts.budget is not None and n.seconds is not None and n.seconds > opts.budget:
+            failed[n.key] = f"over the budget ({n.seconds / 60:.0f} min > {opts.budget / 60:.0f} min)"
+            continue
+        try:
+            n.bundles = [run_one(n, opts)]
+        except PirexError as e:
+            failed[n.key] = str(e).splitlines()[0]
+            echo(f"reproduce: {n.key} failed: {failed[n.key]}")
+        state["failed"] = failed
+        _save(out, state)
+
+    verdicts = judge_all(claims, needs, missing, failed, opts)
+    header = [f"Level: {opts.level} ({plan.LEVELS[opts.level]} profiles)" +
+              (" - verdicts are indicative (small counts)" if opts.level == "kick-the-tires" else ""),
+              f"Machine: {_device(here)}", f"pirex commit: {commit or 'unknown'}",
+              f"Confidence: {100 * opts.confidence:g} %" + (f", precision asked: ±{100 * opts.precision:g} %"
+                                                              if opts.precision else "")]  # fmt: skip
+    title = "Reproduction of " + ", ".join(p.id for p in papers)
+    md, _ = report.write(out, title, header, verdicts, needs, missing)
+    state["verdicts"] = {f"{v.claim.paper}:{v.claim.id}": v.verdict for v in verdicts}
+    _save(out, state)
+    echo("\n" + report.summary(verdicts, md))
+    return out
+
+
+def _device(record: dict) -> str:
+    from pirex.analysis.tidy import device_of
+
+    return device_of(record)
+
+
+def _save(out: Path, state: dict) -> None:
+    tmp = out / f".{STATE}.tmp"
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    tmp.replace(out / STATE)
+
+
+def judge_all(claims: list[claims_mod.Claim], needs: list[plan.Need], missing: dict[str, str], failed: dict[str, str],
+              opts: Options) -> list[Verdict]:  # fmt: skip
+    by_claim = {cid: n for n in needs for cid in n.claims}
+    values_cache: dict[str, list] = {}
+    out = []
+    for c in claims:
+        why = plan.blocked(c, missing)
+        if why or not c.judged:
+            out.append(Verdict(c, NOT_RUN, why or "this claim is not judged by a measurement here"))
+            continue
+        n = by_claim[c.id]
+        if not n.bundles:
+            out.append(Verdict(c, NOT_RUN, failed.get(n.key) or f"no bundle of {n.key}: run without --reuse-only"))
+            continue
+        if n.key not in values_cache:
+            exp = experiment.load(n.experiment)
+            values_cache[n.key] = modules.module(exp).run_values(n.bundles, n.view)
+        o = ours(c, values_cache[n.key], opts.confidence)
+        if isinstance(o, str):
+            out.append(Verdict(c, INCONCLUSIVE, o))
+            continue
+        out.append(judge(c, o, opts.precision, opts.level == "kick-the-tires"))
+    return out
+
+
+def _plan_text(papers, claims, needs, missing, opts: Options) -> str:
+    lines = [f"reproduce {', '.join(p.id for p in papers)} at {opts.level}: {len(claims)} claims"]
+    total = 0.0
+    for n in needs:
+        exp = experiment.load(n.experiment)
+        if n.bundles:
+            t = f"done: {len(n.bundles)} bundle(s) of this commit and machine"
+        elif n.seconds is not None:
+            t = f"about {n.seconds / 60:.1f} min ({n.estimate_from})"
+            total += n.seconds
+        else:
+            t = "time unknown (no measured duration)"
+        lines.append(f"  {n.key:<28} variants {','.join(n.variants):<22} {n.steps} steps, {t}; "
+                     f"needs {exp.needs.get('memory_mb', 0)} MB memory, {exp.needs.get('disk_mb', 0)} MB disk; "
+                     f"claims {', '.join(n.claims)}")  # fmt: skip
+    blocked = {}
+    for c in claims:
+        if why := plan.blocked(c, missing):
+            blocked.setdefault(why, []).append(f"{c.paper}:{c.id}")
+    for why, ids in blocked.items():
+        lines.append(f"  cannot here: {why}: {', '.join(ids)}")
+    lines.append(f"  total to run: about {total / 60:.0f} min" + (" (reusing bundles only)" if opts.reuse_only else ""))
+    return "\n".join(lines)

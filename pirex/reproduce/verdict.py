@@ -1,0 +1,112 @@
+"""A claim judged on run values: our ratio with its interval (paired by repetition), the A/A
+noise floor beside it where the bundle ran one, and a three-valued verdict: holds, differs, or
+inconclusive with what would decide it."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pirex.analysis import precision as prec
+from pirex.analysis import stats
+from pirex.analysis.interface import RunValue
+from pirex.experiment import AA_SUFFIX
+from pirex.reproduce.claims import Claim, Side
+
+HOLDS, DIFFERS, INCONCLUSIVE, NOT_RUN = "holds", "differs", "inconclusive", "not run here"
+
+
+@dataclass(frozen=True)
+class Ours:
+    interval: stats.Interval
+    metric: str  # the metric used (a stand-in named)
+    log_ratios: tuple[float, ...]  # per paired repetition: what a two-stage plan is computed from
+    aa: stats.Interval | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: Claim
+    verdict: str
+    reason: str
+    ours: Ours | None = None
+    indicative: bool = False  # kick-the-tires: small counts
+
+    @property
+    def published_text(self) -> str:
+        c = self.claim
+        if c.published is not None:
+            return f"{c.published:.3f}"
+        return {"greater": "> 1", "less": "< 1"}.get(c.direction or "", "-")
+
+
+def _per_repetition(values: Sequence[RunValue], side: Side, metric: str) -> dict[tuple[str, int], float]:
+    """Per (bundle, repetition): the mean of the side's runs (forks, loops) of the metric."""
+    runs: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for v in values:
+        if v.metric == metric and v.variant == side.variant and v.value > 0 and math.isfinite(v.value):
+            runs[(v.bundle, v.repetition)].append(v.value)
+    return {k: sum(xs) / len(xs) for k, xs in runs.items()}
+
+
+def _metric(values: Sequence[RunValue], side: Side) -> str | None:
+    present = {v.metric for v in values if v.variant == side.variant}
+    return next((m for m in side.metrics if m in present), None)
+
+
+def ours(claim: Claim, values: Sequence[RunValue], level: float) -> Ours | str:
+    """Our ratio for the claim, or why there is none."""
+    num_m, den_m = _metric(values, claim.numerator), _metric(values, claim.denominator)
+    if num_m is None or den_m is None:
+        missing = claim.numerator if num_m is None else claim.denominator
+        return f"the bundles have no {' or '.join(missing.metrics)} of {missing.variant}"
+    num = _per_repetition(values, claim.numerator, num_m)
+    den = _per_repetition(values, claim.denominator, den_m)
+    interval = stats.paired_ratio(num, den, level)
+    _, d, _ = stats.log_ratios(num, den)
+    aa = None
+    aa_side = Side((den_m,), claim.denominator.variant + AA_SUFFIX)
+    if claim.numerator.variant != claim.denominator.variant and (copy := _per_repetition(values, aa_side, den_m)):
+        aa = stats.paired_ratio(copy, den, level)
+    metric = num_m if num_m == den_m else f"{num_m} / {den_m}"
+    return Ours(interval, metric, tuple(float(x) for x in d), aa)
+
+
+def judge(claim: Claim, o: Ours, precision: float | None, indicative: bool) -> Verdict:
+    i = o.interval
+    if not i.has_interval:
+        return Verdict(claim, INCONCLUSIVE, i.reason or "no interval", o, indicative)
+    lo, hi = i.low, i.high
+    if claim.rule == "direction":
+        if (claim.direction == "greater" and lo > 1) or (claim.direction == "less" and hi < 1):
+            return Verdict(claim, HOLDS, "the interval lies on the paper's side of 1", o, indicative)
+        if (claim.direction == "greater" and hi < 1) or (claim.direction == "less" and lo > 1):
+            return Verdict(claim, DIFFERS, "the interval lies on the other side of 1", o, indicative)
+        return Verdict(claim, INCONCLUSIVE, f"the interval contains 1 ({_more(o, abs(i.value - 1) / 2)})", o,
+                       indicative)  # fmt: skip
+    p = claim.published
+    band = (p, p) if claim.rule == "contains" else (p * (1 - claim.tolerance), p * (1 + claim.tolerance))
+    need = precision if precision else (claim.tolerance or None)
+    if hi < band[0] or lo > band[1]:
+        return Verdict(claim, DIFFERS, "the interval excludes the paper's value" if claim.rule == "contains"
+                       else f"the interval lies outside the paper's value ±{100 * claim.tolerance:g} %", o,
+                       indicative)  # fmt: skip
+    inside = band[0] <= lo and hi <= band[1] if claim.rule == "within" else lo <= p <= hi
+    wide = need is not None and i.relative_half_width > need
+    if inside and not wide:
+        how = ("contains the paper's value" if claim.rule == "contains"
+               else f"lies within ±{100 * claim.tolerance:g} % of the paper's value")  # fmt: skip
+        return Verdict(claim, HOLDS, f"the interval {how}", o, indicative)
+    target = need or claim.tolerance or 0.01
+    return Verdict(claim, INCONCLUSIVE, f"the interval ±{100 * i.relative_half_width:.1f} % is wider than the "
+                   f"±{100 * target:g} % needed ({_more(o, target)})", o, indicative)  # fmt: skip
+
+
+def _more(o: Ours, target: float) -> str:
+    """What would decide it: the repetitions Stein's two-stage plan asks for at this spread."""
+    if target <= 0 or len(o.log_ratios) < 2:
+        return "more repetitions would narrow it"
+    p = prec.plan(o.log_ratios, target, o.interval.level)
+    return f"about {max(p.extra, 1)} more repetitions would decide it"
