@@ -74,14 +74,15 @@ def _overrides(pairs: tuple[str, ...]) -> dict:
     metavar="DURATION",
     help="jpa-rest: hold the load for DURATION (e.g. 10m) per step, sampling the service's heap and RSS.",
 )
+@click.option("--allow-concurrent", is_flag=True, help="Run even while another measuring run is under way here.")
 def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
-        trace, soak) -> None:  # fmt: skip
+        trace, soak, allow_concurrent) -> None:  # fmt: skip
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
 
     if resume_:
-        runner.resume(resume_)
+        runner.resume(resume_, allow_concurrent)
         return
     ids = list(experiments) or experiment_mod.available()
     if not experiments and (matrix or trace):  # all: only those that declare the matrix or tracing
@@ -96,7 +97,8 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         experiment_mod.load(exp_id)
     for exp_id in ids:
         runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
-                                  _overrides(sets), force, platform_, matrix, trace, soak))  # fmt: skip
+                                  _overrides(sets), force, platform_, matrix, trace, soak,
+                                  allow_concurrent))  # fmt: skip
 
 
 @cli.command("compose")
@@ -396,10 +398,12 @@ def machine(work_dir: Path, no_docker: bool) -> None:
 @click.option("--io-heavy", is_flag=True, help="The experiment writes a lot (warn about SD cards).")
 @click.option("--min-free-disk-mb", type=int, default=0, show_default=True)
 @click.option("--min-free-mem-mb", type=int, default=0, show_default=True)
-def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int) -> None:
+@click.option("--reap", is_flag=True, help="Remove what killed runs left (containers, mounts, processes, settings).")
+def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int, reap: bool) -> None:
     """Check the machine before a run and say what to fix; exit 1 when something must be fixed."""
     from pirex import machine as machine_record
     from pirex import preflight
+    from pirex.runner import leftovers
 
     findings = preflight.check(
         machine_record.record(work_dir),
@@ -409,7 +413,8 @@ def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_m
     )
     for f in findings:
         click.echo(f"{f.level.upper():4}  {f.check:12} {f.message}" + (f"\n      fix: {f.fix}" if f.fix else ""))
-    if preflight.worst(findings) == "fail":
+    reaped = leftovers.doctor(reap, click.echo)  # what killed runs left: listed, or removed with --reap
+    if preflight.worst(findings) == "fail" or not reaped:
         sys.exit(1)
 
 
@@ -554,3 +559,10 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("pirex: interrupted", err=True)
         sys.exit(130)
+    except Exception as e:  # no input may end in a traceback: one line naming the problem (-v shows where)
+        from pirex import errors
+
+        if "-v" in sys.argv[1:2] or "--verbose" in sys.argv[1:2]:
+            log.exception("the traceback:")
+        click.echo(f"pirex: error: {errors.describe(e, sys.argv[1:])}", err=True)
+        sys.exit(1)
