@@ -191,7 +191,7 @@ def _read_manifest(path: Path) -> dict:
         raise PirexError(f"{f}: cannot be read ({e.strerror})") from None
     if not isinstance(doc, dict):
         raise PirexError(f"{f}: expected a JSON object, found {type(doc).__name__}: the bundle is damaged")
-    if doc.get("schema_version") != SCHEMA_VERSION:
+    if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc.get("schema_version"), bool):
         raise PirexError(
             f"{f}: schema_version {doc.get('schema_version')!r} is not {SCHEMA_VERSION}, the one this pirex reads: "
             "use the pirex version that wrote it"
