@@ -298,8 +298,12 @@ def _start_time(pid: int) -> str | None:
 
 
 def _same_process(pid: int, start: str | None) -> bool:
-    now = _start_time(pid)
-    return now is not None and (start is None or now == start)
+    """pid is still the process recorded, and alive (a zombie has ended; whoever adopted it reaps it)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] not in ("Z", "X") and (start is None or fields[19] == start)
 
 
 def _mountpoints() -> list[str]:
