@@ -37,6 +37,7 @@ so two pirex processes never write one bundle at the same time.
 
 from __future__ import annotations
 
+import csv
 import fcntl
 import hashlib
 import json
@@ -49,6 +50,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pirex.errors import PirexError
 
@@ -184,10 +186,12 @@ def _read_manifest(path: Path) -> dict:
     try:
         doc = json.loads(f.read_text())
     except (ValueError, UnicodeDecodeError) as e:
-        raise PirexError(f"{f} is not valid JSON ({e}): the bundle is damaged; restore it from a copy") from None
+        raise PirexError(f"{f} is not valid JSON ({_short(e)}): the bundle is damaged; restore a copy") from None
+    except OSError as e:
+        raise PirexError(f"{f}: cannot be read ({e.strerror})") from None
     if not isinstance(doc, dict):
-        raise PirexError(f"{f}: expected a JSON object, found {type(doc).__name__}")
-    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise PirexError(f"{f}: expected a JSON object, found {type(doc).__name__}: the bundle is damaged")
+    if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc.get("schema_version"), bool):
         raise PirexError(
             f"{f}: schema_version {doc.get('schema_version')!r} is not {SCHEMA_VERSION}, the one this pirex reads: "
             "use the pirex version that wrote it"
@@ -195,16 +199,121 @@ def _read_manifest(path: Path) -> dict:
     missing = [k for k in REQUIRED if k not in doc]
     if missing:
         raise PirexError(f"{f}: missing {', '.join(missing)}: the bundle is damaged")
-    if doc["status"] not in STATUSES:
+    if not isinstance(doc["status"], str) or doc["status"] not in STATUSES:
         raise PirexError(f"{f}: status {doc['status']!r} is not one of {', '.join(STATUSES)}")
-    for key in ("plan", "completed"):
-        if not isinstance(doc[key], list) or not all(
-            isinstance(s, dict) and {"variant", "repetition"} <= set(s) for s in doc[key]
-        ):
-            raise PirexError(f"{f}: {key}: expected a list of {{variant, repetition, ...}}: the bundle is damaged")
-    if not isinstance(doc["files"], dict):
-        raise PirexError(f"{f}: files: expected a mapping of path to {{sha256, size}}: the bundle is damaged")
+    _check_types(f, doc)
     return doc
+
+
+def _check_types(f: Path, doc: dict) -> None:
+    """Every manifest field a reader relies on has the type the format says (SCHEMA_VERSION 1, above)."""
+
+    def bad(key: str, expected: str) -> PirexError:
+        return PirexError(f"{f}: {key}: expected {expected}, found {_short(repr(doc.get(key)))}: the bundle is "
+                          "damaged; restore it from a copy")  # fmt: skip
+
+    for key in ("run_id", "experiment"):
+        if not isinstance(doc[key], str) or not NAME.match(doc[key]):
+            raise bad(key, "a name of letters, digits, '.', '_' and '-'")
+    if not isinstance(doc["profile"], str):
+        raise bad("profile", "a string")
+    if not isinstance(doc["variants"], list) or not all(isinstance(v, str) and NAME.match(v) for v in doc["variants"]):
+        raise bad("variants", "a list of variant names")
+    for key, kind in (("parameters", dict), ("tool", dict), ("resumed", list)):
+        if key in doc and not isinstance(doc[key], kind):
+            raise bad(key, "a mapping" if kind is dict else "a list")
+    for key in ("started", "ended"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise bad(key, "a UTC time like 2026-11-22T06:15:00Z")
+    for key in ("plan", "completed"):
+        steps = doc[key]
+        if not isinstance(steps, list) or not all(
+            isinstance(s, dict)
+            and s.get("variant") in doc["variants"]
+            and isinstance(s.get("repetition"), int)
+            and not isinstance(s.get("repetition"), bool)
+            for s in steps
+        ):
+            raise bad(key, "a list of {variant (one of variants), repetition (an integer), ...}")
+    files = doc["files"]
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
+        and isinstance(v.get("size"), int)
+        for k, v in files.items()
+    ):  # fmt: skip
+        raise bad("files", "a mapping of path to {sha256, size}")
+
+
+def _short(e: object, n: int = 120) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+# --- reading a bundle's files: every decode error becomes a PirexError naming the file -------------------------------
+
+
+def bundle_of(path: Path) -> Path | None:
+    """The bundle directory a file lies in (the nearest parent with a manifest.json), if any."""
+    for d in Path(path).parents:
+        if (d / MANIFEST).is_file():
+            return d
+    return None
+
+
+def damaged(path: Path, problem: str) -> PirexError:
+    """The error for a file of a bundle that cannot be used: the file, the problem, and the fix."""
+    b = bundle_of(path)
+    fix = f"`pirex verify {b}` says what changed since the run" if b else "restore it from a copy"
+    return PirexError(f"{path}: {problem}: {fix}")
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Parse a file inside this block: a decode error, a missing key or a wrong type becomes one
+    PirexError naming the file (readers of tables wrap their per-file parsing in it)."""
+    try:
+        yield
+    except PirexError:
+        raise
+    except FileNotFoundError:
+        raise damaged(path, "is missing") from None
+    except OSError as e:
+        raise PirexError(f"{path}: cannot be read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise damaged(path, "is not text (binary or damaged)") from None
+    except json.JSONDecodeError as e:
+        raise damaged(path, f"is not valid JSON ({_short(e)}), it may be truncated") from None
+    except csv.Error as e:
+        raise damaged(path, f"is not valid CSV ({_short(e)})") from None
+    except KeyError as e:
+        raise damaged(path, f"has no {_short(e)}") from None
+    except (ValueError, TypeError, IndexError, AttributeError) as e:
+        raise damaged(path, f"is not as expected ({_short(e)})") from None
+
+
+def read_text(path: Path) -> str:
+    with reading(path):
+        return Path(path).read_text()
+
+
+def read_json(path: Path, expect: type | tuple[type, ...] = (dict, list)) -> Any:
+    """A JSON file (jmh.json, run.json, machine.json, summary.json...), of the expected type."""
+    with reading(path):
+        doc = json.loads(Path(path).read_text())
+    if not isinstance(doc, expect):
+        names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
+        raise damaged(path, f"expected a JSON {names}, found {type(doc).__name__}")
+    return doc
+
+
+def read_csv(path: Path, required: Iterable[str] = ()) -> list[dict[str, str]]:
+    """A CSV file with a header row (requests.csv, web-memory.csv...), as dicts; `required` columns checked."""
+    with reading(path), open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+        header = set(rows[0]) if rows else set()
+    if missing := [c for c in required if rows and c not in header]:
+        raise damaged(path, f"has no column {', '.join(missing)}")
+    return rows
 
 
 class Bundle:
@@ -326,6 +435,25 @@ class Bundle:
     @property
     def run_id(self) -> str:
         return self.manifest["run_id"]
+
+    def json(self, rel: str, expect: type | tuple[type, ...] = dict, default: Any = None) -> Any:
+        """A JSON file of the bundle by relative path (run.json, <variant>/<rep>/jmh.json); `default` when it is
+        absent and a default is given, else PirexError."""
+        f = self.path / rel
+        if default is not None and not f.exists():
+            return default
+        return read_json(f, expect)
+
+    def machine_before(self) -> dict:
+        """machine.json's record taken before the run."""
+        doc = self.json(MACHINE)
+        if not isinstance(doc.get("before"), dict):
+            raise damaged(self.path / MACHINE, "has no machine record under 'before'")
+        return doc["before"]
+
+    def run_info(self) -> dict:
+        """run.json (how the run was planned), {} for a bundle without one."""
+        return self.json("run.json", dict, default={})
 
     @property
     def status(self) -> str:

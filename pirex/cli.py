@@ -65,14 +65,15 @@ def cli(verbose: bool) -> None:
     metavar="DURATION",
     help="Hold the load for DURATION (e.g. 10m) per step, where the experiment declares a soak (jpa-rest).",
 )
+@click.option("--allow-concurrent", is_flag=True, help="Run even while another measuring run is under way here.")
 def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
-        trace, soak) -> None:  # fmt: skip
+        trace, soak, allow_concurrent) -> None:  # fmt: skip
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
 
     if resume_:
-        runner.resume(resume_)
+        runner.resume(resume_, allow_concurrent)
         return
     ids = list(experiments) or experiment_mod.available()
     if not experiments and (matrix or trace):  # all: only those that declare the matrix or tracing
@@ -83,8 +84,6 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
     if not ids:
         click.echo("pirex: no experiment yet.")
         return
-    if results_dir.exists() and not results_dir.is_dir():
-        raise PirexError(f"--results-dir {results_dir} is not a directory: give a folder for the result bundles")
     overrides = {}
     for exp_id in ids:  # every named experiment, its variants and --set values checked before the first one runs
         exp = experiment_mod.load(exp_id)
@@ -93,7 +92,8 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
             exp.pick_variants(variants)
     for exp_id in ids:
         runner.run(runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
-                                  overrides[exp_id], force, platform_, matrix, trace, soak))  # fmt: skip
+                                  overrides[exp_id], force, platform_, matrix, trace, soak,
+                                  allow_concurrent))  # fmt: skip
 
 
 @cli.command("compose")
@@ -350,10 +350,12 @@ def machine(work_dir: Path, no_docker: bool) -> None:
 @click.option("--io-heavy", is_flag=True, help="The experiment writes a lot (warn about SD cards).")
 @click.option("--min-free-disk-mb", type=int, default=0, show_default=True)
 @click.option("--min-free-mem-mb", type=int, default=0, show_default=True)
-def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int) -> None:
+@click.option("--reap", is_flag=True, help="Remove what killed runs left (containers, mounts, processes, settings).")
+def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int, reap: bool) -> None:
     """Check the machine before a run and say what to fix; exit 1 when something must be fixed."""
     from pirex import machine as machine_record
     from pirex import preflight
+    from pirex.runner import leftovers
 
     findings = preflight.check(
         machine_record.record(work_dir),
@@ -363,7 +365,8 @@ def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_m
     )
     for f in findings:
         click.echo(f"{f.level.upper():4}  {f.check:12} {f.message}" + (f"\n      fix: {f.fix}" if f.fix else ""))
-    if preflight.worst(findings) == "fail":
+    reaped = leftovers.doctor(reap, click.echo)  # what killed runs left: listed, or removed with --reap
+    if preflight.worst(findings) == "fail" or not reaped:
         sys.exit(1)
 
 
@@ -508,3 +511,10 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("pirex: interrupted", err=True)
         sys.exit(130)
+    except Exception as e:  # no input may end in a traceback: one line naming the problem (-v shows where)
+        from pirex import errors
+
+        if "-v" in sys.argv[1:2] or "--verbose" in sys.argv[1:2]:
+            log.exception("the traceback:")
+        click.echo(f"pirex: error: {errors.describe(e, sys.argv[1:])}", err=True)
+        sys.exit(1)

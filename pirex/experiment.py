@@ -256,8 +256,8 @@ def load(experiment: str | Path) -> Experiment:
                          f"{', '.join(available()) or 'none'})")  # fmt: skip
     try:
         doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise PirexError(f"{path} is not valid YAML: {e}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise PirexError(f"{path} is not valid YAML: {' '.join(str(e).split())}") from None
     return parse(doc, path)
 
 

@@ -47,10 +47,12 @@ def run(
     cwd: str | os.PathLike | None = None,
     input: str | None = None,
     what: str | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> Result:
     """Run a command in its own process group; on timeout or Ctrl-C the whole group is killed.
 
-    With capture=False the output streams to the terminal (long builds show progress)."""
+    With capture=False the output streams to the terminal (long builds show progress); `started`
+    is told the process's pid (its process group's id) as soon as it runs."""
     args = [str(a) for a in args]
     log.debug("run: %s", " ".join(args))
     full_env = {**os.environ, **env} if env else None
@@ -66,6 +68,8 @@ def run(
         start_new_session=True,
     )
     try:
+        if started:
+            started(proc.pid)
         stdout, stderr = proc.communicate(input=input, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)

@@ -93,8 +93,18 @@ class Daemon:
             time.sleep(0.2)
         raise PirexError(f"{self.name} did not become ready within {self.start_timeout:.0f} s; see {self.logfile}")
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
+        """Stopped; when the command failed because the daemon died under it (killed, crashed), the
+        error says so: the stale pidfile is gone and the next command starts a fresh one."""
+        pid, owned = self.pid, self.pid is not None
+        died = alive(pid) is False if owned else not self.ready()
         self.stop()
+        if died and exc_type is not None and issubclass(exc_type, Exception):
+            tail = self.logfile.read_text(errors="replace").splitlines()[-5:] if self.logfile.exists() else []
+            who = f"{self.name} (pid {pid})" if owned else f"the {self.name} that was already running"
+            raise PirexError(f"{who} died during the command, which failed for that reason; run the command again "
+                             f"and a fresh one is started. Its log ({self.logfile}) ends:\n" + "\n".join(tail)
+                             ) from exc  # fmt: skip
 
     def stop(self) -> None:
         if self.pid is None:

@@ -15,6 +15,7 @@ from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import REPO
+from pirex.runner import leftovers
 from pirex.runner.deployment import masked
 
 log = logging.getLogger(__name__)
@@ -50,12 +51,14 @@ def run(tag: str, results_dir: Path, profile: str = "quick", customers: int | No
     }, indent=2) + "\n")  # fmt: skip
     project = f"pirex-jpa-rest-{stamp.lower()}"
     base = ["docker", "compose", "-p", project, "-f", str(COMPOSE_FILE)]
-    try:
-        r = proc.run([*base, "up", "--exit-code-from", "driver"], timeout=timeout or TIMEOUT[profile], check=False,
-                     env=env)  # fmt: skip
-        (out / "compose.log").write_text(r.stdout + r.stderr)
-    finally:
-        proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, check=False, env=env)
+    with leftovers.Owner(project, out):  # a kill leaves the project up: recorded, for doctor --reap
+        leftovers.note("compose", project=project)
+        try:
+            r = proc.run([*base, "up", "--exit-code-from", "driver"], timeout=timeout or TIMEOUT[profile],
+                         check=False, env=env)  # fmt: skip
+            (out / "compose.log").write_text(r.stdout + r.stderr)
+        finally:
+            proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, check=False, env=env)
     if r.returncode != 0 or not (out / "requests.csv").exists():
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
         raise PirexError(f"the jpa-rest run failed (exit {r.returncode}); log in {out / 'compose.log'}:\n{tail}")
@@ -70,13 +73,19 @@ ROLE_FILES = {"db": "db.yml", "web": "web.yml", "driver": "driver.yml"}
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines as docker compose reads them (comments, blank lines, optional quotes)."""
     out = {}
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise PirexError(f"{path} is not a text file of KEY=VALUE lines: start from compose/example.env") from None
+    except OSError as e:
+        raise PirexError(f"{path}: cannot be read ({e.strerror}): name the run's .env file") from None
+    for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.removeprefix("export ").partition("=")
         if not sep or not key.strip():
-            raise PirexError(f"{path}:{n}: expected KEY=VALUE, not {line!r}")
+            raise PirexError(f"{path}:{n}: expected KEY=VALUE, not {line[:80]!r}")
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]

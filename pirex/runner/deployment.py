@@ -35,7 +35,7 @@ from pirex import proc
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 from pirex.experiment import Deployment, Role, render
-from pirex.runner import native, variants
+from pirex.runner import leftovers, native, variants
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,8 @@ class Site:
     def __enter__(self) -> Site:
         try:
             if any(not v.is_native and not v.host_network for v in self.by_name.values()):
-                proc.run(["docker", "network", "create", self.network], timeout=120)
+                leftovers.note("network", name=self.network)
+                proc.run(["docker", "network", "create", *leftovers.docker_args(), self.network], timeout=120)
                 self._stack.callback(proc.run, ["docker", "network", "rm", self.network], timeout=120, check=False)
             self._load()
         except BaseException:
@@ -146,7 +147,9 @@ class Site:
     def _run_to_end(self, v: variants.Variant, image: dict, argv: list[str], env: dict, name: str) -> proc.Result:
         if v.is_native:
             return run_native(image["reference"], argv, env, LOAD_TIMEOUT)
-        cmd = ["docker", "run", "--rm", "--name", name, "--platform", image["platform"], *self._network_args(v)]
+        cmd = ["docker", "run", "--rm", "--name", name, *leftovers.docker_args(), "--platform", image["platform"],
+               *self._network_args(v)]  # fmt: skip
+        leftovers.note("container", name=name)
         for k, val in env.items():
             cmd += ["-e", f"{k}={val}"]
         try:
@@ -194,8 +197,8 @@ class Site:
                          "listens": f"{LOOPBACK}:{values['port']}"}  # fmt: skip
             return start_native(stack, name, image["reference"], argv, env, binds, log_path)
         container = f"{self.prefix}-{name}"
-        cmd = ["docker", "run", "-d", "--name", container, "--platform", image["platform"], *v.docker_args,
-               *self._network_args(v)]  # fmt: skip
+        cmd = ["docker", "run", "-d", "--name", container, *leftovers.docker_args(), "--platform", image["platform"],
+               *v.docker_args, *self._network_args(v)]  # fmt: skip
         if not v.host_network:
             cmd += ["--network-alias", name]
         if publish:
@@ -205,6 +208,7 @@ class Site:
         for k, val in env.items():
             cmd += ["-e", f"{k}={val}"]
         proc.run(["docker", "rm", "-f", container], timeout=120, check=False)  # left by a killed run
+        leftovers.note("container", name=container)
         stack.callback(_stop_container, container, log_path)
         proc.run([*cmd, image["reference"], *argv], timeout=300, what=f"starting the {name} container")
         how[name] = {"runs": "docker run", "docker_args": [_masked(a) for a in cmd[2:]], "image": image["reference"],
@@ -222,7 +226,8 @@ def run_native(reference: str, argv: list[str], env: dict[str, str], timeout: fl
     """A command run to its end chroot-ed into the image's exported files (its mounts undone after)."""
     root, config = native.rootfs(reference)
     with native.mounted(root, {}):
-        return proc.run(native.command(root, config, argv, env), timeout=timeout, check=False)
+        return proc.run(native.command(root, config, argv, env), timeout=timeout, check=False,
+                        started=lambda pid: leftovers.note_process(pid, f"native {argv[0]}"))  # fmt: skip
 
 
 def load_result(r: proc.Result, log_path: Path) -> dict[str, str]:
@@ -255,8 +260,8 @@ def prepare_data_dir(data: Path, db_image: str) -> None:
 
 def image_user(reference: str) -> str:
     """uid:gid the image runs as."""
-    r = proc.run(["docker", "run", "--rm", "--entrypoint", "sh", reference, "-c", 'echo "$(id -u):$(id -g)"'],
-                 timeout=300)  # fmt: skip
+    r = proc.run(["docker", "run", "--rm", *leftovers.docker_args(), "--entrypoint", "sh", reference, "-c",
+                  'echo "$(id -u):$(id -g)"'], timeout=300)  # fmt: skip
     return r.stdout.strip()
 
 
@@ -270,6 +275,7 @@ def start_native(stack: ExitStack, name: str, reference: str, argv: list[str], e
     p = subprocess.Popen(native.command(root, config, argv, env), stdout=logf, stderr=subprocess.STDOUT,
                          stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     stack.callback(proc.stop_group, p, STOP_GRACE)
+    leftovers.note_process(p.pid, f"native {name}")
     return Started(name, log_path, popen=p)
 
 

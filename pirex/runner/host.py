@@ -13,6 +13,7 @@ from pathlib import Path
 from pirex import proc
 from pirex.errors import PirexError
 from pirex.experiment import Case
+from pirex.runner import leftovers
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ def applied(case: Case, cpu_root: Path = CPU):
         if case.governor:
             for f in governor_files(cpu_root):
                 old = f.read_text().strip()
+                leftovers.note("setting", path=str(f), was=old)  # a kill leaves it set: the record puts it back
                 stack.callback(_write, f, old)
                 _write(f, case.governor)
         if case.swap == "off":
@@ -89,6 +91,7 @@ def applied(case: Case, cpu_root: Path = CPU):
                 argv = ["swapon", "-p", str(prio), area] if prio >= 0 else ["swapon", area]
                 stack.callback(lambda a=argv: proc.run(a, timeout=300, check=False))
             if areas:
+                leftovers.note("swap", areas=list(areas))
                 proc.run(["swapoff", *areas], timeout=900, what="turning swap off")
         yield
 

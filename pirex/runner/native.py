@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pirex import paths, proc
 from pirex.errors import PirexError
+from pirex.runner import leftovers
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
         log.info("exporting %s to %s for the native variant", image_ref, root)
         _remove(root)
         root.mkdir(parents=True)
-        cid = proc.run(["docker", "create", image_ref, "true"], timeout=120).stdout.strip()
+        cid = proc.run(["docker", "create", *leftovers.docker_args(), image_ref, "true"], timeout=120).stdout.strip()
         try:
             proc.run(["bash", "-o", "pipefail", "-c", 'docker export "$0" | tar -x -C "$1" --numeric-owner', cid, root],
                      timeout=900, what=f"exporting {image_ref}")  # fmt: skip
@@ -88,6 +89,7 @@ def mounted(root: Path, binds: dict[Path, str], tmpfs: dict[str, int] | None = N
     """/proc, /sys, /dev, the given host directories and RAM drives (path -> MB) mounted into
     root; all undone on exit."""
     targets: list[Path] = []
+    leftovers.note("mount", root=str(root))  # a kill leaves these mounts: the record says whose they are
     with ExitStack() as stack:
         stack.callback(_unmount_all, targets)
         for src, fstype, dest in (("proc", "proc", "proc"), ("/sys", None, "sys"), ("/dev", None, "dev")):

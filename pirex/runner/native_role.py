@@ -26,7 +26,7 @@ from pathlib import Path
 from pirex import experiment, machine, proc
 from pirex.bundle import utcnow
 from pirex.errors import PirexError
-from pirex.runner import compose, deployment, native
+from pirex.runner import compose, deployment, leftovers, native
 
 DEFAULT_DATA_DIR = "/var/lib/pirex/jpa-rest-db"  # per database host, kept: the table is loaded once
 READY_TIMEOUT = deployment.LOAD_TIMEOUT  # the database role loads the table before it serves
@@ -155,6 +155,8 @@ def serve(role: str, env_file: Path) -> None:
     record = {"role": role, "variant": "native", "before": machine.record(out)}
     (out / f"machine-{role}.json").write_text(json.dumps(record, indent=2) + "\n")
     with ExitStack() as stack:
+        # its servers and mounts recorded: a SIGKILL leaves them to `pirex doctor --reap`
+        stack.enter_context(leftovers.Owner(f"native-{role}-{os.getpid()}"))
         if role == "db":
             _serve_db(stack, dep, env, values, out, ran)
         else:

@@ -22,7 +22,7 @@ from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import git_version
-from pirex.runner import deployment, host, native, outputs, plan, tracing, variants
+from pirex.runner import deployment, faults, host, leftovers, lock, native, outputs, plan, tracing, variants
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ class Options:
     matrix: str | None = None  # run a matrix's cases (e.g. moobench fluctuation) instead of the variants
     trace: bool = False  # ftrace around each step, as the experiment declares (fork)
     soak: str | None = None  # a deployment's driver holds the load this long (Locust --run-time, e.g. 10m)
+    allow_concurrent: bool = False  # run even while another measuring run holds this host (lock.py)
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -89,8 +90,9 @@ class Service:
         self.argv = experiment.render(spec.command, params)
 
     def __enter__(self):
-        proc.run(["docker", "run", "-d", "--rm", "--name", self.name, "--network", "host", self.image_ref, *self.argv],
-                 timeout=120)  # fmt: skip
+        leftovers.note("container", name=self.name)
+        proc.run(["docker", "run", "-d", "--rm", "--name", self.name, *leftovers.docker_args(), "--network", "host",
+                  self.image_ref, *self.argv], timeout=120)  # fmt: skip
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             logs = proc.run(["docker", "logs", self.name], timeout=30, check=False)
@@ -107,6 +109,12 @@ class Service:
 
 
 def run(opts: Options) -> Path:
+    faults.check_results_dir(opts.results_dir)
+    with lock.measuring(opts.allow_concurrent):  # one measuring run per host
+        return _run(opts)
+
+
+def _run(opts: Options) -> Path:
     exp = experiment.load(opts.experiment)
     if opts.order not in plan.ORDERS:
         raise PirexError(f"--order {opts.order!r}: expected one of {', '.join(plan.ORDERS)}")
@@ -197,7 +205,8 @@ def run(opts: Options) -> Path:
         "preflight": [f.to_dict() for f in findings],
     }, indent=2) + "\n")  # fmt: skip
     bundle.write_machine(before=before)
-    return _execute(bundle, exp, images, params)
+    with leftovers.Owner(bundle.run_id, bundle.path):  # what the run starts, recorded before it starts
+        return _execute(bundle, exp, images, params)
 
 
 def _deployment_images(exp: experiment.Experiment) -> tuple[str, ...]:
@@ -236,11 +245,18 @@ def _soak(exp: experiment.Experiment, duration: str | None, params: dict) -> dic
     }
 
 
-def resume(path: Path) -> Path:
-    bundle = Bundle.resume(path)
-    exp = experiment.load(bundle.manifest["experiment"])
-    _recheck(bundle, exp)
-    return _execute(bundle, exp, bundle.manifest["images"], bundle.manifest["parameters"])
+def resume(path: Path, allow_concurrent: bool = False) -> Path:
+    with lock.measuring(allow_concurrent):
+        bundle = Bundle.resume(path)
+        try:
+            leftovers.reap_run(bundle.run_id, bundle.path)  # what the killed run left, gone before it continues
+            exp = experiment.load(bundle.manifest["experiment"])
+            _recheck(bundle, exp)
+        except BaseException:
+            bundle.close()
+            raise
+        with leftovers.Owner(bundle.run_id, bundle.path):
+            return _execute(bundle, exp, bundle.manifest["images"], bundle.manifest["parameters"])
 
 
 def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
@@ -380,16 +396,15 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                     flush=True,
                 )
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM/SIGHUP through the CLI's handler
-        bundle.write_machine(after=machine.record(bundle.path))
-        bundle.mark_interrupted()
+        faults.settle(bundle, PARTIAL)
         print(f"interrupted: {bundle.path} is partial; `pirex run --resume {bundle.path}` finishes it")
         raise
     except Exception as e:  # PirexError, or a bug: the bundle says failed either way, never left "running"
-        bundle.write_machine(after=machine.record(bundle.path))
-        bundle.finish("failed")
+        faults.settle(bundle, "failed")
+        e = faults.explained(e, bundle)  # a full disk, the Docker daemon gone: what to do
         if not isinstance(e, PirexError):
             log.error("the run failed unexpectedly; %s is marked failed", bundle.path)
-        raise
+        raise e
     after = machine.record(bundle.path)
     bundle.write_machine(after=after)
     before = json.loads((bundle.path / "machine.json").read_text())["before"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pirex import proc
 from pirex.errors import PirexError
+from pirex.runner import leftovers
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ def traced(tracer: str, functions: list[str], out: Path, root: Path = TRACEFS):
         options = {o: (root / "options" / o).read_text().strip() for o in OPTIONS if (root / "options" / o).exists()}
     except OSError as e:
         raise PirexError(f"cannot read the ftrace settings under {root}: {e}") from None
+    leftovers.note("tracefs", root=str(root), saved={**saved, **{f"options/{o}": v for o, v in options.items()}})
     try:
         try:
             if saved["buffer_size_kb"] is not None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from pirex import proc
 from pirex.errors import PirexError
 from pirex.experiment import Case, Privileges, aa_base
-from pirex.runner import native
+from pirex.runner import faults, leftovers, native
 
 LOOPBACK = "127.0.0.1"
 
@@ -123,23 +123,44 @@ def run_step(variant: Variant, image_ref: str, argv: list[str], outdir: Path, wo
             cmd = native.command(root, config, argv, {})
             if variant.cpus:
                 cmd = ["taskset", "-c", variant.cpus, *cmd]
-            return _timed(cmd, outdir, timeout)
-    cmd = ["docker", "run", "--rm", "--name", container_name, "-v", f"{outdir}:/results"]
+            what = f"native {variant.name}"
+            return _timed(cmd, outdir, timeout, started=lambda pid: leftovers.note_process(pid, what))
+    # no --rm: the container is inspected (killed? OOM?) and removed below, on every exit path
+    cmd = ["docker", "run", "--name", container_name, *leftovers.docker_args(), "-v", f"{outdir}:/results"]
     if platform:
         cmd += ["--platform", platform]
     if variant.bind_workdir:
         workdir.mkdir(parents=True, exist_ok=True)
         workdir.chmod(0o777)
     cmd += variant.extra_docker_args(workdir)
+    leftovers.note("container", name=container_name)
     try:
-        return _timed([*cmd, image_ref, *argv], outdir, timeout)
+        r = _timed([*cmd, image_ref, *argv], outdir, timeout)
+        _explain_end(r, container_name, outdir)
+        return r
     finally:  # a killed client leaves its container running: remove it on every exit path
         proc.run(["docker", "rm", "-f", container_name], timeout=120, check=False)
 
 
-def _timed(cmd: list[str], outdir: Path, timeout: float) -> StepRun:
-    start = time.monotonic()
-    r = proc.run(cmd, timeout=timeout, check=False)
+def _explain_end(r: StepRun, container: str, outdir: Path) -> None:
+    """A container ended by something outside the workload (docker kill, the OOM killer, the daemon
+    gone): say so at the end of stderr.txt, where the runner's error message quotes it."""
+    if r.returncode == 0:
+        return
+    stderr = (outdir / "stderr.txt").read_text(errors="replace")
+    if faults.docker_down(stderr):
+        why = "the Docker daemon stopped answering: start it again, then resume the run"
+    else:
+        state = proc.run(["docker", "inspect", "-f", "{{.State.OOMKilled}}", container], timeout=60, check=False)
+        why = faults.container_end(r.returncode, state.stdout.strip() == "true" if state.ok else None)
+    if why:
+        with open(outdir / "stderr.txt", "a") as f:
+            f.write(f"\npirex: {why}\n")
+
+
+def _timed(cmd: list[str], outdir: Path, timeout: float, started=None) -> StepRun:
+    start = time.monotonic()  # monotonic: a step's duration survives the wall clock jumping
+    r = proc.run(cmd, timeout=timeout, check=False, started=started)
     seconds = time.monotonic() - start
     (outdir / "stdout.txt").write_text(r.stdout)
     (outdir / "stderr.txt").write_text(r.stderr)
