@@ -127,7 +127,11 @@ def run(opts: Options) -> Path:
     if not runnable:
         raise PirexError("no variant left to run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
 
-    params = {**exp.resolve(opts.profile), **(matrix.parameters if matrix else {}), **(opts.overrides or {})}
+    params = {
+        **exp.resolve(opts.profile),
+        **(matrix.parameters_for(opts.profile) if matrix else {}),
+        **(opts.overrides or {}),
+    }
     if "sink_host" not in params:  # --set sink_host=H --set sink_port=P: a sink on another machine, as the paper
         params["sink_port"] = deployment.free_port("0.0.0.0")
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
@@ -144,15 +148,15 @@ def run(opts: Options) -> Path:
             matrix_info["fallback"] = fallback
         cases = []
         for case in matrix.cases:
-            resolved = matrix.resolved(case.name)
-            why = host.unavailable_reason(resolved)
+            resolved, base = matrix.resolved(case.name), host.base_of(matrix, case.name)
+            why = host.unavailable_reason(resolved, base=base)
             if fallback and case.name in (fallback.get("skip_cases") or []):
                 why = fallback["reason"]
             if why:
                 skipped[case.name] = why
                 log.warning("skipping case %s: %s", case.name, why)
                 continue
-            if notes := host.notes(resolved):
+            if notes := host.notes(resolved, base=base):
                 matrix_info["notes"][case.name] = notes
             cases.append(case.name)
         runnable = tuple(cases)
@@ -227,7 +231,8 @@ def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
     problems = []
     if matrix_info:
         for name in sorted({s["variant"] for s in bundle.remaining_steps()}):
-            if why := host.unavailable_reason(exp.matrices[matrix_info["name"]].resolved(name)):
+            m = exp.matrices[matrix_info["name"]]
+            if why := host.unavailable_reason(m.resolved(name), base=host.base_of(m, name)):
                 problems.append(f"case {name}: {why}")
     trace = run_info.get("trace") or {}
     if trace.get("enabled"):
