@@ -800,6 +800,23 @@ def run_notes(paths: Sequence[Path]) -> list[str]:
             out.append(f"Skipped in {p.name}: {case}: {why}.")
         for case, notes in ((info.get("matrix") or {}).get("notes") or {}).items():
             out.append(f"Note of {p.name}: {case}: {'; '.join(notes)}.")
+        if info.get("matrix") and (flags := jvm_options(p)):
+            out.append(f"JVM options as run ({p.name}, step.json): "
+                       + "; ".join(f"{case}: {o or '(none)'}" for case, o in flags.items()) + ".")  # fmt: skip
+    return out
+
+
+def jvm_options(path: Path) -> dict[str, str]:
+    """Per variant (matrix case), the --jvm-options its first completed step ran with (step.json's argv)."""
+    b = Bundle.open(Path(path))
+    out = {}
+    for step in b.manifest["completed"]:
+        f = b.step_dir(step["variant"], step["repetition"]) / "step.json"
+        if step["variant"] in out or not f.exists():
+            continue
+        argv = json.loads(f.read_text()).get("argv") or []
+        if "--jvm-options" in argv[:-1]:
+            out[step["variant"]] = argv[argv.index("--jvm-options") + 1]
     return out
 
 

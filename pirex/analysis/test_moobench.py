@@ -182,6 +182,9 @@ def test_figure_png_and_svg(tmp_path):
 def test_published_tables_transcribed():
     assert len(moobench.published_ssp17()) == 15
     assert len(moobench.published_icpe18_table2()) == 15
+    for name in ("icpe18_table1.csv", "icpe18_table2.csv"):  # C3 is the class-10 Transcend card (section 3)
+        head = "".join(line for line in open(moobench.PUBLISHED_DIR / name) if line.startswith("#"))
+        assert "class-10 Transcend" in head and "C3: class-4" not in head and "C3, H_2 (device, class-4" not in head
     t5 = moobench.published_icpe18_table5()
     assert len(t5) == 28 and {r["id"] for r in t5} == {str(i) for i in range(1, 15)}
     one = {r["configuration"]: r for r in t5 if r["id"] == "1"}
@@ -258,6 +261,35 @@ def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
     assert any("SSP'17's run on device D1" in n for n in t.table.notes)
     (t5,) = moobench.tables([path], view="fluctuation")
     assert t5.name == "table5" and any("same as its base here" in n for n in t5.table.notes)
+
+
+def test_table5_names_the_collector_each_case_ran_with(tmp_path):
+    """The base pins the Pi 3 JVM's serial collector, Id 3 changes only that: the notes say what each step ran."""
+    from pirex import experiment
+
+    matrix = experiment.load("moobench").matrices["fluctuation"]
+    scale = {"base": 1.0, "parallel-gc": 1.3}
+    path = make_bundle(tmp_path, spass_like(scale), tuple(scale), matrix={"name": "fluctuation"})
+    b = Bundle.open(path)
+    for step in b.manifest["completed"]:  # step.json as the runner writes it, with the case's resolved options
+        opts = matrix.resolved(step["variant"]).set["jvm_options"]
+        argv = ["pirex-moobench", "run", "--jvm-options", opts, "--settle", "no"]
+        (b.step_dir(step["variant"], step["repetition"]) / "step.json").write_text(json.dumps({"argv": argv}))
+    assert moobench.jvm_options(path) == {"base": "-XX:+UseSerialGC", "parallel-gc": "-XX:+UseParallelGC"}
+    (t5,) = moobench.tables([path], view="fluctuation")
+    assert any("base: -XX:+UseSerialGC; parallel-gc: -XX:+UseParallelGC" in n for n in t5.table.notes)
+
+
+def test_the_matrix_at_the_paper_profile_runs_moobench_defaults():
+    from pirex import experiment
+
+    exp = experiment.load("moobench")
+    m = exp.matrices["fluctuation"]
+    paper = {**exp.resolve("paper"), **m.parameters_for("paper")}
+    assert (paper["calls"], paper["recursion_depth"], paper["settle"]) == (2_000_000, 10, "yes")
+    assert (paper["calls"], paper["recursion_depth"]) == moobench.profile_setup("paper-spass-meter")
+    quick = {**exp.resolve("quick"), **m.parameters_for("quick")}
+    assert quick["calls"] == exp.resolve("quick")["calls"] and quick["recursion_depth"] == 10
 
 
 def test_views_split_matrix_and_variant_bundles(tmp_path):

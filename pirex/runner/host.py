@@ -111,7 +111,8 @@ def notes(case: Case, cpu_root: Path = CPU, base: Case | None = None, swaps: Pat
           cpus: set[int] | None = None) -> list[str]:  # fmt: skip
     """What the bundle should know about how the case ran here."""
     out = []
-    if case.governor and not _own_governor(case, base) and (why := governor_problem(case.governor, cpu_root)):
+    # said once, by the case that sets it (the root); the cases built on it inherit it
+    if case.governor and base is None and (why := governor_problem(case.governor, cpu_root)):
         out.append(f"the {case.governor} governor was not set ({why}); it ran with "
                    f"{current_governor(cpu_root) or 'the clock the machine has'}")  # fmt: skip
     if _own_governor(case, base) and governor_in_effect(case, cpu_root) == governor_in_effect(base, cpu_root):
