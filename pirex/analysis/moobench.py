@@ -442,7 +442,7 @@ ID1_NOTE = ("Id 1 (\"from [16]\"): the paper's published values are SSP'17's run
 
 
 def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: int = 1,
-           run_notes: Sequence[str] = ()) -> Table:  # fmt: skip
+           run_notes: Sequence[str] = (), same: set[str] = frozenset()) -> Table:  # fmt: skip
     """ICPE'18 Table 5: per fluctuation case and device, the baseline and the instrumented configuration (SPASS-meter
     in the paper; Kieker stands in where the bundle has none): mean, σ, min, max, 95 % CI, peaks, 95 % CI (loops).
     run_notes: what the runs recorded (skipped cases, cases equal to their base here), appended to the notes."""
@@ -465,6 +465,7 @@ def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: i
             base, inst = by[(dev, sto, variant, BASELINE)], by[(dev, sto, variant, cfg)]
             paper_base = f" ({case.paper_base})" if case.paper_base else ""
             ours = f"{variant} ({case.base}: Id {case.base_id})" if case.base else variant
+            ours += SAME_MARK if variant in same else ""
             row = [str(case.id), case.experiment + paper_base, ours, f"{dev}, {sto}", label(cfg)]
             for r in (base, inst):
                 s = r.stats
@@ -806,6 +807,17 @@ def run_notes(paths: Sequence[Path]) -> list[str]:
     return out
 
 
+def same_as_base(paths: Sequence[Path]) -> set[str]:
+    """The cases whose run noted that they equal their base on that machine (pirex.runner.host.notes)."""
+    from pirex.runner.host import SAME_AS_BASE
+
+    return {case for p in paths for case, notes in ((_run_info(p).get("matrix") or {}).get("notes") or {}).items()
+            if any(n.startswith(SAME_AS_BASE) for n in notes)}  # fmt: skip
+
+
+SAME_MARK = " [same as its base here]"
+
+
 def jvm_options(path: Path) -> dict[str, str]:
     """Per variant (matrix case), the --jvm-options its first completed step ran with (step.json's argv)."""
     b = Bundle.open(Path(path))
@@ -828,7 +840,7 @@ def tables(bundles: Iterable[Path], view: str | None = None) -> list[NamedTable]
         results = analyse(paths)
         setups = "; ".join(f"{setup_text(k)} ({', '.join(p.name for p in v)})" for k, v in groups.items())
         notes = [f"Ran: {setups}; the paper: {setup_text(profile_setup(SPASS_PROFILE))} (profile paper)."]
-        return [NamedTable("table5", table5(results, run_notes=notes + run_notes(paths)))]
+        return [NamedTable("table5", table5(results, run_notes=notes + run_notes(paths), same=same_as_base(paths)))]
     out = []
     for setup, group in groups.items():
         results = analyse(group)
@@ -889,7 +901,8 @@ def compare(bundles, view: str | None = None, level: float = LEVEL):
         return compare_results(bundles, level)
     paths = view_bundles(bundles, view)
     if view == FLUCTUATION:
-        return [NamedTable("compare-table5", compare_table5(analyse(paths), run_notes=run_notes(paths)))]
+        t = compare_table5(analyse(paths), run_notes=run_notes(paths), same=same_as_base(paths))
+        return [NamedTable("compare-table5", t)]
     return [NamedTable("compare", compare_table(paths, level))]
 
 
@@ -929,7 +942,7 @@ def compare_table(paths: Sequence[Path], level: float = LEVEL) -> Table:
 
 
 def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, level: float = LEVEL,
-                   run_notes: Sequence[str] = ()) -> Table:  # fmt: skip
+                   run_notes: Sequence[str] = (), same: set[str] = frozenset()) -> Table:  # fmt: skip
     """ICPE'18 Table 5 as effects: each case against its base. The published reference is the case over the base in
     the paper's "(base)" column (Id 3 / Id 2, Id 9 / Id 6), which our case reproduces by changing the same one factor
     of our base (Id 5 stands where the paper's Id 6 was); it is the one judged. Beside it, the case against Id 1
@@ -967,9 +980,12 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
                     r1 = stats.ratio_ci(num.stats.loop_means, by[key1].stats.loop_means, level)
                     vs1 = ratio_text(r1)
                 v = verdict(ours, plo, phi)
+                if case.ours in same:  # the case changed nothing on that machine: no effect to judge
+                    v = f"no verdict: {SAME_MARK.strip(' []')} (notes)"
                 cfg_text = label(cfg) if cfg == base_cfg else f"{label(cfg)} / {label(base_cfg)}"
                 rows.append([str(case.id), f"{case.experiment} ({case.paper_base})",
-                             f"{case.ours} ({case.base}: Id {case.base_id})", f"{dev}, {sto}", cfg_text,
+                             f"{case.ours} ({case.base}: Id {case.base_id}){SAME_MARK if case.ours in same else ''}",
+                             f"{dev}, {sto}", cfg_text,
                              f"{pv:,.3f} [{plo:,.3f}; {phi:,.3f}] (Id {case.id} / Id {case.paper_base})",
                              ratio_text(ours), v, f"{p1:,.3f} (Id {case.id} / Id 1)", vs1])  # fmt: skip
                 records.append({"id": case.id, "paper_base": case.paper_base, "case": case.ours, "base": case.base,

@@ -258,9 +258,12 @@ def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
     assert "(Id 11 / Id 6)" in text and "(Id 11 / Id 1)" in text and "max-clock (ram-drive: Id 5)" in text
     assert "1.210" in text  # max-clock over our Id 1, labelled beside
     assert any("the performance governor is in effect for both" in n for n in t.table.notes)
+    assert rows[(11, "instrumented")]["verdict"] == "no verdict: same as its base here (notes)"
+    assert rows[(3, "instrumented")]["verdict"] == "differs from the paper"  # 1.300 vs 1.276 [1.276; 1.277]
     assert any("SSP'17's run on device D1" in n for n in t.table.notes)
     (t5,) = moobench.tables([path], view="fluctuation")
     assert t5.name == "table5" and any("same as its base here" in n for n in t5.table.notes)
+    assert [r[2] for r in t5.table.rows if r[0] == "11"] == ["max-clock (ram-drive: Id 5) [same as its base here]"]
 
 
 def test_table5_names_the_collector_each_case_ran_with(tmp_path):
