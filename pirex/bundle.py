@@ -63,7 +63,7 @@ STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # experiment and variant names become directory names
 TMP_MARK = ".tmp-"  # <repetition>.tmp-<pid>: a step being written
-REQUIRED = ("run_id", "experiment", "profile", "variants", "status", "plan", "completed", "files")
+REQUIRED = ("run_id", "experiment", "profile", "variants", "started", "ended", "status", "plan", "completed", "files")
 
 
 def utcnow() -> datetime:

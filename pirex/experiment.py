@@ -144,6 +144,11 @@ class Matrix:
     cases: tuple[Case, ...]
     parameters: dict[str, Any]
     fallback: dict[str, Any]
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)  # per profile, over `parameters`
+
+    def parameters_for(self, profile: str) -> dict[str, Any]:
+        """The matrix's parameters at a profile (e.g. moobench's paper profile: MooBench's 2,000,000 calls)."""
+        return {**self.parameters, **self.profiles.get(profile, {})}
 
     def case(self, name: str) -> Case:
         for c in self.cases:
@@ -509,8 +514,11 @@ def _matrix(c: _Checker, name: str, doc: Any, declared: dict[str, P.Param]) -> M
                      default={})  # fmt: skip
     if fallback and (not isinstance(fallback.get("probe"), list) or not isinstance(fallback.get("reason"), str)):
         raise c.fail(f"{key}.fallback", "a mapping with probe (a command) and reason", fallback)
-    if isinstance(fallback.get("parameters"), dict):
-        P.check_values(declared, fallback["parameters"], f"{c.path}: {key}.fallback.parameters")
+    profiles = c.get(doc, "profiles", dict, "profile -> parameters", prefix=f"{key}.", required=False, default={})
+    for prof, values in profiles.items():
+        if not isinstance(values, dict):
+            raise c.fail(f"{key}.profiles.{prof}", "a mapping of parameter to value", values)
+        P.check_values(declared, values, f"{c.path}: {key}.profiles.{prof}")
     raw_cases = c.get(doc, "cases", list, "a list of cases", prefix=f"{key}.")
     cases: list[Case] = []
     for i, cd in enumerate(raw_cases):
@@ -543,4 +551,5 @@ def _matrix(c: _Checker, name: str, doc: Any, declared: dict[str, P.Param]) -> M
                           cd.get("swap")))  # fmt: skip
     if not cases:
         raise c.fail(f"{key}.cases", "at least one case", raw_cases)
-    return Matrix(name, str(doc.get("source", "")), runs_as, tuple(cases), dict(params), dict(fallback))
+    return Matrix(name, str(doc.get("source", "")), runs_as, tuple(cases), dict(params), dict(fallback),
+                  {k: dict(v) for k, v in profiles.items()})  # fmt: skip

@@ -1,20 +1,26 @@
 """pirex run moobench, end to end: baseline and Kieker (dump and binary file writer) natively
 and in Docker, OpenTelemetry in Docker, an emulated arm64 smoke run, and the fluctuation
-matrix with its skipped cases and stand-in recorded. Counts are cut down (--set)."""
+matrix with its skipped cases and stand-in recorded. Counts are cut down (--set). And, without
+Docker: the image's stand-alone default is experiment.yaml's quick profile."""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
+import shlex
+from pathlib import Path
 
 import pytest
 
+from pirex import experiment
 from pirex.bundle import Bundle, verify
+from pirex.paths import REPO
 from pirex.runner import run as runner
 
 from .conftest import TEST_TAG
 
-pytestmark = pytest.mark.docker
+docker = pytest.mark.docker
 
 SMALL = {"repetitions": 2, "calls": 2000, "sleep": 0}
 
@@ -25,6 +31,7 @@ def raw_rows(path):
     return [r for r in rows if r[0].isdigit()]  # data rows: thread;duration_ns;used_heap;gc_count_delta
 
 
+@docker
 def test_kieker_native_and_docker(built, tmp_path):
     configs = "baseline,kieker-dump,kieker-binary"
     path = runner.run(runner.Options("moobench", "quick", "native,docker", "interleaved", 5, tmp_path, TEST_TAG,
@@ -42,6 +49,7 @@ def test_kieker_native_and_docker(built, tmp_path):
     assert "Server VM" in run["jvm"]["java.vm.name"]
 
 
+@docker
 def test_opentelemetry_in_docker(built, tmp_path):
     params = {**SMALL, "repetitions": 1, "configurations": "baseline,opentelemetry"}
     path = runner.run(runner.Options("moobench", "quick", "docker", "sequential", 1, tmp_path, TEST_TAG, params))
@@ -51,6 +59,7 @@ def test_opentelemetry_in_docker(built, tmp_path):
     assert "opentelemetry" in (d / "stdout.txt").read_text().lower()
 
 
+@docker
 def test_arm64_emulated_smoke(built, tmp_path):
     opts = runner.Options("moobench", "quick", "docker", "sequential", 1, tmp_path, TEST_TAG,
                           {**SMALL, "repetitions": 1, "calls": 500, "configurations": "baseline,kieker-dump"},
@@ -60,6 +69,7 @@ def test_arm64_emulated_smoke(built, tmp_path):
     assert len(raw_rows(b.step_dir("docker", 0) / "raw-kieker-dump.csv")) == 500
 
 
+@docker
 def test_fluctuation_matrix_records_its_cases(built, tmp_path):
     opts = runner.Options("moobench", "quick", None, "sequential", 1, tmp_path, TEST_TAG,
                           {"repetitions": 1, "calls": 1000, "sleep": 0}, matrix="fluctuation")  # fmt: skip
@@ -75,11 +85,37 @@ def test_fluctuation_matrix_records_its_cases(built, tmp_path):
     for clock in ("max-clock", "min-clock"):  # no cpufreq in a VM: skipped with the reason, not run as base
         assert clock in ran or "cpufreq" in run["skipped_variants"][clock]
     assert run["variants"]["one-core"]["taskset"] == "0"
-    assert run["variants"]["depth-1"]["parameters"] == {"recursion_depth": 1}
+    # the base pins the Pi 3 JVM's serial collector; parallel-gc changes only that; settle is on the command line
+    assert run["variants"]["base"]["parameters"] == {"jvm_options": "-XX:+UseSerialGC"}
+    assert run["variants"]["depth-1"]["parameters"] == {"jvm_options": "-XX:+UseSerialGC", "recursion_depth": 1}
     assert run["variants"]["parallel-gc"]["parameters"] == {"jvm_options": "-XX:+UseParallelGC"}
+    assert b.manifest["parameters"]["settle"] == "no"
+    for case, flag in (("base", "-XX:+UseSerialGC"), ("parallel-gc", "-XX:+UseParallelGC")):
+        argv = json.loads((b.step_dir(case, 0) / "step.json").read_text())["argv"]
+        assert argv[argv.index("--jvm-options") + 1] == flag and argv[argv.index("--settle") + 1] == "no"
+        assert f" {flag} " in (b.step_dir(case, 0) / "stdout.txt").read_text()  # what the JVM was started with
+    # the base's ondemand governor: set where cpufreq exists, else every case says it was not
+    if not list(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")):
+        assert "ondemand governor was not set" in " ".join(run["matrix"]["notes"]["base"])
     assert "tmpfs" in run["variants"]["ram-drive"]["workdir"]
     for case in ran:
         d = b.step_dir(case, 0)
         assert len(raw_rows(d / "raw-baseline.csv")) == 1000 and len(raw_rows(d / "raw-kieker-dump.csv")) == 1000
     argv = json.loads((b.step_dir("depth-1", 0) / "step.json").read_text())["argv"]
     assert argv[argv.index("--recursion-depth") + 1] == "1"
+
+
+def test_the_images_stand_alone_default_is_the_quick_profile():
+    """`docker run IMAGE` runs QUICK_LOOPS loops of QUICK_RUN (images/moobench/pirex-moobench): the one copy of
+    experiment.yaml's quick profile in the image. Every option it gives must be what the runner would render."""
+    script = (REPO / "images" / "moobench" / "pirex-moobench").read_text()
+    loops = int(re.search(r"^QUICK_LOOPS=(\d+)$", script, re.M).group(1))
+    words = shlex.split(re.search(r'^QUICK_RUN="([^"]*)"$', script, re.M).group(1))
+    standalone = dict(zip(words[::2], words[1::2], strict=True))
+    exp = experiment.load("moobench")
+    quick = exp.resolve("quick")
+    argv = experiment.render(exp.command, {**quick, "output": "/results", "workdir": "/work"})
+    rendered = dict(zip(argv[2::2], argv[3::2], strict=True))  # after "pirex-moobench run"
+    assert loops == quick["repetitions"]
+    assert standalone == {k: v for k, v in rendered.items() if k not in ("--output", "--workdir", "--jvm-options")}
+    assert rendered["--jvm-options"] == ""  # the image's default: no JVM options

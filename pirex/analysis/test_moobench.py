@@ -10,6 +10,7 @@ import pytest
 
 from pirex.analysis import moobench, moobench_read
 from pirex.bundle import Bundle
+from pirex.errors import PirexError
 
 T975 = {1: 12.706204736174698, 4: 2.7764451051977987}  # Student t 0.975 quantiles (tables)
 ENGINES = ["numpy"] + (["numba"] if moobench_read.has_numba() else [])
@@ -20,13 +21,16 @@ def machine(host: str, storage: str = "usb") -> dict:
             "storage": {"kind": storage, "model": "WD", "fstype": "ext4"}}  # fmt: skip
 
 
-def make_bundle(tmp_path, files, variants=("native",), host="pi-a", storage="usb"):
-    """files(variant, repetition) -> {configuration: [durations in ns, in call order]}; one raw file each."""
+def make_bundle(tmp_path, files, variants=("native",), host="pi-a", storage="usb", params=None, matrix=None):
+    """files(variant, repetition) -> {configuration: [durations in ns, in call order]}; one raw file each.
+    params: the manifest's parameters; matrix: run.json's matrix (name, notes) and skipped cases."""
     reps = len(files(variants[0], None))
     plan = [(v, r) for r in range(reps) for v in variants]
     b = Bundle.create(
-        tmp_path / host, "moobench", "quick", {}, list(variants), plan, {}, {"version": "t", "commit": "c"}
+        tmp_path / host, "moobench", "quick", params or {}, list(variants), plan, {}, {"version": "t", "commit": "c"}
     )
+    if matrix:
+        (b.path / "run.json").write_text(json.dumps({"matrix": matrix, "skipped_variants": matrix.get("skipped", {})}))
     b.write_machine(before=machine(host, storage), after=machine(host, storage))
     for v, r in plan:
         with b.step(v, r) as d:
@@ -136,7 +140,8 @@ def test_tables_overhead_and_compare(tmp_path):
     assert ov[("native", "spass-meter")].ratio.has_interval  # 5 loops
 
     verdicts = {(c.published.name, c.config.rsplit(", ", 1)[1]): c.verdict for c in moobench.compare(res)}
-    assert verdicts[("SPASS-meter / Baseline (native)", "native")] == "consistent with the paper"  # 263.5..341.2
+    # ICPE'18 Table 2's SPASS-meter rows ran at depth 10, its baseline at depth 5: that ratio is not compared
+    assert ("SPASS-meter / Baseline (native)", "native") not in verdicts
     assert verdicts[("Kieker (file system logging, text) / Baseline (native)", "native")] == "differs from the paper"
     assert verdicts[("SPASS-meter docker / native", "docker")] == "consistent with the paper"
     assert ("SPASS-meter / Baseline (usb)", "native") in verdicts  # SSP'17, the USB hard disk rows
@@ -153,15 +158,17 @@ def test_table5_with_kieker_standing_in(tmp_path):
 
     res = moobench.analyse([make_bundle(tmp_path, files, ("base", "min-clock", "unknown-case"))])
     t5 = moobench.table5(res)
-    assert t5.columns[:6] == ["Id", "Experiment (base)", "Variant (base)", "Device", "Instrumented", "Baseline: mean"]
+    assert t5.columns[:6] == ["Id", "Experiment (paper's base)", "Our case (our base)", "Device", "Instrumented",
+                              "Baseline: mean"]  # fmt: skip
     assert [row[:3] for row in t5.rows] == [["1", "from [16]", "base"],
-                                            ["12", "min CPU clock (6)", "min-clock (ram-drive)"]]  # fmt: skip
+                                            ["12", "min CPU clock (6)", "min-clock (ram-drive: Id 5)"]]  # fmt: skip
     assert t5.rows[0][4] == "Kieker (file system logging, text)"  # no SPASS-meter, no kieker-dump here
     # Kieker native: 100, 6,100, 100, 6,100 µs: mean 3,100, sd sqrt(4 x 3,000² / 3); min 100, max 6,100
     # 95 % CI: 3,100 -/+ t(0.975, 3) 3.1824 x 3,464.1 / 2
     assert t5.rows[0][12:17] == ["3,100.0", "3,464.1", "100.0", "6,100.0", "[-2,412.2; 8,612.2]"]
     assert any("stands in for SPASS-meter" in n for n in t5.notes)
-    assert any(n.startswith("Cases without data here: 2 object pools; 3 parallel GC") for n in t5.notes)
+    assert any(n.startswith("Cases without data here: 2 object pools: not reproduced") for n in t5.notes)
+    assert any("SSP'17's run on device D1 with the USB hard disk" in n for n in t5.notes)
     assert len(t5.records) == 4
 
 
@@ -175,6 +182,9 @@ def test_figure_png_and_svg(tmp_path):
 def test_published_tables_transcribed():
     assert len(moobench.published_ssp17()) == 15
     assert len(moobench.published_icpe18_table2()) == 15
+    for name in ("icpe18/table1.csv", "icpe18/table2.csv"):  # C3 is the class-10 Transcend card (section 3)
+        head = "".join(line for line in open(moobench.PUBLISHED_DIR / name) if line.startswith("#"))
+        assert "class-10 Transcend" in head and "C3: class-4" not in head and "C3, H_2 (device, class-4" not in head
     t5 = moobench.published_icpe18_table5()
     assert len(t5) == 28 and {r["id"] for r in t5} == {str(i) for i in range(1, 15)}
     one = {r["configuration"]: r for r in t5 if r["id"] == "1"}
@@ -184,8 +194,7 @@ def test_published_tables_transcribed():
     kd = ratios["Kieker (file system logging, text) docker / native"]
     assert kd.value == pytest.approx(np.mean([131.4 / 121.5, 123.3 / 115.9, 120.5 / 118.6]))
     assert kd.low == pytest.approx((120.5 - 0.05) / (118.6 + 0.05))
-    mc = ratios["min CPU clock: SPASS-meter min-clock / ram-drive (paper: Id 12 / Id 5)"]
-    assert mc.value == pytest.approx(294.8 / 146.8)  # our base ram-drive is the paper's Id 5
+    assert {p.profile for p in ratios.values()} == {"paper", "paper-spass-meter"}
 
 
 def test_raw_files_refuse_other_experiments(tmp_path):
@@ -197,11 +206,176 @@ def test_raw_files_refuse_other_experiments(tmp_path):
     assert json.loads((b.path / "manifest.json").read_text())["experiment"] == "jmh"
 
 
-def test_fluctuation_cases_name_the_matrix_cases_of_the_experiment():
+def test_fluctuation_cases_come_from_the_matrix_and_the_published_table():
     from pirex import experiment
 
     matrix = experiment.load("moobench").matrices["fluctuation"]
-    named = {variant for case in moobench.FLUCTUATION_CASES for variant, _ in case.sources}
-    assert named == {c.name for c in matrix.cases}
-    bases = {case.base for case in moobench.FLUCTUATION_CASES if case.base}
-    assert bases <= named
+    cases = {c.id: c for c in moobench.fluctuation_cases()}
+    assert sorted(cases) == list(range(1, 15))
+    assert {c.ours for c in cases.values() if c.ours} == {c.name for c in matrix.cases}
+    # the paper's "(base)" column, read from icpe18/table5.csv
+    assert {i: cases[i].paper_base for i in (1, 3, 4, 5, 9, 14)} == {1: None, 3: 2, 4: 2, 5: 2, 9: 6, 14: 6}
+    assert (cases[3].ours, cases[3].base, cases[3].base_id) == ("parallel-gc", "base", 1)
+    assert (cases[11].ours, cases[11].base, cases[11].base_id) == ("max-clock", "ram-drive", 5)
+    assert cases[4].configs[0] == "spass-meter-time-only" and cases[3].configs[0] == "spass-meter"
+    assert cases[2].ours is None and cases[6].ours is None
+
+
+def spass_like(scale):
+    """5 loops per case; baseline 1 µs, SPASS-meter 100 µs x the case's scale."""
+
+    def files(v, r):
+        if r is None:
+            return [None] * 5
+        inst = "spass-meter-time-only" if v == "time-only" else "spass-meter"
+        x = int(100_000 * scale[v])
+        return {"baseline": [9000, 9000, 1000 + r, 1000 - r], inst: [50 * x, 50 * x, x + r, x - r]}
+
+    return files
+
+
+def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
+    scale = {"base": 1.0, "parallel-gc": 1.3, "time-only": 0.9, "ram-drive": 1.1, "max-clock": 1.21}
+    path = make_bundle(tmp_path, spass_like(scale), tuple(scale), matrix={"name": "fluctuation", "notes": {
+        "max-clock": ["same as its base here: the performance governor is in effect for both"]}})  # fmt: skip
+    (t,) = moobench.compare([path], view="fluctuation")
+    assert t.name == "compare-table5"
+    rows = {(r["id"], r["role"]): r for r in t.table.records}
+    # the published reference is the case over the paper's base (Id 3 / Id 2), not over Id 1
+    assert rows[(3, "instrumented")]["published"] == pytest.approx(194.4 / 152.3)  # 1.276, not 1.180
+    assert rows[(4, "instrumented")]["published"] == pytest.approx(146.3 / 152.3)  # 0.961, not 0.888
+    assert rows[(11, "instrumented")]["published"] == pytest.approx(148.1 / 150.5)  # 0.984, not 148.1 / 146.8
+    assert rows[(3, "instrumented")]["published_vs_id1"] == pytest.approx(194.4 / 164.8)
+    assert rows[(4, "instrumented")]["published_vs_id1"] == pytest.approx(146.3 / 164.8)
+    assert rows[(3, "baseline")]["published"] == pytest.approx(1.6 / 1.6)
+    # ours: the case over our base (the case it changes one factor of)
+    assert rows[(3, "instrumented")]["ours"] == pytest.approx(1.3)
+    assert rows[(11, "instrumented")]["ours"] == pytest.approx(1.1)  # max-clock / ram-drive
+    assert rows[(4, "instrumented")]["configuration"] == "spass-meter-time-only"
+    assert rows[(4, "instrumented")]["base_configuration"] == "spass-meter"
+    assert (rows[(11, "instrumented")]["base"], rows[(11, "instrumented")]["paper_base"]) == ("ram-drive", 6)
+    text = moobench.markdown(t.table)
+    assert "(Id 11 / Id 6)" in text and "(Id 11 / Id 1)" in text and "max-clock (ram-drive: Id 5)" in text
+    assert "1.210" in text  # max-clock over our Id 1, labelled beside
+    assert any("the performance governor is in effect for both" in n for n in t.table.notes)
+    assert rows[(11, "instrumented")]["verdict"] == "no verdict: same as its base here (notes)"
+    assert rows[(3, "instrumented")]["verdict"] == "differs from the paper"  # 1.300 vs 1.276 [1.276; 1.277]
+    assert any("SSP'17's run on device D1" in n for n in t.table.notes)
+    (t5,) = moobench.tables([path], view="fluctuation")
+    assert t5.name == "table5" and any("same as its base here" in n for n in t5.table.notes)
+    assert [r[2] for r in t5.table.rows if r[0] == "11"] == ["max-clock (ram-drive: Id 5) [same as its base here]"]
+
+
+def test_table5_names_the_collector_each_case_ran_with(tmp_path):
+    """The base pins the Pi 3 JVM's serial collector, Id 3 changes only that: the notes say what each step ran."""
+    from pirex import experiment
+
+    matrix = experiment.load("moobench").matrices["fluctuation"]
+    scale = {"base": 1.0, "parallel-gc": 1.3}
+    path = make_bundle(tmp_path, spass_like(scale), tuple(scale), matrix={"name": "fluctuation"})
+    b = Bundle.open(path)
+    for step in b.manifest["completed"]:  # step.json as the runner writes it, with the case's resolved options
+        opts = matrix.resolved(step["variant"]).set["jvm_options"]
+        argv = ["pirex-moobench", "run", "--jvm-options", opts, "--settle", "no"]
+        (b.step_dir(step["variant"], step["repetition"]) / "step.json").write_text(json.dumps({"argv": argv}))
+    assert moobench.jvm_options(path) == {"base": "-XX:+UseSerialGC", "parallel-gc": "-XX:+UseParallelGC"}
+    (t5,) = moobench.tables([path], view="fluctuation")
+    assert any("base: -XX:+UseSerialGC; parallel-gc: -XX:+UseParallelGC" in n for n in t5.table.notes)
+
+
+def test_the_matrix_at_the_paper_profile_runs_moobench_defaults():
+    from pirex import experiment
+
+    exp = experiment.load("moobench")
+    m = exp.matrices["fluctuation"]
+    paper = {**exp.resolve("paper"), **m.parameters_for("paper")}
+    assert (paper["calls"], paper["recursion_depth"], paper["settle"]) == (2_000_000, 10, "yes")
+    assert (paper["calls"], paper["recursion_depth"]) == moobench.profile_setup("paper-spass-meter")
+    quick = {**exp.resolve("quick"), **m.parameters_for("quick")}
+    assert quick["calls"] == exp.resolve("quick")["calls"] and quick["recursion_depth"] == 10
+
+
+def test_views_split_matrix_and_variant_bundles(tmp_path):
+    plain = make_bundle(tmp_path / "a", published_like, ("native",))
+    matrix = make_bundle(tmp_path / "b", spass_like({"base": 1.0}), ("base",), matrix={"name": "fluctuation"})
+    names = [t.name for t in moobench.tables([plain, matrix])]
+    assert names == ["table2", "table1", "overhead"]
+    assert [t.name for t in moobench.tables([plain, matrix], view="fluctuation")] == ["table5"]
+    with pytest.raises(PirexError, match="none of the 1 bundle"):
+        moobench.tables([plain], view="fluctuation")
+    with pytest.raises(PirexError, match="no view 'nope'"):
+        moobench.tables([plain], view="nope")
+    assert set(moobench.VIEWS) == {"fluctuation"}
+
+
+def test_run_values_one_per_loop(tmp_path):
+    path = make_bundle(tmp_path, published_like, ("native", "docker"))
+    values = moobench.run_values([path])
+    assert len(values) == 2 * 5 * 3  # variants x loops x configurations
+    v = next(x for x in values if (x.variant, x.repetition, x.metric) == ("native", 2, "kieker-text"))
+    assert v.value == pytest.approx(100.0) and v.unit == "µs" and v.bundle == path.name  # (100,002 + 99,998) / 2
+    assert v.inner == pytest.approx((100.0,))
+    mb = make_bundle(tmp_path / "m", spass_like({"base": 1.0}), ("base",), matrix={"name": "fluctuation"})
+    (m,) = {x.variant for x in moobench.run_values([mb], "fluctuation")}
+    assert m == "base"
+
+
+def test_each_published_ratio_is_paired_with_its_setup(tmp_path):
+    spass = make_bundle(tmp_path / "s", published_like, ("native", "docker"),
+                        params={"calls": 2_000_000, "recursion_depth": 10})  # fmt: skip
+    (t,) = moobench.compare([spass])
+    by = {(r["ratio"], r["configuration"].rsplit(", ", 1)[1]): r for r in t.table.records}
+    assert by[("SPASS-meter docker / native", "docker")]["verdict"] == "consistent with the paper"
+    assert by[("SPASS-meter docker / native", "docker")]["profile"] == "paper-spass-meter"
+    kieker = by[("Kieker (file system logging, text) docker / native", "docker")]
+    assert (
+        kieker["profile"] == "paper" and "at another setup than the paper's: run --profile paper" in kieker["verdict"]
+    )
+    # Kieker's bundle at its own setup: its rows are used, and SPASS-meter's are not mixed into it
+    kb = make_bundle(tmp_path / "k", published_like, ("native", "docker"),
+                     params={"calls": 1_000_000, "recursion_depth": 5})  # fmt: skip
+    (t,) = moobench.compare([spass, kb])
+    setups = {(r["ratio"], r["calls"]) for r in t.table.records}
+    assert ("SPASS-meter docker / native", 2_000_000) in setups and (
+        "SPASS-meter docker / native",
+        1_000_000,
+    ) not in setups
+    assert ("Kieker (file system logging, text) docker / native", 1_000_000) in setups
+
+
+def test_tables_say_where_spass_meter_rows_would_be(tmp_path):
+    def files(v, r):
+        return [None] * 2 if r is None else {"baseline": [1000] * 4, "kieker-text": [100_000] * 4}
+
+    names = {t.name: t.table for t in moobench.tables([make_bundle(tmp_path, files)])}
+    for name in ("table2", "table1"):
+        assert any("No SPASS-meter rows" in n and "spass-meter/README.md" in n for n in names[name].notes)
+    (c,) = moobench.compare([make_bundle(tmp_path / "c", files)])
+    assert any(row[6] == "no SPASS-meter rows" for row in c.table.rows)
+
+
+def test_raw_envelope_keeps_every_peak():
+    low = np.array([1, 2, 3, 4, 5, 6, 7], dtype=float)
+    high = np.array([10, 20, 999, 40, 50, 60, 70], dtype=float)
+    x, lo, hi = moobench.envelope(low, high, points=3)  # 7 blocks -> 3 points of up to 3 blocks
+    assert x.tolist() == [0, 3000, 6000] and lo.tolist() == [1, 4, 7] and hi.tolist() == [999, 60, 70]
+    x, lo, hi = moobench.envelope(low, high)  # few blocks: one point each
+    assert hi.tolist() == high.tolist()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_blocks_keep_their_minimum_and_maximum(tmp_path, engine):
+    f = tmp_path / "raw.csv"
+    values = [5] * 999 + [7_000_000] + [3] + [4] * 500
+    f.write_text("".join(f"1;{x};0;0\n" for x in values))
+    loop = moobench_read.read_loop(f, engine)
+    assert loop.block_max.tolist() == [7_000_000, 4] and loop.block_min.tolist() == [5, 3]
+
+
+def test_figures_mean_and_raw(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = make_bundle(tmp_path, published_like, ("native",))
+    files = moobench.figures([path], tmp_path / "fig")
+    assert [f.name for f in files] == ["response-time.png", "response-time.svg", "response-time-raw.png",
+                                       "response-time-raw.svg"]  # fmt: skip
+    assert files[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,7 +1,13 @@
 """Machine-wide settings a matrix case changes for the length of one step (ICPE'18 Table 5:
 CPU clock through the cpufreq governor, swapping off), always put back on every exit path.
 Where the machine cannot do what a case asks, unavailable_reason() says why, and the runner
-skips the case with that reason in the bundle instead of running a case that changes nothing."""
+skips the case with that reason in the bundle instead of running a case that changes nothing.
+
+A case's own change (a governor other than its base's) is required: no cpufreq, no case. A
+setting the case shares with its base (the paper's `ondemand` of the base case, inherited by
+every case built on it) is set where the machine can, and notes() says where it could not; it
+also says when a case ends up equal to its base here (the governor in effect is already the
+case's, no swap to turn off, the CPUs to pin to are all the machine has)."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from pathlib import Path
 
 from pirex import proc
 from pirex.errors import PirexError
-from pirex.experiment import Case
+from pirex.experiment import Case, Matrix
 from pirex.runner import leftovers
 
 log = logging.getLogger(__name__)
@@ -47,39 +53,86 @@ def swap_priorities(swaps: Path = SWAPS) -> dict[str, int]:
     return {ln.split()[0].replace("\\040", " "): int(ln.split()[-1]) for ln in lines if ln.strip()}
 
 
-def unavailable_reason(case: Case, cpu_root: Path = CPU) -> str | None:
-    """Why this machine cannot run the case as the paper meant it, or None."""
+def base_of(matrix: Matrix, name: str) -> Case | None:
+    """The resolved base of a case (None for the root case): what its own change is measured against."""
+    base = matrix.case(name).base
+    return matrix.resolved(base) if base else None
+
+
+def current_governor(cpu_root: Path = CPU) -> str | None:
+    """The cpufreq governor in effect ("a/b" when the CPUs differ), None without cpufreq."""
+    found = sorted({f.read_text().strip() for f in governor_files(cpu_root)})
+    return "/".join(found) or None
+
+
+def governor_problem(governor: str, cpu_root: Path = CPU) -> str | None:
+    """Why this machine cannot set the governor, or None."""
+    files = governor_files(cpu_root)
+    if not files:
+        return (
+            "this machine has no cpufreq (no scaling_governor under /sys/devices/system/cpu): "
+            "its CPU clock cannot be set"
+        )
+    available = files[0].parent / "scaling_available_governors"
+    if available.exists() and governor not in available.read_text().split():
+        return f"the cpufreq governor {governor!r} is not offered here ({available.read_text().strip()})"
+    if os.geteuid() != 0:
+        return "setting the cpufreq governor needs root"
+    return None
+
+
+def _own_governor(case: Case, base: Case | None) -> bool:
+    """Is the case's governor its own change (required), not one it shares with its base?"""
+    return bool(case.governor) and base is not None and case.governor != base.governor
+
+
+def governor_in_effect(case: Case, cpu_root: Path = CPU) -> str | None:
+    """The governor a step of this case runs with: its own where it can be set, else the machine's."""
+    if case.governor and governor_problem(case.governor, cpu_root) is None:
+        return case.governor
+    return current_governor(cpu_root)
+
+
+def unavailable_reason(case: Case, cpu_root: Path = CPU, base: Case | None = None) -> str | None:
+    """Why this machine cannot run the case as the paper meant it, or None. base: the resolved base
+    case (base_of), None for the root case."""
     if case.cpus and not parse_cpus(case.cpus) <= online_cpus():
         return f"the case pins to CPUs {case.cpus}, but this machine has CPUs {sorted(online_cpus())}"
-    if case.governor:
-        files = governor_files(cpu_root)
-        if not files:
-            return (
-                "this machine has no cpufreq (no scaling_governor under /sys/devices/system/cpu): "
-                "its CPU clock cannot be set"
-            )
-        available = files[0].parent / "scaling_available_governors"
-        if available.exists() and case.governor not in available.read_text().split():
-            return f"the cpufreq governor {case.governor!r} is not offered here ({available.read_text().strip()})"
-        if os.geteuid() != 0:
-            return "setting the cpufreq governor needs root"
+    if _own_governor(case, base) and (why := governor_problem(case.governor, cpu_root)):
+        return why
     if case.swap == "off" and active_swaps() and os.geteuid() != 0:
         return "turning swap off needs root"
     return None
 
 
-def notes(case: Case) -> list[str]:
+SAME_AS_BASE = "same as its base here"  # the start of a note whose case changed nothing on this machine
+
+
+def notes(case: Case, cpu_root: Path = CPU, base: Case | None = None, swaps: Path = SWAPS,
+          cpus: set[int] | None = None) -> list[str]:  # fmt: skip
     """What the bundle should know about how the case ran here."""
-    if case.swap == "off" and not active_swaps():
-        return ["no swap area was active on this machine: the case ran exactly as its base"]
-    return []
+    out = []
+    # said once, by the case that sets it (the root); the cases built on it inherit it
+    if case.governor and base is None and (why := governor_problem(case.governor, cpu_root)):
+        out.append(f"the {case.governor} governor was not set ({why}); it ran with "
+                   f"{current_governor(cpu_root) or 'the clock the machine has'}")  # fmt: skip
+    if _own_governor(case, base) and governor_in_effect(case, cpu_root) == governor_in_effect(base, cpu_root):
+        out.append(f"{SAME_AS_BASE}: the {governor_in_effect(case, cpu_root)} governor is in effect for both")
+    if case.swap == "off" and (base is None or base.swap != "off") and not active_swaps(swaps):
+        out.append(f"{SAME_AS_BASE}: no swap area was active on this machine")
+    online = online_cpus() if cpus is None else cpus
+    if case.cpus and (base is None or base.cpus != case.cpus) and parse_cpus(case.cpus) == online:
+        out.append(f"{SAME_AS_BASE}: CPUs {case.cpus} are every CPU this machine has")
+    return out
 
 
 @contextmanager
 def applied(case: Case, cpu_root: Path = CPU):
-    """The case's machine-wide settings for the length of a step; the previous ones restored."""
+    """The case's machine-wide settings for the length of a step; the previous ones restored. A
+    governor the machine cannot set is left as it is (the case's own ones were refused before by
+    unavailable_reason; the base's are noted by notes)."""
     with ExitStack() as stack:
-        if case.governor:
+        if case.governor and governor_problem(case.governor, cpu_root) is None:
             for f in governor_files(cpu_root):
                 old = f.read_text().strip()
                 leftovers.note("setting", path=str(f), was=old)  # a kill leaves it set: the record puts it back

@@ -139,7 +139,7 @@ def _run(opts: Options) -> Path:
         raise PirexError("no variant left to run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
 
     overrides = P.check_values(exp.declared, opts.overrides or {}, "--set")
-    params = {**exp.resolve(opts.profile), **(matrix.parameters if matrix else {}), **overrides}
+    params = {**exp.resolve(opts.profile), **(matrix.parameters_for(opts.profile) if matrix else {}), **overrides}
     _service_ports(exp, params)
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
 
@@ -155,15 +155,15 @@ def _run(opts: Options) -> Path:
             matrix_info["fallback"] = fallback
         cases = []
         for case in matrix.cases:
-            resolved = matrix.resolved(case.name)
-            why = host.unavailable_reason(resolved)
+            resolved, base = matrix.resolved(case.name), host.base_of(matrix, case.name)
+            why = host.unavailable_reason(resolved, base=base)
             if fallback and case.name in (fallback.get("skip_cases") or []):
                 why = fallback["reason"]
             if why:
                 skipped[case.name] = why
                 log.warning("skipping case %s: %s", case.name, why)
                 continue
-            if notes := host.notes(resolved):
+            if notes := host.notes(resolved, base=base):
                 matrix_info["notes"][case.name] = notes
             cases.append(case.name)
         runnable = tuple(cases)
@@ -266,7 +266,8 @@ def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
     problems = []
     if matrix_info:
         for name in sorted({s["variant"] for s in bundle.remaining_steps()}):
-            if why := host.unavailable_reason(exp.matrices[matrix_info["name"]].resolved(name)):
+            m = exp.matrices[matrix_info["name"]]
+            if why := host.unavailable_reason(m.resolved(name), base=host.base_of(m, name)):
                 problems.append(f"case {name}: {why}")
     trace = run_info.get("trace") or {}
     if trace.get("enabled"):
