@@ -218,3 +218,58 @@ def test_unprivileged_run_records_what_it_could_not_do(forkbench):
         assert len(read(out / "fork.csv")) == 2
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# --- pirex-fork: the concurrent mode's cores ---------------------------------------------------
+
+ENTRY = SRC / "pirex-fork"
+
+
+def plan(*args: str) -> dict[str, str]:
+    """pirex-fork --dry-run: each mode's forkbench command line (or why it is skipped)."""
+    r = subprocess.run(["sh", str(ENTRY), "run", "--dry-run", "--sizes", "1", "--output", "/o", *args],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return dict(ln.split(": ", 1) for ln in r.stdout.splitlines())
+
+
+def cores_of(command: str) -> list[str]:
+    words = command.split()
+    return words[words.index("--cores") + 1].split(",")
+
+
+def test_concurrent_runs_the_first_four_cores_of_a_bigger_machine():
+    """Thesis 4.2.3.1.2: the server's first four cores, not one process per core (16 here)."""
+    modes = plan("--assume-cpus", "16")
+    assert cores_of(modes["concurrent"]) == ["0", "1", "2", "3"]  # forkbench runs one process per entry
+    assert "--cores" not in modes["concurrent-migrate"] and "--migrate" in modes["concurrent-migrate"]
+    assert cores_of(plan("--assume-cpus", "16", "--cores", "4,5")["concurrent"]) == ["4", "5"]
+    assert len(cores_of(plan("--assume-cpus", "16", "--cores", "all")["concurrent"])) == 16
+    # a machine with fewer: all of them; the migration modes say what they lack
+    modes = plan("--assume-cpus", "2")
+    assert cores_of(modes["concurrent"]) == ["0", "1"] and modes["concurrent-migrate"] == "skipped, needs 4 CPUs"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cores", "0,19", "--assume-cpus", "16", "--dry-run"], "core(s) 19 not usable here"),
+    (["--cores", "0,,1"], "'0,,1' is not a comma-separated list"),
+    (["--assume-cpus", "4"], "--assume-cpus plans only"),
+])  # fmt: skip
+def test_pirex_fork_rejects_bad_cores(args, message):
+    r = subprocess.run(["sh", str(ENTRY), "run", *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and message in r.stderr
+
+
+def test_fewer_cores_than_asked_run_all_of_them_and_say_so(forkbench, tmp_path):
+    """The real forkbench through pirex-fork on this machine: the default asks for four cores."""
+    env = {**os.environ, "PATH": f"{forkbench.parent}:{os.environ['PATH']}"}
+    r = subprocess.run(["sh", str(ENTRY), "run", "--modes", "concurrent", "--sizes", "1", "--repetitions", "1",
+                        "--no-drop-caches", "--output", str(tmp_path)], capture_output=True, text=True, env=env,
+                       timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    usable = len(os.sched_getaffinity(0))
+    assert meta(tmp_path / "concurrent")["processes"] == str(min(usable, 4))
+    note = tmp_path / "concurrent" / "cores-note.txt"
+    assert note.exists() == (usable < 4)
+    if usable < 4:
+        assert f"this machine lets us use {usable}" in note.read_text()
