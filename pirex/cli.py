@@ -280,39 +280,13 @@ def _table_fork(paths_: list[Path], out: Path) -> None:
     _trace_tables(paths_, out)
 
 
-def _trace_tables(paths_: list[Path], out: Path, depth: int = 1) -> None:
-    """From the traces of `pirex run fork --trace`: the calls as CSV, folded stacks and a flame
-    graph per mode, and the thesis's Table 6.1 (concurrent minus single per depth)."""
-    from pirex.analysis import ftrace
+def _trace_tables(paths_: list[Path], out: Path) -> None:
+    """From the traces of `pirex run fork --trace`: the calls as CSV, a flame graph per mode and size,
+    and the thesis's Table 6.1 (stack depth 7, both subtypes)."""
+    from pirex.analysis import fork
 
-    # keyed by (variant, mode): native and docker are never pooled; only completed steps count
-    calls: dict[tuple[str, str], list] = {}
-    for b in paths_:
-        for step in json.loads((b / "manifest.json").read_text())["completed"]:
-            trace = b / step["variant"] / str(step["repetition"]) / "trace.txt"
-            if trace.exists():
-                for mode, lines in ftrace.by_mode(trace.read_text().splitlines()).items():
-                    calls.setdefault((step["variant"], mode), []).extend(ftrace.parse(lines))
-    if not calls:
-        run_info = [json.loads((b / "run.json").read_text()).get("trace") for b in paths_ if (b / "run.json").exists()]
-        for t in filter(None, run_info):
-            if not t.get("enabled"):
-                click.echo(f"\nno ftrace hotspots: tracing was skipped: {t['reason']}")
-        return
-    for (variant, mode), cs in sorted(calls.items()):
-        name = f"{variant}-{mode}"
-        ftrace.write_csv(cs, out / f"ftrace-{name}.csv")
-        folded = ftrace.folded(cs)
-        (out / f"ftrace-{name}.folded").write_text("\n".join(folded) + "\n")
-        if folded:
-            svg = ftrace.flamegraph_svg(folded, out / f"flamegraph-{name}.svg", f"fork() {mode}, {variant}")
-            click.echo(f"flame graph: {svg}")
-    for variant in sorted({v for v, _ in calls}):
-        if (variant, "single") in calls and (variant, "concurrent") in calls:
-            click.echo(f"\n{variant}: concurrent minus single, µs per fork, functions at depth {depth} "
-                       "(thesis Table 6.1):\n")  # fmt: skip
-            table = ftrace.depth_table(calls[(variant, "single")], calls[(variant, "concurrent")], depth)
-            click.echo(ftrace.depth_markdown(table))
+    for line in fork.trace_outputs(paths_, out):
+        click.echo(line)
 
 
 @cli.command()

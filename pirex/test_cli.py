@@ -42,29 +42,34 @@ def test_bad_input_is_a_clear_error(tmp_path):
 
 
 def test_fork_trace_tables_from_a_step_trace(tmp_path, capsys):
-    """A step's trace holds every mode one after the other, split at pirex-fork's mode markers."""
+    """A step's trace holds every mode one after the other, split at pirex-fork's mode markers; Table 6.1 is at
+    stack depth 7, as the thesis's."""
     from pirex import cli
     from pirex.analysis import ftrace
+    from pirex.bundle import Bundle
 
     data = REPO / "pirex" / "analysis" / "testdata" / "ftrace"
-    step = tmp_path / "bundle" / "docker" / "0"
-    step.mkdir(parents=True)
     mark = " 2215.400000 |   1)  sh-1  |               |  /* pirex-mode {} */\n"
     single, concurrent = (data / "x86_64-single.txt").read_text(), (data / "x86_64-concurrent.txt").read_text()
-    (step / "trace.txt").write_text(mark.format("single") + single + mark.format("concurrent") + concurrent)
-    unfinished = tmp_path / "bundle" / "docker" / "1"  # a step the manifest does not list as completed
-    unfinished.mkdir()
+    b = Bundle.create(tmp_path, "fork", "quick", {}, ["docker"], [("docker", 0), ("docker", 1)], {},
+                      {"version": "t", "commit": "c"})  # fmt: skip
+    machine = {"hostname": "h", "cpu": {"model": "Xeon"}}
+    b.write_machine(before=machine, after=machine)
+    with b.step("docker", 0) as d:
+        (d / "trace.txt").write_text(mark.format("single") + single + mark.format("concurrent") + concurrent)
+    unfinished = b.path / "docker" / "1"  # a step the manifest does not list as completed
+    unfinished.mkdir(parents=True)
     (unfinished / "trace.txt").write_text(mark.format("single") + single)
-    completed = [{"variant": "docker", "repetition": 0}]
-    (tmp_path / "bundle" / "manifest.json").write_text(json.dumps({"completed": completed}))
-    cli._trace_tables([tmp_path / "bundle"], tmp_path / "out")
+    cli._trace_tables([b.path], tmp_path / "out")
     shown = capsys.readouterr().out
-    assert "docker: concurrent minus single" in shown and "| kernel_clone |" in shown
+    assert "Table 6.1 (no migration): concurrent minus single" in shown and "| vm_normal_page |" in shown
+    assert "| kernel_clone |" not in shown  # depth 1 is not the thesis's table
     for mode in ("single", "concurrent"):
-        csv_ = (tmp_path / "out" / f"ftrace-docker-{mode}.csv").read_text()
+        csv_ = (tmp_path / "out" / f"ftrace-Xeon--h--docker-{mode}.csv").read_text()
         assert csv_.startswith("function,duration_us,parent,depth")
-        assert "<svg" in (tmp_path / "out" / f"flamegraph-docker-{mode}.svg").read_text()
-    single_rows = (tmp_path / "out" / "ftrace-docker-single.csv").read_text().count("\n")
+        for size in (1, 8):  # one flame graph per size
+            assert "<svg" in (tmp_path / "out" / f"flamegraph-Xeon--h--docker-{mode}-{size}MB.svg").read_text()
+    single_rows = (tmp_path / "out" / "ftrace-Xeon--h--docker-single.csv").read_text().count("\n")
     assert single_rows == 1 + len(ftrace.parse(single.splitlines())), "the unfinished step is left out"
 
 
