@@ -56,10 +56,10 @@ def meta(d: Path) -> dict[str, str]:
     return {r["key"]: r["value"] for r in read(d / "meta.csv")}
 
 
-def check_counters(d: Path) -> dict[str, dict]:
+def check_counters(d: Path, added: tuple[str, ...] = ()) -> dict[str, dict]:
     """Each counter is supported (a number in every row) or unsupported (a reason, empty cells; never 0)."""
     rows, counters = read(d / "fork.csv"), read(d / "counters.csv")
-    assert [c["counter"] for c in counters] == COUNTERS
+    assert [c["counter"] for c in counters] == COUNTERS + list(added)
     for c in counters:
         cells = [r[c["counter"]] for r in rows]
         if c["supported"] == "true":
@@ -90,6 +90,11 @@ def check_counters(d: Path) -> dict[str, dict]:
         (["--cores", "0:1"], "START:TARGET needs --migrate"),
         (["--events", "cycles,bogus"], "unknown counter 'bogus'"),
         (["--frobnicate"], "unknown option '--frobnicate'"),
+        (["--raw-events", "LLC-load-misses=52"], "'52' is not an event number"),
+        (["--raw-events", "LLC-load-misses=0x10000"], "'0x10000' is not an event number"),
+        (["--raw-events", "=0x52"], "'=0x52' is not NAME=0xCODE"),
+        (["--raw-events", "a,b=0x1"], "'a' is not NAME=0xCODE"),
+        (["--raw-events", "x=0x1,"], "not a comma-separated list of NAME=0xCODE"),
     ],
 )
 def test_invalid_arguments_exit_2_with_a_message(forkbench, tmp_path, args, message):
@@ -142,6 +147,36 @@ def test_counters_choice_and_no_drop_caches(forkbench, tmp_path):
     counters = check_counters(tmp_path)
     assert counters["page-faults"]["supported"] == "false" and "not selected" in counters["page-faults"]["reason"]
     assert meta(tmp_path)["drop_caches"].startswith("disabled")
+
+
+def test_raw_events_replace_a_generic_counter_or_add_one(forkbench, tmp_path):
+    """PERF_TYPE_RAW: counted where this CPU's PMU opens the code, else unsupported with the reason; never 0."""
+    r = run(forkbench, "--sizes", "1", "--repetitions", "2", "--raw-events", "LLC-load-misses=0x52,L2D_CACHE=0x16",
+            out=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    counters = check_counters(tmp_path, added=("L2D_CACHE",))
+    assert counters["LLC-load-misses"]["event"] == "raw 0x52" and counters["L2D_CACHE"]["event"] == "raw 0x16"
+    assert counters["LLC-loads"]["event"] == ""  # still the generic one
+    assert meta(tmp_path)["raw_events"] == "LLC-load-misses=0x52,L2D_CACHE=0x16"
+    r = run(forkbench, "--sizes", "1", "--repetitions", "1", "--raw-events", "LLC-load-misses=0x52",
+            "--events", "task-clock", out=tmp_path / "sel")  # fmt: skip
+    assert "not selected" in check_counters(tmp_path / "sel")["LLC-load-misses"]["reason"]
+
+
+def test_raw_common_event_the_pmu_does_not_list_is_unsupported(forkbench, tmp_path):
+    """An Arm PMU lists the common events (below 0x40) it implements; one it lacks is not opened."""
+    events = tmp_path / "sysfs" / "armv8_cortex_a53" / "events"
+    events.mkdir(parents=True)
+    (events / "l2d_cache").write_text("event=0x0016\n")
+    (events / "cpu_cycles").write_text("event=0x0011\n")
+    r = run(forkbench, "--sizes", "1", "--repetitions", "1", "--pmu-sysfs", str(tmp_path / "sysfs"),
+            "--raw-events", "LLC-loads=0x16,LLC-load-misses=0x17,L2D_CACHE_RD=0x50", out=tmp_path / "o")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    counters = check_counters(tmp_path / "o", added=("L2D_CACHE_RD",))
+    lacking = counters["LLC-load-misses"]
+    assert lacking["supported"] == "false" and "armv8_cortex_a53 does not implement event 0x17" in lacking["reason"]
+    for listed in ("LLC-loads", "L2D_CACHE_RD"):  # listed, or not checkable (0x50): perf_event_open decides
+        assert "does not implement" not in counters[listed]["reason"]
 
 
 def test_concurrent_rows_per_process(forkbench, tmp_path):
@@ -251,6 +286,7 @@ def test_concurrent_runs_the_first_four_cores_of_a_bigger_machine():
 
 
 @pytest.mark.parametrize("args, message", [
+    (["--raw-events", "auto"], "--raw-events auto is decided by `pirex run`"),
     (["--cores", "0,19", "--assume-cpus", "16", "--dry-run"], "core(s) 19 not usable here"),
     (["--cores", "0,,1"], "'0,,1' is not a comma-separated list"),
     (["--assume-cpus", "4"], "--assume-cpus plans only"),

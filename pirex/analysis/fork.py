@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pirex import pmu
 from pirex.analysis import tidy
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
@@ -143,6 +144,12 @@ def notes(bundle_path: Path) -> list[Note]:
 
     def add(n: Note) -> None:
         seen.setdefault((n.device, n.variant, n.mode, n.subject), n)
+
+    spec = str((b.manifest.get("parameters") or {}).get(pmu.PARAMETER) or "")
+    if spec == "none" and (why := pmu.choose(machine).reason):
+        add(Note(device, "every variant", "every mode", "raw events", why))
+    for i, line in enumerate(pmu.describe(spec, machine) if spec not in ("", "none", "auto") else []):
+        add(Note(device, "every variant", "every mode", f"raw event {i + 1}", line))
 
     for step in b.manifest["completed"]:
         variant = step["variant"]

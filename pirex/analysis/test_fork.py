@@ -18,9 +18,11 @@ SERVER = {"hostname": "c220g1", "cpu": {"model": "Intel(R) Xeon(R) CPU E5-2660 v
           "storage": {"kind": "ssd", "fstype": "ext4"}}  # fmt: skip
 
 
-def make_bundle(tmp_path: Path, source: str, machine: dict, variants=("native", "docker"), reps: int = 2) -> Path:
+def make_bundle(tmp_path: Path, source: str, machine: dict, variants=("native", "docker"), reps: int = 2,
+                params: dict | None = None) -> Path:  # fmt: skip
     plan = [(v, r) for r in range(reps) for v in variants]
-    b = Bundle.create(tmp_path / source, "fork", "quick", {}, list(variants), plan, {}, {"version": "t", "commit": "c"})
+    b = Bundle.create(tmp_path / source, "fork", "quick", params or {}, list(variants), plan, {},
+                      {"version": "t", "commit": "c"})  # fmt: skip
     b.write_machine(before=machine, after=machine)
     for v, r in plan:
         with b.step(v, r) as d:
@@ -195,3 +197,14 @@ def test_figures_flame_graph_per_size_and_stack_graphs(traced, tmp_path):
             assert f"stacks/{stem}-{dev}-{mode}.svg" in stacks
     svg = (tmp_path / "fig" / "stacks" / f"stack-depth7-{dev}-single-migrate.svg").read_text()
     assert "vm_normal_page" in svg and "__pte_alloc" not in svg  # only what depends on the size
+
+
+def test_raw_events_are_named_in_the_notes(tmp_path):
+    """The manifest holds the codes `raw_events: auto` resolved to; the notes name Arm's events, or say why none."""
+    pi = {**PI, "cpu": {"model": None, "core": "Cortex-A72", "cpu_parts": ["0xd08"]}}
+    b = make_bundle(tmp_path, "pi4", pi, ("native",), 1, {"raw_events": "LLC-loads=0x50,LLC-load-misses=0x52"})
+    text = "\n".join(fork.tables([b])[0].table.notes)
+    assert "raw event 2: LLC-load-misses = raw event 0x52 (L2D_CACHE_REFILL_RD: L2 data refills, reads" in text
+    server = make_bundle(tmp_path, "server", SERVER, ("native",), 1, {"raw_events": "none"})
+    (note,) = [n for n in fork.notes(server) if n.subject == "raw events"]
+    assert note.reason.startswith("no raw PMU events for Intel(R) Xeon(R) CPU E5-2660 v2")
