@@ -304,7 +304,7 @@ def plot(experiment_id: str, bundles, results_dir: Path, out: Path | None) -> No
     if experiment_id == "fork":
         from pirex.analysis import fork
 
-        files = fork.plot(paths_, out)
+        files = fork.figures(paths_, out)  # counters; with traces, flame graphs per size and stack graphs
     else:
         from pirex.analysis import moobench
 

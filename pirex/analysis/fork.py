@@ -1,12 +1,16 @@
 """The fork() experiment of the 2024 thesis (Hashim, chapters 5-6) from fork bundles: every counter's
 average with its min-max band against the mapped memory size, per device, variant and mode, as the
-thesis's Figures 6.1-6.8, as a table and as figures.
+thesis's Figures 6.1-6.8, as a table and as figures; with the traces of `pirex run fork --trace`, the thesis's
+Table 6.1 (stack depth 7, see ftrace.TABLE_DEPTH), a flame graph per mode and size and the per-depth stack
+graphs (Figures 6.9-6.13). The common interface (pirex/analysis/interface.py): VIEWS, tables, figures,
+run_values; no compare, the thesis publishing no table of numbers to set ours beside.
 
 A fork bundle's step `<variant>/<repetition>/` holds one folder per mode run by images/fork's
 pirex-fork: `single/`, `single-migrate/`, `concurrent/`, `concurrent-migrate/`, each with forkbench's
 fork.csv (one row per process, repetition and size), counters.csv (counter, supported,
-kernel_included, reason), skipped.csv (size_mb, reason) and meta.csv (key, value); or, for a mode the
-machine cannot run, mode-skipped.txt with the reason.
+kernel_included, reason, event: "raw 0xCODE" for a raw PMU event), skipped.csv (size_mb, reason) and
+meta.csv (key, value); or, for a mode the machine cannot run, mode-skipped.txt with the reason; and
+concurrent/cores-note.txt where the machine had fewer cores than the thesis's four.
 
 Rows are `ForkRow`s, not tidy.Row: tidy.Row has no place for the mapped size (nor for the process of a
 concurrent run), which is the x axis of every figure. `ForkRow.tidy()` maps one onto tidy.Row for the
@@ -523,27 +527,17 @@ def _check_view(view: str | None) -> None:
 
 def counter_table(lines: Sequence[Line], notes_: Sequence[Note]) -> Table:
     """The counters' average, min and max per device, variant, mode and size (the numbers of Figures 6.1-6.8)."""
+    cells = [[ln.counter, ln.device, ln.variant, ln.mode, str(ln.size_mb), str(ln.n), _fmt(ln.mean), _fmt(ln.min),
+              _fmt(ln.max), ln.unit] for ln in lines]  # fmt: skip
+    notes_text = [f"- {n.device}, {n.variant}, {n.mode}: {n.subject}: {n.reason}" for n in notes_]
+    if notes_text:
+        notes_text.insert(0, "Not measured, measured differently, or worth knowing:")
     return Table(
         title="fork(): counters per mapped size, mean and min-max over every fork (thesis Figures 6.1-6.8)",
         columns=["Counter", "Device", "Variant", "Mode", "Size (MB)", "n", "Mean", "Min", "Max", "Unit"],
-        rows=[
-            [
-                ln.counter,
-                ln.device,
-                ln.variant,
-                ln.mode,
-                str(ln.size_mb),
-                str(ln.n),
-                _fmt(ln.mean),
-                _fmt(ln.min),
-                _fmt(ln.max),
-                ln.unit,
-            ]
-            for ln in lines
-        ],  # fmt: skip
+        rows=cells,
         records=[dataclasses.asdict(ln) for ln in lines],
-        notes=["Not measured, measured differently, or worth knowing:"] * bool(notes_)
-        + [f"- {n.device}, {n.variant}, {n.mode}: {n.subject}: {n.reason}" for n in notes_],
+        notes=notes_text,
         label_columns=4,
     )
 
@@ -583,5 +577,15 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
         for r in rows(Path(b)):
             groups[(r.run, r.device, r.variant, r.repetition, f"{r.counter}/{r.mode}/{r.size_mb}")].append(r.value)
             units[r.counter] = r.unit
-    return [RunValue("fork", run, device, variant, rep, metric, sum(v) / len(v), units[metric.split("/")[0]],
-                     inner=tuple(v)) for (run, device, variant, rep, metric), v in groups.items()]  # fmt: skip
+    order = {c: i for i, c in enumerate(COUNTER_ORDER)}
+    mode_order = {m: i for i, m in enumerate(MODES)}
+
+    def key(k: tuple) -> tuple:
+        counter, mode, size = k[4].split("/")
+        return (*k[:4], order.get(counter, len(order)), counter, mode_order.get(mode, 9), int(size))
+
+    out = []
+    for (run, device, variant, rep, metric), v in sorted(groups.items(), key=lambda kv: key(kv[0])):
+        unit = units[metric.split("/")[0]]
+        out.append(RunValue("fork", run, device, variant, rep, metric, sum(v) / len(v), unit, inner=tuple(v)))
+    return out
