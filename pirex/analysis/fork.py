@@ -380,7 +380,8 @@ def trace_calls(bundles: Sequence[Path]) -> dict[tuple[str, str, str], list]:
             trace = b.step_dir(step["variant"], step["repetition"]) / "trace.txt"
             if trace.exists():
                 for mode, lines in ftrace.by_mode(trace.read_text(errors="replace").splitlines()).items():
-                    calls.setdefault((device, step["variant"], mode), []).extend(ftrace.parse(lines))
+                    if parsed := ftrace.parse(lines):  # the header before the first mode marker has none
+                        calls.setdefault((device, step["variant"], mode), []).extend(parsed)
     return calls
 
 

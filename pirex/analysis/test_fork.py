@@ -184,6 +184,7 @@ def test_figures_flame_graph_per_size_and_stack_graphs(traced, tmp_path):
     """What figures() adds to the counter figures (test_plot_every_counter_with_notes) when there are traces."""
     pytest.importorskip("matplotlib")
     calls = fork.trace_calls([traced])
+    assert sorted(m for _, _, m in calls) == ["concurrent-migrate", "single-migrate"]  # not the header's "unknown"
     paths = fork.flame_graphs(calls, tmp_path / "fig" / "flamegraphs")
     paths += fork.depth_figures(calls, tmp_path / "fig" / "stacks")
     names = sorted(p.relative_to(tmp_path / "fig").as_posix() for p in paths)
