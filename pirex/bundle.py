@@ -63,7 +63,9 @@ STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # experiment and variant names become directory names
 TMP_MARK = ".tmp-"  # <repetition>.tmp-<pid>: a step being written
-REQUIRED = ("run_id", "experiment", "profile", "variants", "started", "ended", "status", "plan", "completed", "files")
+# every key Bundle.create writes: a manifest without one of them is damaged, whatever a reader needs
+REQUIRED = ("run_id", "experiment", "profile", "parameters", "variants", "images", "tool", "started", "ended",
+            "resumed", "status", "plan", "completed", "files")  # fmt: skip
 
 
 def utcnow() -> datetime:

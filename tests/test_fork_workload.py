@@ -56,10 +56,10 @@ def meta(d: Path) -> dict[str, str]:
     return {r["key"]: r["value"] for r in read(d / "meta.csv")}
 
 
-def check_counters(d: Path) -> dict[str, dict]:
+def check_counters(d: Path, added: tuple[str, ...] = ()) -> dict[str, dict]:
     """Each counter is supported (a number in every row) or unsupported (a reason, empty cells; never 0)."""
     rows, counters = read(d / "fork.csv"), read(d / "counters.csv")
-    assert [c["counter"] for c in counters] == COUNTERS
+    assert [c["counter"] for c in counters] == COUNTERS + list(added)
     for c in counters:
         cells = [r[c["counter"]] for r in rows]
         if c["supported"] == "true":
@@ -90,6 +90,11 @@ def check_counters(d: Path) -> dict[str, dict]:
         (["--cores", "0:1"], "START:TARGET needs --migrate"),
         (["--events", "cycles,bogus"], "unknown counter 'bogus'"),
         (["--frobnicate"], "unknown option '--frobnicate'"),
+        (["--raw-events", "LLC-load-misses=52"], "'52' is not an event number"),
+        (["--raw-events", "LLC-load-misses=0x10000"], "'0x10000' is not an event number"),
+        (["--raw-events", "=0x52"], "'=0x52' is not NAME=0xCODE"),
+        (["--raw-events", "a,b=0x1"], "'a' is not NAME=0xCODE"),
+        (["--raw-events", "x=0x1,"], "not a comma-separated list of NAME=0xCODE"),
     ],
 )
 def test_invalid_arguments_exit_2_with_a_message(forkbench, tmp_path, args, message):
@@ -142,6 +147,36 @@ def test_counters_choice_and_no_drop_caches(forkbench, tmp_path):
     counters = check_counters(tmp_path)
     assert counters["page-faults"]["supported"] == "false" and "not selected" in counters["page-faults"]["reason"]
     assert meta(tmp_path)["drop_caches"].startswith("disabled")
+
+
+def test_raw_events_replace_a_generic_counter_or_add_one(forkbench, tmp_path):
+    """PERF_TYPE_RAW: counted where this CPU's PMU opens the code, else unsupported with the reason; never 0."""
+    r = run(forkbench, "--sizes", "1", "--repetitions", "2", "--raw-events", "LLC-load-misses=0x52,L2D_CACHE=0x16",
+            out=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    counters = check_counters(tmp_path, added=("L2D_CACHE",))
+    assert counters["LLC-load-misses"]["event"] == "raw 0x52" and counters["L2D_CACHE"]["event"] == "raw 0x16"
+    assert counters["LLC-loads"]["event"] == ""  # still the generic one
+    assert meta(tmp_path)["raw_events"] == "LLC-load-misses=0x52,L2D_CACHE=0x16"
+    r = run(forkbench, "--sizes", "1", "--repetitions", "1", "--raw-events", "LLC-load-misses=0x52",
+            "--events", "task-clock", out=tmp_path / "sel")  # fmt: skip
+    assert "not selected" in check_counters(tmp_path / "sel")["LLC-load-misses"]["reason"]
+
+
+def test_raw_common_event_the_pmu_does_not_list_is_unsupported(forkbench, tmp_path):
+    """An Arm PMU lists the common events (below 0x40) it implements; one it lacks is not opened."""
+    events = tmp_path / "sysfs" / "armv8_cortex_a53" / "events"
+    events.mkdir(parents=True)
+    (events / "l2d_cache").write_text("event=0x0016\n")
+    (events / "cpu_cycles").write_text("event=0x0011\n")
+    r = run(forkbench, "--sizes", "1", "--repetitions", "1", "--pmu-sysfs", str(tmp_path / "sysfs"),
+            "--raw-events", "LLC-loads=0x16,LLC-load-misses=0x17,L2D_CACHE_RD=0x50", out=tmp_path / "o")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    counters = check_counters(tmp_path / "o", added=("L2D_CACHE_RD",))
+    lacking = counters["LLC-load-misses"]
+    assert lacking["supported"] == "false" and "armv8_cortex_a53 does not implement event 0x17" in lacking["reason"]
+    for listed in ("LLC-loads", "L2D_CACHE_RD"):  # listed, or not checkable (0x50): perf_event_open decides
+        assert "does not implement" not in counters[listed]["reason"]
 
 
 def test_concurrent_rows_per_process(forkbench, tmp_path):
@@ -218,3 +253,59 @@ def test_unprivileged_run_records_what_it_could_not_do(forkbench):
         assert len(read(out / "fork.csv")) == 2
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# --- pirex-fork: the concurrent mode's cores ---------------------------------------------------
+
+ENTRY = SRC / "pirex-fork"
+
+
+def plan(*args: str) -> dict[str, str]:
+    """pirex-fork --dry-run: each mode's forkbench command line (or why it is skipped)."""
+    r = subprocess.run(["sh", str(ENTRY), "run", "--dry-run", "--sizes", "1", "--output", "/o", *args],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return dict(ln.split(": ", 1) for ln in r.stdout.splitlines())
+
+
+def cores_of(command: str) -> list[str]:
+    words = command.split()
+    return words[words.index("--cores") + 1].split(",")
+
+
+def test_concurrent_runs_the_first_four_cores_of_a_bigger_machine():
+    """Thesis 4.2.3.1.2: the server's first four cores, not one process per core (16 here)."""
+    modes = plan("--assume-cpus", "16")
+    assert cores_of(modes["concurrent"]) == ["0", "1", "2", "3"]  # forkbench runs one process per entry
+    assert "--cores" not in modes["concurrent-migrate"] and "--migrate" in modes["concurrent-migrate"]
+    assert cores_of(plan("--assume-cpus", "16", "--cores", "4,5")["concurrent"]) == ["4", "5"]
+    assert len(cores_of(plan("--assume-cpus", "16", "--cores", "all")["concurrent"])) == 16
+    # a machine with fewer: all of them; the migration modes say what they lack
+    modes = plan("--assume-cpus", "2")
+    assert cores_of(modes["concurrent"]) == ["0", "1"] and modes["concurrent-migrate"] == "skipped, needs 4 CPUs"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--raw-events", "auto"], "--raw-events auto is decided by `pirex run`"),
+    (["--cores", "0,19", "--assume-cpus", "16", "--dry-run"], "core(s) 19 not usable here"),
+    (["--cores", "0,,1"], "'0,,1' is not a comma-separated list"),
+    (["--assume-cpus", "4"], "--assume-cpus plans only"),
+])  # fmt: skip
+def test_pirex_fork_rejects_bad_cores(args, message):
+    r = subprocess.run(["sh", str(ENTRY), "run", *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and message in r.stderr
+
+
+def test_fewer_cores_than_asked_run_all_of_them_and_say_so(forkbench, tmp_path):
+    """The real forkbench through pirex-fork on this machine: the default asks for four cores."""
+    env = {**os.environ, "PATH": f"{forkbench.parent}:{os.environ['PATH']}"}
+    r = subprocess.run(["sh", str(ENTRY), "run", "--modes", "concurrent", "--sizes", "1", "--repetitions", "1",
+                        "--no-drop-caches", "--output", str(tmp_path)], capture_output=True, text=True, env=env,
+                       timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    usable = len(os.sched_getaffinity(0))
+    assert meta(tmp_path / "concurrent")["processes"] == str(min(usable, 4))
+    note = tmp_path / "concurrent" / "cores-note.txt"
+    assert note.exists() == (usable < 4)
+    if usable < 4:
+        assert f"this machine lets us use {usable}" in note.read_text()

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 
 import pytest
 
+from pirex import pmu
 from pirex.bundle import Bundle, verify
 from pirex.runner import run as runner
 
@@ -55,6 +57,15 @@ def test_native_and_docker_with_privileges(built, tmp_path):
         assert len(rows) == 2 * 3 and all(int(r["wall_ns"]) > 0 for r in rows)
         for mode in ("single-migrate", "concurrent", "concurrent-migrate"):
             assert (d / mode / "fork.csv").exists() or (d / mode / "mode-skipped.txt").exists()
+        # the thesis's first four cores, or every usable one on a smaller machine, said so
+        argv = json.loads((d / "step.json").read_text())["argv"]
+        assert argv[argv.index("--cores") + 1] == "0,1,2,3"
+        usable = len(os.sched_getaffinity(0))
+        processes = {r["key"]: r["value"] for r in read(d / "concurrent" / "meta.csv")}["processes"]
+        assert processes == str(min(usable, 4)) and (d / "concurrent" / "cores-note.txt").exists() == (usable < 4)
+    # raw_events: auto resolved from the machine record before the run; the manifest keeps what ran
+    machine = json.loads((path / "machine.json").read_text())["before"]
+    assert b.manifest["parameters"]["raw_events"] == pmu.choose(machine).spec
 
 
 def test_arm64_emulated_counts_no_hardware_events(built, tmp_path):

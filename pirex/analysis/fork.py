@@ -1,12 +1,16 @@
 """The fork() experiment of the 2024 thesis (Hashim, chapters 5-6) from fork bundles: every counter's
 average with its min-max band against the mapped memory size, per device, variant and mode, as the
-thesis's Figures 6.1-6.8, as a table and as figures.
+thesis's Figures 6.1-6.8, as a table and as figures; with the traces of `pirex run fork --trace`, the thesis's
+Table 6.1 (stack depth 7, see ftrace.TABLE_DEPTH), a flame graph per mode and size and the per-depth stack
+graphs (Figures 6.9-6.13). The common interface (pirex/analysis/interface.py): VIEWS, tables, figures,
+run_values; no compare, the thesis publishing no table of numbers to set ours beside.
 
 A fork bundle's step `<variant>/<repetition>/` holds one folder per mode run by images/fork's
 pirex-fork: `single/`, `single-migrate/`, `concurrent/`, `concurrent-migrate/`, each with forkbench's
 fork.csv (one row per process, repetition and size), counters.csv (counter, supported,
-kernel_included, reason), skipped.csv (size_mb, reason) and meta.csv (key, value); or, for a mode the
-machine cannot run, mode-skipped.txt with the reason.
+kernel_included, reason, event: "raw 0xCODE" for a raw PMU event), skipped.csv (size_mb, reason) and
+meta.csv (key, value); or, for a mode the machine cannot run, mode-skipped.txt with the reason; and
+concurrent/cores-note.txt where the machine had fewer cores than the thesis's four.
 
 Rows are `ForkRow`s, not tidy.Row: tidy.Row has no place for the mapped size (nor for the process of a
 concurrent run), which is the x axis of every figure. `ForkRow.tidy()` maps one onto tidy.Row for the
@@ -16,6 +20,7 @@ repetition within the step)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 from collections import defaultdict
@@ -23,7 +28,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pirex import pmu
 from pirex.analysis import tidy
+from pirex.analysis.interface import NamedTable, RunValue
+from pirex.analysis.tables import Table
+from pirex.analysis.tables import markdown as tables_md
 from pirex.analysis.tidy import Row, device_of, storage_of
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
@@ -140,6 +149,12 @@ def notes(bundle_path: Path) -> list[Note]:
     def add(n: Note) -> None:
         seen.setdefault((n.device, n.variant, n.mode, n.subject), n)
 
+    spec = str((b.manifest.get("parameters") or {}).get(pmu.PARAMETER) or "")
+    if spec == "none" and (why := pmu.choose(machine).reason):
+        add(Note(device, "every variant", "every mode", "raw events", why))
+    for i, line in enumerate(pmu.describe(spec, machine) if spec not in ("", "none", "auto") else []):
+        add(Note(device, "every variant", "every mode", f"raw event {i + 1}", line))
+
     for step in b.manifest["completed"]:
         variant = step["variant"]
         sd = b.step_dir(variant, step["repetition"])
@@ -149,15 +164,23 @@ def notes(bundle_path: Path) -> list[Note]:
                 add(Note(device, variant, mode, "mode", (d / "mode-skipped.txt").read_text().strip()))
             if (d / "counters.csv").is_file():
                 for c in _read_csv(d / "counters.csv"):
-                    if c["supported"] != "true":
-                        add(Note(device, variant, mode, c["counter"], c["reason"]))
-                    elif c["reason"]:
-                        add(Note(device, variant, mode, c["counter"], c["reason"]))
+                    raw = (c.get("event") or "").startswith("raw ")
+                    if c["supported"] != "true" or c["reason"]:
+                        add(Note(device, variant, mode, c["counter"],
+                                 (f"{c['event']}: " if raw else "") + c["reason"]))  # fmt: skip
+                    elif raw:
+                        add(Note(device, variant, mode, c["counter"], f"counted as the CPU's {c['event']}"))
             if (d / "skipped.csv").is_file():
                 for s in _read_csv(d / "skipped.csv"):
                     add(Note(device, variant, mode, f"size {s['size_mb']} MB", s["reason"]))
+            if (d / "cores-note.txt").is_file():
+                add(Note(device, variant, mode, "cores", (d / "cores-note.txt").read_text().strip()))
             if (d / "meta.csv").is_file():
                 meta = {m["key"]: m["value"] for m in _read_csv(d / "meta.csv")}
+                if mode == "concurrent" and meta.get("processes"):
+                    add(Note(device, variant, mode, "processes",
+                             f"{meta['processes']} processes on cores {meta.get('cores', '?').replace(' ', ',')} "
+                             "(thesis: the Pi's four cores, the server's first four)"))  # fmt: skip
                 if meta.get("drop_caches", "permitted") != "permitted":
                     add(Note(device, variant, mode, "drop_caches", meta["drop_caches"]))
                 if meta.get("kernel_included") in ("false", "partial"):
@@ -339,3 +362,231 @@ def _gaps(counter: str, unsupported: list[Note], all_notes: list[Note]) -> list[
         modes.add(n.mode)
     return [f"{dev} ({', '.join(sorted(v))}; {', '.join(m for m in MODES if m in ms)}): {_short(reason)}"
             for (dev, reason), (v, ms) in sorted(groups.items())]  # fmt: skip
+
+
+# --- ftrace traces (`pirex run fork --trace`) ----------------------------------------------------------------------
+
+
+def trace_calls(bundles: Sequence[Path]) -> dict[tuple[str, str, str], list]:
+    """(device, variant, mode) -> the calls inside the fork markers of every completed step's trace; native and
+    docker are never pooled, nor two devices."""
+    from pirex.analysis import ftrace
+
+    calls: dict[tuple[str, str, str], list] = {}
+    for path in bundles:
+        b, machine = _bundle(Path(path))
+        device = device_of(machine)
+        for step in b.manifest["completed"]:
+            trace = b.step_dir(step["variant"], step["repetition"]) / "trace.txt"
+            if trace.exists():
+                for mode, lines in ftrace.by_mode(trace.read_text(errors="replace").splitlines()).items():
+                    if parsed := ftrace.parse(lines):  # the header before the first mode marker has none
+                        calls.setdefault((device, step["variant"], mode), []).extend(parsed)
+    return calls
+
+
+def trace_skipped(bundles: Sequence[Path]) -> list[str]:
+    """Why a bundle run with --trace has no trace (run.json's trace.reason)."""
+    out = []
+    for path in bundles:
+        run_json = Path(path) / "run.json"
+        t = json.loads(run_json.read_text()).get("trace") if run_json.exists() else None
+        if t and not t.get("enabled"):
+            out.append(f"{Path(path).name}: tracing was skipped: {t['reason']}")
+    return out
+
+
+def _trace_label(key: tuple[str, str, str]) -> str:
+    device, variant, mode = key
+    return f"{device}, {variant}, {mode}"
+
+
+def table_6_1_tables(calls: dict[tuple[str, str, str], list]) -> list[NamedTable]:
+    """The thesis's Table 6.1 per device and variant: concurrent minus single execution, µs per fork, for the
+    functions at stack depth 7 (counted from the clone syscall's entry, as the thesis did), for the migration
+    subtype the thesis traced and for the no-migration one."""
+    from pirex.analysis import ftrace
+
+    out = []
+    for device, variant in sorted({(d, v) for d, v, _ in calls}):
+        by_mode = {m: cs for (d, v, m), cs in calls.items() if (d, v) == (device, variant)}
+        for subtype, rows in ftrace.table_6_1(by_mode).items():
+            single, concurrent = ftrace.SUBTYPES[subtype]
+            sizes = sorted({z for r in rows for z in r.by_size})
+            forks = {m: ftrace.forks_per_size(by_mode[m]) for m in (single, concurrent)}
+            entry = ", ".join(sorted({c.stack[0] for c in by_mode[single] if c.stack}))
+            title = (f"Table 6.1 ({subtype}): {concurrent} minus {single}, µs per fork, functions at stack depth "
+                     f"{ftrace.TABLE_DEPTH} — {device}, {variant}")  # fmt: skip
+            table = Table(
+                title=title,
+                columns=["Function"] + [f"{z}_MB" for z in sizes],
+                rows=[[r.function] + ["-" if r.by_size.get(z) is None else f"{r.by_size[z]:.3f}" for z in sizes]
+                      for r in rows],  # fmt: skip
+                records=[{"device": device, "variant": variant, "subtype": subtype, "depth": r.depth,
+                          "function": r.function, "size_mb": z, "difference_us": v}
+                         for r in rows for z, v in r.by_size.items()],  # fmt: skip
+                notes=[f"Depth 0 is the clone syscall's entry ({entry});"
+                       " the thesis's Table 6.1 is at depth 7 for the migration subtype (chapter 5).",
+                       "Forks traced per size: " + ", ".join(
+                           f"{z} MB {forks[single].get(z, 0)} single / {forks[concurrent].get(z, 0)} concurrent"
+                           for z in sizes) + ". '-': the function ran in only one of the two modes at that size."],
+            )  # fmt: skip
+            slug = _slug(f"table6.1-{subtype.replace(' ', '-')}-{variant}-{device}")
+            out.append(NamedTable(slug, table))
+    return out
+
+
+def flame_graphs(calls: dict[tuple[str, str, str], list], out: Path) -> list[Path]:
+    """One flame graph per device, variant, mode and mapped size (the thesis's Figures 6.9, 6.13, A.1-A.8), and
+    the folded stacks beside each."""
+    from pirex.analysis import ftrace
+
+    paths = []
+    for key, cs in sorted(calls.items()):
+        for size in sorted({c.size_mb for c in cs if c.size_mb is not None}):
+            folded = ftrace.folded(cs, size_mb=size)
+            if not folded:
+                continue
+            stem = Path(out) / _slug(f"flamegraph-{key[0]}-{key[1]}-{key[2]}-{size}MB")
+            stem.parent.mkdir(parents=True, exist_ok=True)
+            stem.with_suffix(".folded").write_text("\n".join(folded) + "\n")
+            paths.append(ftrace.flamegraph_svg(folded, stem.with_suffix(".svg"),
+                                               f"fork(), {size} MB mapped — {_trace_label(key)}"))  # fmt: skip
+    return paths
+
+
+def depth_figures(calls: dict[tuple[str, str, str], list], out: Path) -> list[Path]:
+    """The thesis's stack graphs (Figures 6.10-6.12): per depth (6, 7, and 8 under __pte_alloc), the functions
+    whose time per fork depends on the mapped size, their mean time per fork (log10 axis) against the size, each
+    bar annotated with the calls per fork. Interrupts are left out, as in 6.3. Needs matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pirex.analysis import ftrace
+
+    paths = []
+    for key, cs in sorted(calls.items()):
+        for depth, parent in ftrace.FIGURE_DEPTHS:
+            profiles = ftrace.depth_profile(cs, depth, parent=parent, min_ratio=1.0 if parent else 2.0)
+            if not profiles:
+                continue
+            sizes = sorted({z for p in profiles for z in p.us_per_fork})
+            fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(sizes) * max(1, len(profiles)) ** 0.5 + 3), 4.5))
+            width = 0.8 / len(profiles)
+            for i, p in enumerate(profiles):
+                xs = [k + (i - (len(profiles) - 1) / 2) * width for k, z in enumerate(sizes) if z in p.us_per_fork]
+                ys = [p.us_per_fork[z] for z in sizes if z in p.us_per_fork]
+                bars = ax.bar(xs, ys, width=width, label=p.function)
+                labels = [f"{p.calls_per_fork[z]:g}" for z in sizes if z in p.us_per_fork]
+                ax.bar_label(bars, labels=labels, fontsize=6, padding=1)
+            ax.set_yscale("log")
+            ax.set_xticks(range(len(sizes)), [f"{z}" for z in sizes])
+            ax.set_xlabel("mapped memory (MB)")
+            ax.set_ylabel("time per fork (µs, log scale)")
+            under = f" called by {parent}" if parent else ""
+            ax.set_title(f"Stack depth {depth}{under}: functions whose time depends on the size\n"
+                         f"{_trace_label(key)} (bar labels: calls per fork)", fontsize=9)  # fmt: skip
+            ax.legend(fontsize=7, frameon=False)
+            ax.grid(True, axis="y", alpha=0.3)
+            stem = Path(out) / _slug(f"stack-depth{depth}{'-' + parent if parent else ''}-{'-'.join(key)}")
+            stem.parent.mkdir(parents=True, exist_ok=True)
+            for ext in (".png", ".svg"):
+                fig.savefig(stem.with_suffix(ext), dpi=150, bbox_inches="tight")
+                paths.append(stem.with_suffix(ext))
+            plt.close(fig)
+    return paths
+
+
+def trace_outputs(bundles: Sequence[Path], out: Path) -> list[str]:
+    """What `pirex table fork` prints about the traces, with the calls as CSV, the folded stacks and a flame graph
+    per mode and size written under out."""
+    from pirex.analysis import ftrace
+
+    calls = trace_calls(bundles)
+    if not calls:
+        return [f"\nno ftrace hotspots: {why}" for why in trace_skipped(bundles)]
+    lines = []
+    for key, cs in sorted(calls.items()):
+        ftrace.write_csv(cs, Path(out) / (_slug(f"ftrace-{'-'.join(key)}") + ".csv"))
+    lines += [f"flame graph: {p}" for p in flame_graphs(calls, out)]
+    for nt in table_6_1_tables(calls):
+        lines += ["", tables_md(nt.table)]
+    return lines
+
+
+# --- the common analysis interface (pirex/analysis/interface.py) ----------------------------------------------------
+
+VIEWS: dict[str, str] = {}
+
+
+def _check_view(view: str | None) -> None:
+    if view is not None:
+        raise PirexError(f"fork has no view {view!r} (it has none)")
+
+
+def counter_table(lines: Sequence[Line], notes_: Sequence[Note]) -> Table:
+    """The counters' average, min and max per device, variant, mode and size (the numbers of Figures 6.1-6.8)."""
+    cells = [[ln.counter, ln.device, ln.variant, ln.mode, str(ln.size_mb), str(ln.n), _fmt(ln.mean), _fmt(ln.min),
+              _fmt(ln.max), ln.unit] for ln in lines]  # fmt: skip
+    notes_text = [f"- {n.device}, {n.variant}, {n.mode}: {n.subject}: {n.reason}" for n in notes_]
+    if notes_text:
+        notes_text.insert(0, "Not measured, measured differently, or worth knowing:")
+    return Table(
+        title="fork(): counters per mapped size, mean and min-max over every fork (thesis Figures 6.1-6.8)",
+        columns=["Counter", "Device", "Variant", "Mode", "Size (MB)", "n", "Mean", "Min", "Max", "Unit"],
+        rows=cells,
+        records=[dataclasses.asdict(ln) for ln in lines],
+        notes=notes_text,
+        label_columns=4,
+    )
+
+
+def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
+    """The counter table and, when the bundles hold traces, Table 6.1 per device, variant and subtype."""
+    _check_view(view)
+    all_rows = [r for b in bundles for r in rows(Path(b))]
+    all_notes = [n for b in bundles for n in notes(Path(b))]
+    out = [NamedTable("counters", counter_table(table(all_rows), all_notes))]
+    calls = trace_calls(bundles)
+    out += table_6_1_tables(calls)
+    if not calls and (skipped := trace_skipped(bundles)):
+        out[0].table.notes.extend(f"- no Table 6.1: {why}" for why in skipped)
+    return out
+
+
+def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list[Path]:
+    """Per counter against the mapped size (Figures 6.1-6.8); with traces, a flame graph per device, variant,
+    mode and size and the per-depth stack graphs (Figures 6.9-6.13)."""
+    _check_view(view)
+    paths = plot(bundles, out)
+    calls = trace_calls(bundles)
+    if calls:
+        paths += flame_graphs(calls, Path(out) / "flamegraphs")
+        paths += depth_figures(calls, Path(out) / "stacks")
+    return paths
+
+
+def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValue]:
+    """One value per step (repetition), mode, size and counter: the step's mean over its forks (every process's),
+    metric "<counter>/<mode>/<size_mb>" (wall_ns first); inner = the per-fork values."""
+    _check_view(view)
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    units: dict[str, str] = {}
+    for b in bundles:
+        for r in rows(Path(b)):
+            groups[(r.run, r.device, r.variant, r.repetition, f"{r.counter}/{r.mode}/{r.size_mb}")].append(r.value)
+            units[r.counter] = r.unit
+    order = {c: i for i, c in enumerate(COUNTER_ORDER)}
+    mode_order = {m: i for i, m in enumerate(MODES)}
+
+    def key(k: tuple) -> tuple:
+        counter, mode, size = k[4].split("/")
+        return (*k[:4], order.get(counter, len(order)), counter, mode_order.get(mode, 9), int(size))
+
+    out = []
+    for (run, device, variant, rep, metric), v in sorted(groups.items(), key=lambda kv: key(kv[0])):
+        unit = units[metric.split("/")[0]]
+        out.append(RunValue("fork", run, device, variant, rep, metric, sum(v) / len(v), unit, inner=tuple(v)))
+    return out

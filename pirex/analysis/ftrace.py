@@ -22,15 +22,12 @@ Functions run in interrupt context (between `==========>` and `<==========`) are
 from __future__ import annotations
 
 import csv
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from pirex.errors import PirexError
 
@@ -222,38 +219,107 @@ def folded(calls: Iterable[Call], size_mb: int | None = None, include_irq: bool 
     return [f"{s} {round(v)}" for s, v in sorted(acc.items()) if round(v) > 0]
 
 
-def flamegraph_svg(folded_lines: Sequence[str], out: Path, title: str = "fork()") -> Path:
-    """A flame graph SVG drawn by inferno (Rust port of Brendan Gregg's FlameGraph): in-process through
-    pyinferno (PyPI, the analysis extra) or the inferno-flamegraph program (cargo install inferno)."""
+FRAME_H = 16  # px per stack level
+FONT_PX = 11
+CHAR_W = 0.6 * FONT_PX  # average glyph width of a proportional sans-serif font, for fitting names
+WIDTH = 1200
+
+
+@dataclass
+class _Frame:
+    name: str
+    value: float = 0.0  # total: self + children
+    children: dict[str, _Frame] = field(default_factory=dict)
+
+
+def _tree(folded_lines: Iterable[str]) -> _Frame:
+    root = _Frame("all")
+    for line in folded_lines:
+        stack, _, value = line.rpartition(" ")
+        v = float(value)
+        root.value += v
+        node = root
+        for name in stack.split(";"):
+            node = node.children.setdefault(name, _Frame(name))
+            node.value += v
+    return root
+
+
+def _colour(name: str) -> str:
+    """Brendan Gregg's warm palette, stable per name (a hash, not random): the same function has the same
+    colour in every graph."""
+    h = 0
+    for ch in name:
+        h = (h * 31 + ord(ch)) & 0xFFFFFFFF
+    return f"rgb({205 + h % 50},{(h >> 8) % 180 + 50},{(h >> 16) % 55})"
+
+
+def flamegraph_svg(folded_lines: Sequence[str], out: Path, title: str = "fork()", unit: str = "ns") -> Path:
+    """A flame graph (Brendan Gregg's layout) as a self-contained SVG, drawn here in pure Python so that it works
+    on every platform without a Rust toolchain: width = time, the stack grows upwards from the root, a frame's
+    name is written where it fits (cut with "..") and every frame has a tooltip (<title>) with its time and
+    share. Frames narrower than 0.1 px are left out, as FlameGraph does."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if not folded_lines:
         raise PirexError("no stacks to draw: the trace has no calls inside the fork markers")
-    try:
-        from pyinferno.pyinferno import flamegraph_from_lines
-    except ImportError:
-        flamegraph_from_lines = None
-    if flamegraph_from_lines is not None:
-        out.write_text(flamegraph_from_lines(list(folded_lines), title))
-        return out
-    exe = shutil.which("inferno-flamegraph")
-    if exe is None:
-        raise PirexError("no flame graph tool: pip install pyinferno==0.2.6 (the analysis extra), or "
-                         "cargo install inferno --version 0.12.8 --locked for inferno-flamegraph")  # fmt: skip
-    with tempfile.NamedTemporaryFile("w", suffix=".folded", delete=False) as f:
-        f.write("\n".join(folded_lines) + "\n")
-    try:
-        r = subprocess.run([exe, "--title", title, "--countname", "ns", f.name], capture_output=True, text=True,
-                           timeout=300)  # fmt: skip
-    finally:
-        os.unlink(f.name)
-    if r.returncode != 0:
-        raise PirexError(f"inferno-flamegraph failed: {r.stderr.strip()}")
-    out.write_text(r.stdout)
+    root = _tree(folded_lines)
+    if root.value <= 0:
+        raise PirexError("no stacks to draw: every stack has zero time")
+
+    def depth(f: _Frame) -> int:
+        return 1 + max((depth(c) for c in f.children.values()), default=0)
+
+    levels = depth(root)
+    pad_top, pad_bottom, side = 44, 24, 10
+    height = pad_top + levels * FRAME_H + pad_bottom
+    scale = (WIDTH - 2 * side) / root.value
+    rects: list[str] = []
+
+    def draw(f: _Frame, x: float, level: int) -> None:
+        w = f.value * scale
+        if w < 0.1:
+            return
+        y = height - pad_bottom - (level + 1) * FRAME_H
+        share = 100 * f.value / root.value
+        tip = escape(f"{f.name} ({f.value:,.0f} {unit}, {share:.2f}%)")
+        fits = int((w - 6) // CHAR_W)
+        label = f.name if fits >= len(f.name) else (f.name[: fits - 2] + ".." if fits >= 3 else "")
+        text = f'<text x="{x + 3:.1f}" y="{y + FRAME_H - 4:.1f}">{escape(label)}</text>' if label else ""
+        rects.append(f'<g><title>{tip}</title><rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
+                     f'height="{FRAME_H - 1}" rx="2" fill="{_colour(f.name)}"/>{text}</g>')  # fmt: skip
+        cx = x
+        for c in sorted(f.children.values(), key=lambda c: c.name):  # alphabetical, as FlameGraph
+            draw(c, cx, level + 1)
+            cx += c.value * scale
+
+    draw(root, side, 0)
+    svg = [
+        '<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" font-family="Verdana, sans-serif" font-size="{FONT_PX}">',
+        f'<rect width="{WIDTH}" height="{height}" fill="#f8f8f0"/>',
+        f'<text x="{WIDTH / 2}" y="20" font-size="15" text-anchor="middle">{escape(title)}</text>',
+        f'<text x="{WIDTH / 2}" y="36" fill="#555" text-anchor="middle">width = time ({root.value:,.0f} {unit} in '
+        "all), stacks grow upwards; hover a frame for its time</text>",
+        *rects,
+        "</svg>",
+    ]
+    out.write_text("\n".join(svg) + "\n")
     return out
 
 
-# --- Table 6.1: concurrent minus single, per depth -----------------------------------------------------------------
+# --- Table 6.1 and the per-depth stack graphs ------------------------------------------------------------------
+
+# Where the thesis counts from: depth 0 is the traced syscall entry (__arm64_sys_clone / __x64_sys_clone), as the
+# function_graph indentation under set_graph_function shows it and as 5.2.1 says ("depth from the sys_clone call").
+# Its numbers then fall where the kernel's call chain puts them: kernel_clone 1, copy_process 2, dup_mm 3,
+# dup_mmap 4, copy_page_range 5, copy_pte_range 6 (6.2.1: "the bulk ... starting at the stack depth 6"),
+# vm_normal_page and __pte_alloc 7 (Table 6.1, Figure 6.11), __pte_alloc's children 8 (Figure 6.12).
+TABLE_DEPTH = 7
+FIGURE_DEPTHS = ((6, None), (7, None), (8, "__pte_alloc"))  # Figures 6.10, 6.11, 6.12 (depth, parent)
+# Table 6.1's two subtypes: the thesis traced the migration one (chapter 5); no migration is shown beside it.
+SUBTYPES = {"migration": ("single-migrate", "concurrent-migrate"), "no migration": ("single", "concurrent")}
 
 
 @dataclass(frozen=True)
@@ -263,22 +329,32 @@ class DepthDiff:
     by_size: dict  # size_mb -> concurrent minus single, in µs (None where either side lacks the function)
 
 
-def per_fork_totals(calls: Iterable[Call], depth: int, include_irq: bool = True) -> dict[tuple[str, int], float]:
-    """(function, size_mb) -> mean over forks (repetition x process windows) of the function's total duration in
-    one fork, for calls at `depth`."""
-    sums: dict[tuple[str, int], float] = defaultdict(float)
+def forks_per_size(calls: Iterable[Call]) -> dict[int, int]:
+    """How many forks (repetition x process windows) each mapped size has in these calls."""
     forks: dict[int, set] = defaultdict(set)
     for c in calls:
-        if c.size_mb is None:
+        if c.size_mb is not None:
+            forks[c.size_mb].add((c.repetition, c.process, c.pid))
+    return {z: len(f) for z, f in forks.items()}
+
+
+def per_fork_totals(calls: Iterable[Call], depth: int, include_irq: bool = True,
+                    parent: str | None = None) -> dict[tuple[str, int], float]:  # fmt: skip
+    """(function, size_mb) -> mean over forks (repetition x process windows) of the function's total duration in
+    one fork, for calls at `depth` (and under `parent`, if given)."""
+    calls = list(calls)
+    forks = forks_per_size(calls)
+    sums: dict[tuple[str, int], float] = defaultdict(float)
+    for c in calls:
+        if c.size_mb is None or c.depth != depth or c.duration_us is None or (c.irq and not include_irq):
             continue
-        forks[c.size_mb].add((c.repetition, c.process, c.pid))
-        if c.depth != depth or c.duration_us is None or (c.irq and not include_irq):
+        if parent is not None and c.parent != parent:
             continue
         sums[(c.function, c.size_mb)] += c.duration_us
-    return {k: v / len(forks[k[1]]) for k, v in sums.items()}
+    return {k: v / forks[k[1]] for k, v in sums.items()}
 
 
-def depth_table(single: Iterable[Call], concurrent: Iterable[Call], depth: int,
+def depth_table(single: Iterable[Call], concurrent: Iterable[Call], depth: int = TABLE_DEPTH,
                 include_irq: bool = True) -> list[DepthDiff]:  # fmt: skip
     """The thesis's Table 6.1 for one depth: for each function called at that depth, the mean time it takes per
     fork in concurrent execution minus in single execution, per mapped size; largest difference first."""
@@ -297,6 +373,14 @@ def depth_table(single: Iterable[Call], concurrent: Iterable[Call], depth: int,
     return sorted(rows, key=order)
 
 
+def table_6_1(calls_by_mode: dict[str, list[Call]], depth: int = TABLE_DEPTH) -> dict[str, list[DepthDiff]]:
+    """Table 6.1 per subtype whose two modes were traced: concurrent-migrate minus single-migrate (the thesis's),
+    concurrent minus single."""
+    return {name: depth_table(calls_by_mode[single], calls_by_mode[concurrent], depth)
+            for name, (single, concurrent) in SUBTYPES.items()
+            if calls_by_mode.get(single) and calls_by_mode.get(concurrent)}  # fmt: skip
+
+
 def depth_markdown(rows: Sequence[DepthDiff]) -> str:
     sizes = sorted({z for r in rows for z in r.by_size})
     out = ["| Function | " + " | ".join(f"{z}_MB" for z in sizes) + " |", "|---|" + "---:|" * len(sizes)]
@@ -304,3 +388,38 @@ def depth_markdown(rows: Sequence[DepthDiff]) -> str:
         cells = ["-" if r.by_size.get(z) is None else f"{r.by_size[z]:.3f}" for z in sizes]
         out.append(f"| {r.function} | " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class DepthProfile:
+    """One function at one depth (Figures 6.10-6.12): per mapped size, its mean time per fork and how many times
+    it is called per fork."""
+
+    function: str
+    depth: int
+    parent: str | None
+    us_per_fork: dict  # size_mb -> µs
+    calls_per_fork: dict  # size_mb -> calls
+
+
+def depth_profile(calls: Iterable[Call], depth: int, parent: str | None = None,
+                  min_ratio: float = 2.0) -> list[DepthProfile]:  # fmt: skip
+    """The functions at `depth` (under `parent`) whose time per fork depends on the mapped size, as the thesis's
+    stack graphs filtered them (5.2.2.2: functions with little deviation across sizes are left out): kept when
+    the largest per-fork time over sizes is at least `min_ratio` times the smallest, or when the function is
+    missing at some sizes. Interrupts are left out (6.3: only the syscall's own work). Slowest first."""
+    calls = [c for c in calls if not c.irq]
+    forks = forks_per_size(calls)
+    times = per_fork_totals(calls, depth, include_irq=False, parent=parent)
+    counts: dict[tuple[str, int], int] = defaultdict(int)
+    for c in calls:
+        if c.depth == depth and c.size_mb is not None and (parent is None or c.parent == parent):
+            counts[(c.function, c.size_mb)] += 1
+    out = []
+    for f in sorted({k[0] for k in times}):
+        us = {z: times[(f, z)] for z in sorted(forks) if (f, z) in times}
+        low, high = min(us.values()), max(us.values())
+        if len(us) == len(forks) and (low <= 0 or high / low < min_ratio):
+            continue
+        out.append(DepthProfile(f, depth, parent, us, {z: counts[(f, z)] / forks[z] for z in us}))
+    return sorted(out, key=lambda p: (-max(p.us_per_fork.values()), p.function))

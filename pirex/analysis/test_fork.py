@@ -18,9 +18,11 @@ SERVER = {"hostname": "c220g1", "cpu": {"model": "Intel(R) Xeon(R) CPU E5-2660 v
           "storage": {"kind": "ssd", "fstype": "ext4"}}  # fmt: skip
 
 
-def make_bundle(tmp_path: Path, source: str, machine: dict, variants=("native", "docker"), reps: int = 2) -> Path:
+def make_bundle(tmp_path: Path, source: str, machine: dict, variants=("native", "docker"), reps: int = 2,
+                params: dict | None = None) -> Path:  # fmt: skip
     plan = [(v, r) for r in range(reps) for v in variants]
-    b = Bundle.create(tmp_path / source, "fork", "quick", {}, list(variants), plan, {}, {"version": "t", "commit": "c"})
+    b = Bundle.create(tmp_path / source, "fork", "quick", params or {}, list(variants), plan, {},
+                      {"version": "t", "commit": "c"})  # fmt: skip
     b.write_machine(before=machine, after=machine)
     for v, r in plan:
         with b.step(v, r) as d:
@@ -117,3 +119,93 @@ def test_plot_every_counter_with_notes(pi, server, tmp_path):
     assert all(p.stat().st_size > 0 for p in paths)
     svg = (tmp_path / "fig" / "fork-LLC-load-misses.svg").read_text()
     assert "No line for" in svg  # the Pi's unsupported LL events are named, not drawn as 0
+
+
+# --- the common analysis interface ---------------------------------------------------------------------------------
+
+FTRACE = Path(__file__).parent / "testdata" / "ftrace"
+
+
+def test_run_values_one_per_step_mode_size_and_counter(pi):
+    values = fork.run_values([pi])
+    wall = [v for v in values if v.metric == "wall_ns/single/8"]
+    assert sorted((v.variant, v.repetition) for v in wall) == [(v, r) for v in ("docker", "native") for r in (0, 1)]
+    v = wall[0]
+    assert v.experiment == "fork" and v.device == "Raspberry Pi 4 Model B Rev 1.4" and v.unit == "ns"
+    assert len(v.inner) == 3 and v.value == pytest.approx(sum(v.inner) / 3)  # the step's mean over its forks
+    clock = next(v for v in values if v.metric == "cpu-clock/single/8" and (v.variant, v.repetition) == ("native", 0))
+    assert clock.inner == (82000.0, 82010.0, 82020.0) and clock.value == 82010.0
+    concurrent = next(v for v in values if v.metric == "cpu-clock/concurrent/1")
+    assert len(concurrent.inner) == 3 * 4  # every process's forks
+    assert not any(v.metric.startswith("LLC-load-misses/") for v in values)  # unsupported: no value, never 0
+    with pytest.raises(PirexError, match="no view"):
+        fork.run_values([pi], view="fluctuation")
+
+
+def test_tables_counters_with_the_core_count_note(pi, tmp_path):
+    (named,) = fork.tables([pi])
+    assert named.name == "counters" and fork.VIEWS == {}
+    t = named.table
+    assert t.columns[:5] == ["Counter", "Device", "Variant", "Mode", "Size (MB)"]
+    row = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4", "native", "single", "8", "6", "82,010", "82,000", "82,020"]
+    assert row + ["ns"] in t.rows
+    notes = "\n".join(t.notes)
+    assert "concurrent: processes: 4 processes on cores 0,1,2,3" in notes
+    assert "LLC-load-misses: perf_event_open: ENOENT" in notes
+    # fewer cores than the thesis's four: pirex-fork's note reaches the table
+    two = make_bundle(tmp_path / "two", "pi4", PI, ("native",), 1)
+    (Bundle.open(two).step_dir("native", 0) / "concurrent" / "cores-note.txt").write_text(
+        "cores 0,1,2,3 asked (thesis: the first four); this machine lets us use 2, so one process runs on each of 0,1\n"
+    )
+    assert "concurrent: cores: cores 0,1,2,3 asked" in "\n".join(fork.tables([two])[0].table.notes)
+
+
+@pytest.fixture
+def traced(tmp_path):
+    """A Pi bundle whose step traced the migration subtype (the thesis's), from the handmade thesis-shaped trace."""
+    b = make_bundle(tmp_path, "pi4", PI, ("native",), 1)
+    shutil.copy(FTRACE / "arm64-thesis.txt", Bundle.open(b).step_dir("native", 0) / "trace.txt")
+    return b
+
+
+def test_tables_with_traces_give_table_6_1_at_depth_7(traced):
+    named = {nt.name: nt.table for nt in fork.tables([traced])}
+    name = "table6-1-migration-native-Raspberry-Pi-4-Model-B-Rev-1-4"
+    assert list(named) == ["counters", name]
+    t = named[name]
+    assert "concurrent-migrate minus single-migrate" in t.title and "stack depth 7" in t.title
+    assert t.columns == ["Function", "1_MB", "8_MB"]
+    assert ["vm_normal_page", "2.800", "11.200"] in t.rows
+    assert "__arm64_sys_clone" in t.notes[0] and "1 MB 1 single / 2 concurrent" in t.notes[1]
+    assert {r["depth"] for r in t.records} == {7}
+
+
+def test_figures_flame_graph_per_size_and_stack_graphs(traced, tmp_path):
+    """What figures() adds to the counter figures (test_plot_every_counter_with_notes) when there are traces."""
+    pytest.importorskip("matplotlib")
+    calls = fork.trace_calls([traced])
+    assert sorted(m for _, _, m in calls) == ["concurrent-migrate", "single-migrate"]  # not the header's "unknown"
+    paths = fork.flame_graphs(calls, tmp_path / "fig" / "flamegraphs")
+    paths += fork.depth_figures(calls, tmp_path / "fig" / "stacks")
+    names = sorted(p.relative_to(tmp_path / "fig").as_posix() for p in paths)
+    dev = "Raspberry-Pi-4-Model-B-Rev-1-4-native"
+    assert [n for n in names if n.startswith("flamegraphs/")] == [
+        f"flamegraphs/flamegraph-{dev}-{m}-{s}MB.svg" for m in ("concurrent-migrate", "single-migrate") for s in (1, 8)
+    ]
+    stacks = {n for n in names if n.startswith("stacks/")}
+    for mode in ("single-migrate", "concurrent-migrate"):
+        for stem in ("stack-depth6", "stack-depth7", "stack-depth8-__pte_alloc"):
+            assert f"stacks/{stem}-{dev}-{mode}.svg" in stacks
+    svg = (tmp_path / "fig" / "stacks" / f"stack-depth7-{dev}-single-migrate.svg").read_text()
+    assert "vm_normal_page" in svg and "__pte_alloc" not in svg  # only what depends on the size
+
+
+def test_raw_events_are_named_in_the_notes(tmp_path):
+    """The manifest holds the codes `raw_events: auto` resolved to; the notes name Arm's events, or say why none."""
+    pi = {**PI, "cpu": {"model": None, "core": "Cortex-A72", "cpu_parts": ["0xd08"]}}
+    b = make_bundle(tmp_path, "pi4", pi, ("native",), 1, {"raw_events": "LLC-loads=0x50,LLC-load-misses=0x52"})
+    text = "\n".join(fork.tables([b])[0].table.notes)
+    assert "raw event 2: LLC-load-misses = raw event 0x52 (L2D_CACHE_REFILL_RD: L2 data refills, reads" in text
+    server = make_bundle(tmp_path, "server", SERVER, ("native",), 1, {"raw_events": "none"})
+    (note,) = [n for n in fork.notes(server) if n.subject == "raw events"]
+    assert note.reason.startswith("no raw PMU events for Intel(R) Xeon(R) CPU E5-2660 v2")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import csv
-import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from pirex.analysis import ftrace
+from pirex.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "ftrace"
 
@@ -109,16 +110,81 @@ def test_table_6_1_concurrent_minus_single(single, concurrent):
 
 
 def test_flamegraph_svg(single, tmp_path):
+    """Pure Python, on every platform: width = time, root at the bottom, names where they fit, a tooltip on all."""
     lines = ftrace.folded(single, size_mb=8)
-    try:
-        import pyinferno  # noqa: F401
-    except ImportError:
-        if not shutil.which("inferno-flamegraph"):
-            pytest.skip("neither pyinferno nor inferno-flamegraph is installed")
     out = ftrace.flamegraph_svg(lines, tmp_path / "fork-8MB.svg", title="fork() 8 MB, x86_64")
-    svg = out.read_text()
-    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
-    assert "vm_normal_page" in svg and "copy_pte_range" in svg
+    svg = ET.parse(out).getroot()
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    frames = {}
+    for g in svg.iterfind("s:g", ns):
+        tip, rect = g.find("s:title", ns).text, g.find("s:rect", ns)
+        text = g.find("s:text", ns)
+        frames[tip.split(" (")[0]] = (float(rect.get("x")), float(rect.get("y")), float(rect.get("width")),
+                                      text.text if text is not None else None)  # fmt: skip
+    root, clone = frames["all"], frames["__x64_sys_clone"]
+    assert clone[2] == pytest.approx(root[2], rel=1e-3)  # the only root: as wide as everything
+    assert root[1] > clone[1] > frames["kernel_clone"][1] > frames["copy_pte_range"][1]  # bottom-up
+    # widths are proportional to time: vm_normal_page's share of copy_pte_range
+    stacks = dict(ln.rsplit(" ", 1) for ln in lines)
+    vnp = sum(int(v) for k, v in stacks.items() if k.endswith(";vm_normal_page"))
+    cpr = sum(int(v) for k, v in stacks.items() if ";copy_pte_range" in k)
+    assert frames["vm_normal_page"][2] / frames["copy_pte_range"][2] == pytest.approx(vnp / cpr, rel=0.02)
+    assert frames["copy_pte_range"][3] == "copy_pte_range"  # a wide frame shows its whole name
+    for _x, _y, w, label in frames.values():  # a label never overflows its frame
+        assert label is None or len(label) * ftrace.CHAR_W <= w
+    with pytest.raises(PirexError, match="no stacks"):
+        ftrace.flamegraph_svg([], tmp_path / "empty.svg")
+
+
+# --- the thesis's depths -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def thesis():
+    """A handmade trace shaped like the thesis's (4.4.3): graph function __arm64_sys_clone, funcgraph-abstime and
+    -tail, no -proc, a Pi 4 kernel's call chain; single-migrate, then concurrent-migrate on CPUs 1 and 3."""
+    sections = ftrace.by_mode((DATA / "arm64-thesis.txt").read_text().splitlines())
+    return {mode: ftrace.parse(lines) for mode, lines in sections.items() if mode != "unknown"}
+
+
+def test_the_thesis_counts_depth_from_the_syscall_entry(thesis):
+    calls = thesis["single-migrate"]
+    depth = {c.function: c.depth for c in calls}
+    assert depth["__arm64_sys_clone"] == 0
+    assert depth["copy_pte_range"] == 6  # 6.2.1: the bulk of the work starts at depth 6
+    assert depth["vm_normal_page"] == ftrace.TABLE_DEPTH == 7  # Table 6.1 and Figure 6.11
+    assert depth["__pte_alloc"] == 7 and depth["__alloc_pages"] == 8  # Figure 6.12: depth 8 under __pte_alloc
+    assert depth["generic_handle_domain_irq"] == 7  # Table 6.1's interrupt row, under gic_handle_irq at 6
+    assert all(c.irq for c in calls if c.function in ("gic_handle_irq", "generic_handle_domain_irq"))
+    assert {c.cpu for c in thesis["concurrent-migrate"]} == {1, 3}
+
+
+def test_table_6_1_at_depth_7_for_the_migration_subtype(thesis):
+    tables = ftrace.table_6_1(thesis)
+    assert list(tables) == ["migration"]  # the fixture traced the thesis's subtype only
+    rows = {r.function: r for r in tables["migration"]}
+    assert all(r.depth == 7 for r in rows.values())
+    assert "kernel_clone" not in rows and "copy_pte_range" not in rows
+    # 4 and 16 calls per fork at 1 and 8 MB, 1.9 instead of 1.2 µs each
+    assert rows["vm_normal_page"].by_size == pytest.approx({1: 4 * 0.7, 8: 16 * 0.7})
+    assert rows["__pte_alloc"].by_size == pytest.approx({1: 0.0, 8: 0.0})
+    # at 8 MB one interrupt in the single fork, one in two concurrent forks: half as much per fork
+    assert rows["generic_handle_domain_irq"].by_size[1] is None
+    assert rows["generic_handle_domain_irq"].by_size[8] == pytest.approx(3.5 / 2 - 3.5)
+    both = ftrace.table_6_1({**thesis, "single": thesis["single-migrate"], "concurrent": thesis["single-migrate"]})
+    assert list(both) == ["migration", "no migration"]
+    assert all(v == 0 for r in both["no migration"] for v in r.by_size.values() if v is not None)
+
+
+def test_depth_profiles_keep_what_depends_on_the_size(thesis):
+    calls = thesis["single-migrate"]
+    d7 = {p.function: p for p in ftrace.depth_profile(calls, 7)}
+    assert set(d7) == {"vm_normal_page"}  # __pte_alloc and __rcu_read_lock do not vary; interrupts are left out
+    assert d7["vm_normal_page"].calls_per_fork == {1: 4, 8: 16}
+    assert d7["vm_normal_page"].us_per_fork == pytest.approx({1: 4 * 1.2, 8: 16 * 1.2})
+    d8 = ftrace.depth_profile(calls, 8, parent="__pte_alloc", min_ratio=1.0)
+    assert {p.function for p in d8} == {"__alloc_pages", "__mod_lruvec_page_state", "pmd_install"}
+    assert all(p.calls_per_fork == {1: 1, 8: 1} for p in d8)
 
 
 def test_a_step_trace_splits_at_the_mode_markers():

@@ -15,7 +15,7 @@ from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import __version__, experiment, machine, preflight, proc
+from pirex import __version__, experiment, machine, pmu, preflight, proc
 from pirex import params as P
 from pirex.bundle import PARTIAL, Bundle
 from pirex.errors import PirexError
@@ -184,6 +184,9 @@ def _run(opts: Options) -> Path:
         log.warning("running %s under emulation: these numbers show function, not performance", platform)
     opts.results_dir.mkdir(parents=True, exist_ok=True)
     before = machine.record(opts.results_dir)
+    params = pmu.resolve(params, before)  # raw_events: auto -> this CPU's raw PMU event codes (or none)
+    for s in steps:  # the manifest's plan says what each step ran, resolved
+        s["params"] = {**params, **by_name[s["variant"]].parameters}
     findings = preflight.check(before, min_free_disk_bytes=exp.needs.get("disk_mb", 0) << 20,
                                min_free_mem_bytes=exp.needs.get("memory_mb", 0) << 20,
                                io_heavy=bool(exp.needs.get("io_heavy")))  # fmt: skip

@@ -27,6 +27,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET, sched_getcpu, getline */
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -59,6 +60,8 @@
 #define DEFAULT_TRACE_MARKER "/sys/kernel/tracing/trace_marker"
 #define MARKER_START "pirex-fork-start"
 #define MARKER_END "pirex-fork-end"
+#define MAX_COUNTERS 24 /* the generic counters below and up to 10 raw events (--raw-events) */
+#define DEFAULT_PMU_SYSFS "/sys/bus/event_source/devices"
 
 /* ---- counters ------------------------------------------------------------------------------ */
 
@@ -74,30 +77,31 @@ struct counter {
 	int supported;
 	int exclude_kernel;
 	char reason[256];
+	int raw; /* PERF_TYPE_RAW from --raw-events: the CPU's own event number */
 };
 
-/* Column order of fork.csv and counters.csv. */
-static struct counter counters[] = {
-	{"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 0, 0, 0, 0, ""},
-	{"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0, 0, 0, 0, ""},
-	{"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0, 0, 0, 0, ""},
-	{"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 0, 0, 0, 0, ""},
-	{"cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS, 0, 0, 0, 0, ""},
-	{"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 1, 1, 0, 0, ""},
-	{"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1, 2, 0, 0, ""},
-	{"cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, 1, 6, 0, 0, ""},
-	{"cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, 1, 4, 0, 0, ""},
-	{"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, 1, 3, 0, 0, ""},
+/* Column order of fork.csv and counters.csv (raw events named by --raw-events after these). */
+static struct counter counters[MAX_COUNTERS] = {
+	{"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 0, 0, 0, 0, "", 0},
+	{"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0, 0, 0, 0, "", 0},
+	{"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0, 0, 0, 0, "", 0},
+	{"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 0, 0, 0, 0, "", 0},
+	{"cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS, 0, 0, 0, 0, "", 0},
+	{"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 1, 1, 0, 0, "", 0},
+	{"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1, 2, 0, 0, "", 0},
+	{"cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, 1, 6, 0, 0, "", 0},
+	{"cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, 1, 4, 0, 0, "", 0},
+	{"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, 1, 3, 0, 0, "", 0},
 	{"L1-dcache-loads", PERF_TYPE_HW_CACHE,
-	 CACHE(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_ACCESS), 1, 9, 0, 0, ""},
+	 CACHE(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_ACCESS), 1, 9, 0, 0, "", 0},
 	{"L1-dcache-load-misses", PERF_TYPE_HW_CACHE,
-	 CACHE(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_MISS), 1, 8, 0, 0, ""},
+	 CACHE(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_MISS), 1, 8, 0, 0, "", 0},
 	{"LLC-loads", PERF_TYPE_HW_CACHE,
-	 CACHE(PERF_COUNT_HW_CACHE_LL, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_ACCESS), 1, 7, 0, 0, ""},
+	 CACHE(PERF_COUNT_HW_CACHE_LL, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_ACCESS), 1, 7, 0, 0, "", 0},
 	{"LLC-load-misses", PERF_TYPE_HW_CACHE,
-	 CACHE(PERF_COUNT_HW_CACHE_LL, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_MISS), 1, 5, 0, 0, ""},
+	 CACHE(PERF_COUNT_HW_CACHE_LL, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_MISS), 1, 5, 0, 0, "", 0},
 };
-#define NCOUNTERS ((int)(sizeof counters / sizeof counters[0]))
+static int ncounters; /* the entries above, then the raw events added by --raw-events */
 
 /* ---- state shared by the measuring processes (MAP_SHARED) ----------------------------------- */
 
@@ -105,7 +109,7 @@ struct shared {
 	atomic_int arrived;
 	atomic_uint generation;
 	atomic_int abort;
-	atomic_int not_counted[NCOUNTERS]; /* measurements in which a supported counter gave no value */
+	atomic_int not_counted[MAX_COUNTERS]; /* measurements in which a supported counter gave no value */
 };
 
 struct options {
@@ -120,8 +124,10 @@ struct options {
 	int target_core[MAX_PROCS];
 	const char *output;
 	const char *trace_marker;
+	const char *raw_events; /* as given, for meta.csv */
+	const char *pmu_sysfs;
 	int drop_caches;
-	int selected[NCOUNTERS];
+	int selected[MAX_COUNTERS];
 };
 
 static struct options opt;
@@ -175,6 +181,11 @@ static void usage(void)
 	       "                        (with --migrate 0:1); concurrent one process per online core (with\n"
 	       "                        --migrate 0:1,2:3: the thesis's cores 0 and 2 moved to 1 and 3)\n"
 	       "  --events LIST         count only these counters (perf names, comma-separated; default all)\n"
+	       "  --raw-events LIST     NAME=0xCODE,...: count NAME as the CPU's raw PMU event CODE (PERF_TYPE_RAW),\n"
+	       "                        replacing the generic counter of that name or adding a column; none: no raw\n"
+	       "                        events (default). The codes are the CPU's own (its TRM; pirex/pmu.py)\n"
+	       "  --pmu-sysfs DIR       where the kernel lists its PMUs' events (default " DEFAULT_PMU_SYSFS "): an Arm\n"
+	       "                        PMU's common events (below 0x40) it does not list are unsupported here\n"
 	       "  --output DIR          where the CSV files go (default .)\n"
 	       "  --trace               write trace markers to " DEFAULT_TRACE_MARKER "\n"
 	       "  --trace-marker PATH   write trace markers '" MARKER_START " ...' and '" MARKER_END " ...' to PATH\n"
@@ -185,12 +196,12 @@ static void usage(void)
 	       "Outputs in DIR:\n"
 	       "  fork.csv      mode,migration,size_mb,repetition,process,cpu_before,cpu_after,wall_ns,<one column\n"
 	       "                per counter>; a counter's cell is empty where it gave no value, never 0\n"
-	       "  counters.csv  counter,supported,kernel_included,reason\n"
+	       "  counters.csv  counter,supported,kernel_included,reason,event (raw 0xCODE for a raw event)\n"
 	       "  skipped.csv   size_mb,reason: sizes that do not fit the available memory\n"
 	       "  meta.csv      key,value: drop_caches, perf_event_paranoid, cores, page size, ...\n"
 	       "Counters: ");
-	for (int i = 0; i < NCOUNTERS; i++)
-		printf("%s%s", counters[i].name, i + 1 < NCOUNTERS ? ", " : "\n");
+	for (int i = 0; i < ncounters; i++)
+		printf("%s%s", counters[i].name, i + 1 < ncounters ? ", " : "\n");
 }
 
 /* ---- argument parsing ----------------------------------------------------------------------- */
@@ -274,11 +285,59 @@ static void parse_events(const char *arg)
 	memset(opt.selected, 0, sizeof opt.selected);
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		int found = 0;
-		for (int i = 0; i < NCOUNTERS; i++)
+		for (int i = 0; i < ncounters; i++)
 			if (!strcmp(tok, counters[i].name))
 				opt.selected[i] = found = 1;
 		if (!found)
 			die_usage("--events: unknown counter '%s'", tok);
+	}
+	free(copy);
+}
+
+static int find_counter(const char *name)
+{
+	for (int i = 0; i < ncounters; i++)
+		if (!strcmp(name, counters[i].name))
+			return i;
+	return -1;
+}
+
+static void parse_raw_events(const char *arg)
+{
+	if (!strcmp(arg, "none"))
+		return;
+	size_t len = strlen(arg);
+	if (len == 0 || arg[0] == ',' || arg[len - 1] == ',' || strstr(arg, ",,"))
+		die_usage("--raw-events: '%s' is not a comma-separated list of NAME=0xCODE (or none)", arg);
+	char *copy = strdup(arg), *save = NULL;
+	if (!copy)
+		die("out of memory");
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq || eq == tok || strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
+					      (size_t)(eq - tok))
+			die_usage("--raw-events: '%s' is not NAME=0xCODE (e.g. LLC-load-misses=0x52)", tok);
+		*eq = '\0';
+		const char *code = eq + 1;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(code, &end, 16);
+		if (strncmp(code, "0x", 2) || end == code + 2 || *end || errno || v > 0xffff)
+			die_usage("--raw-events: %s: '%s' is not an event number (0x0 to 0xffff)", tok, code);
+		int i = find_counter(tok);
+		if (i < 0) {
+			if (ncounters == MAX_COUNTERS)
+				die_usage("--raw-events: at most %d counters in all", MAX_COUNTERS);
+			i = ncounters++;
+			counters[i].name = strdup(tok);
+			if (!counters[i].name)
+				die("out of memory");
+			counters[i].priority = 5;
+		}
+		counters[i].type = PERF_TYPE_RAW;
+		counters[i].config = v;
+		counters[i].hardware = 1;
+		counters[i].raw = 1;
 	}
 	free(copy);
 }
@@ -310,7 +369,8 @@ static void default_cores(void)
 
 static void parse_args(int argc, char **argv)
 {
-	enum { O_SIZES = 1, O_REPS, O_MODE, O_MIGRATE, O_CORES, O_EVENTS, O_OUTPUT, O_TRACE, O_MARKER, O_NODROP, O_HELP };
+	enum { O_SIZES = 1, O_REPS, O_MODE, O_MIGRATE, O_CORES, O_EVENTS, O_OUTPUT, O_TRACE, O_MARKER, O_NODROP, O_HELP,
+	       O_RAW, O_SYSFS };
 	static const struct option longopts[] = {
 		{"sizes", required_argument, NULL, O_SIZES},
 		{"repetitions", required_argument, NULL, O_REPS},
@@ -323,12 +383,18 @@ static void parse_args(int argc, char **argv)
 		{"trace-marker", required_argument, NULL, O_MARKER},
 		{"no-drop-caches", no_argument, NULL, O_NODROP},
 		{"help", no_argument, NULL, O_HELP},
+		{"raw-events", required_argument, NULL, O_RAW},
+		{"pmu-sysfs", required_argument, NULL, O_SYSFS},
 		{NULL, 0, NULL, 0},
 	};
-	const char *cores = NULL;
+	const char *cores = NULL, *events = NULL;
 	int trace = 0;
 	unsigned long long v;
 
+	while (ncounters < MAX_COUNTERS && counters[ncounters].name)
+		ncounters++;
+	opt.raw_events = "none";
+	opt.pmu_sysfs = DEFAULT_PMU_SYSFS;
 	online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (online_cpus < 1)
 		online_cpus = 1;
@@ -336,9 +402,6 @@ static void parse_args(int argc, char **argv)
 	opt.repetitions = 10;
 	opt.output = ".";
 	opt.drop_caches = 1;
-	for (int i = 0; i < NCOUNTERS; i++)
-		opt.selected[i] = 1;
-
 	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -366,7 +429,13 @@ static void parse_args(int argc, char **argv)
 			cores = optarg;
 			break;
 		case O_EVENTS:
-			parse_events(optarg);
+			events = optarg;
+			break;
+		case O_RAW:
+			opt.raw_events = optarg;
+			break;
+		case O_SYSFS:
+			opt.pmu_sysfs = optarg;
 			break;
 		case O_OUTPUT:
 			opt.output = optarg;
@@ -393,6 +462,11 @@ static void parse_args(int argc, char **argv)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	if (trace && !opt.trace_marker)
 		opt.trace_marker = DEFAULT_TRACE_MARKER;
+	parse_raw_events(opt.raw_events);
+	for (int i = 0; i < ncounters; i++)
+		opt.selected[i] = 1;
+	if (events)
+		parse_events(events);
 
 	if (cores) {
 		parse_cores(cores);
@@ -601,24 +675,69 @@ static int read_counter(int fd, uint64_t *value)
 	return 0;
 }
 
+/* 1 when this machine's Arm PMU does not implement a common event (numbers below 0x40, PMCEID), with the
+ * reason: the kernel lists each implemented common event as <pmu>/events/<name> = "event=0x..". Other
+ * numbers (implementation defined) and other PMUs cannot be checked this way: 0. */
+static int pmu_lacks(unsigned long long code, char *why, size_t n)
+{
+	DIR *d = code < 0x40 ? opendir(opt.pmu_sysfs) : NULL;
+	if (!d)
+		return 0;
+	int lacks = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		char dir[2048];
+		if (strncmp(e->d_name, "armv", 4) ||
+		    (size_t)snprintf(dir, sizeof dir, "%s/%s/events", opt.pmu_sysfs, e->d_name) >= sizeof dir)
+			continue;
+		DIR *ev = opendir(dir);
+		if (!ev)
+			continue;
+		int listed = 0, any = 0;
+		for (struct dirent *f; (f = readdir(ev));) {
+			char path[4096];
+			unsigned v;
+			if (f->d_name[0] == '.' || (size_t)snprintf(path, sizeof path, "%s/%s", dir, f->d_name) >= sizeof path)
+				continue;
+			FILE *fh = fopen(path, "r");
+			if (fh && fscanf(fh, "event=%x", &v) == 1)
+				any = 1, listed |= v == code;
+			if (fh)
+				fclose(fh);
+		}
+		closedir(ev);
+		if (listed) {
+			lacks = 0;
+			break;
+		}
+		if (any) {
+			lacks = 1;
+			if (snprintf(why, n, "the CPU's PMU %s does not implement event %#llx: the kernel does not list it "
+				     "among its common events in sysfs (PMCEID)", e->d_name, code) >= (int)n)
+				why[n - 1] = '\0'; /* cut, as every reason */
+		}
+	}
+	closedir(d);
+	return lacks;
+}
+
 /* Decides, in the main process, which counters this machine supports and whether they include the
  * kernel: exclude_kernel = 0 first; on EACCES/EPERM (perf_event_paranoid >= 2 without privileges)
  * exclude_kernel = 1. Then all are enabled together once: a hardware counter that the PMU cannot
  * hold beside the others (too few counters) is unsupported here, with that reason. */
 static void probe_counters(int core)
 {
-	int fds[NCOUNTERS];
-	int order[NCOUNTERS];
-	for (int i = 0; i < NCOUNTERS; i++)
+	int fds[MAX_COUNTERS];
+	int order[MAX_COUNTERS];
+	for (int i = 0; i < ncounters; i++)
 		order[i] = i;
-	for (int i = 1; i < NCOUNTERS; i++) /* insertion sort by priority: the kernel schedules in opening order */
+	for (int i = 1; i < ncounters; i++) /* insertion sort by priority: the kernel schedules in opening order */
 		for (int j = i; j > 0 && counters[order[j]].priority < counters[order[j - 1]].priority; j--) {
 			int t = order[j];
 			order[j] = order[j - 1];
 			order[j - 1] = t;
 		}
 	pin(core);
-	for (int k = 0; k < NCOUNTERS; k++) {
+	for (int k = 0; k < ncounters; k++) {
 		int i = order[k];
 		struct counter *c = &counters[i];
 		fds[i] = -1;
@@ -626,6 +745,8 @@ static void probe_counters(int core)
 			snprintf(c->reason, sizeof c->reason, "not selected (--events)");
 			continue;
 		}
+		if (c->raw && pmu_lacks(c->config, c->reason, sizeof c->reason))
+			continue;
 		int fd = open_counter(c, 0), err = errno;
 		c->exclude_kernel = 0;
 		if (fd < 0 && (err == EACCES || err == EPERM)) {
@@ -645,7 +766,7 @@ static void probe_counters(int core)
 		;
 	(void)getppid();
 	prctl(PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0);
-	for (int i = 0; i < NCOUNTERS; i++) {
+	for (int i = 0; i < ncounters; i++) {
 		uint64_t v;
 		if (fds[i] < 0)
 			continue;
@@ -707,8 +828,8 @@ static void worker(int proc)
 
 	int start = opt.start_core[proc], target = opt.target_core[proc];
 	pin(start);
-	int fds[NCOUNTERS];
-	for (int i = 0; i < NCOUNTERS; i++) {
+	int fds[MAX_COUNTERS];
+	for (int i = 0; i < ncounters; i++) {
 		fds[i] = -1;
 		if (counters[i].supported && (fds[i] = open_counter(&counters[i], counters[i].exclude_kernel)) < 0)
 			fprintf(stderr, "forkbench: process %d: %s: %s; its cells stay empty\n", proc, counters[i].name,
@@ -732,7 +853,7 @@ static void worker(int proc)
 			barrier();
 			if (opt.migrate)
 				pin(target);
-			for (int i = 0; i < NCOUNTERS; i++)
+			for (int i = 0; i < ncounters; i++)
 				if (fds[i] >= 0)
 					ioctl(fds[i], PERF_EVENT_IOC_RESET, 0);
 			barrier(); /* the forks start together */
@@ -759,7 +880,7 @@ static void worker(int proc)
 				die("munmap: %s", strerror(errno));
 			fprintf(out, "%s,%s,%llu,%ld,%d,%d,%d,%" PRId64, opt.concurrent ? "concurrent" : "single",
 				opt.migrate ? "true" : "false", mb, rep, proc, cpu_before, cpu_after, t1 - t0);
-			for (int i = 0; i < NCOUNTERS; i++) {
+			for (int i = 0; i < ncounters; i++) {
 				uint64_t v;
 				if (!counters[i].supported)
 					fputc(',', out);
@@ -801,7 +922,7 @@ static int merge_rows(void)
 {
 	FILE *out = open_output("fork.csv");
 	fputs("mode,migration,size_mb,repetition,process,cpu_before,cpu_after,wall_ns", out);
-	for (int i = 0; i < NCOUNTERS; i++)
+	for (int i = 0; i < ncounters; i++)
 		fprintf(out, ",%s", counters[i].name);
 	fputc('\n', out);
 	FILE *parts[MAX_PROCS];
@@ -854,8 +975,8 @@ static void csv_field(FILE *f, const char *s)
 static void write_counters(long measurements)
 {
 	FILE *f = open_output("counters.csv");
-	fputs("counter,supported,kernel_included,reason\n", f);
-	for (int i = 0; i < NCOUNTERS; i++) {
+	fputs("counter,supported,kernel_included,reason,event\n", f);
+	for (int i = 0; i < ncounters; i++) {
 		struct counter *c = &counters[i];
 		int missed = atomic_load(&shm->not_counted[i]);
 		if (c->supported && missed) {
@@ -866,7 +987,10 @@ static void write_counters(long measurements)
 		fprintf(f, "%s,%s,%s,", c->name, c->supported ? "true" : "false",
 			c->supported ? (c->exclude_kernel ? "false" : "true") : "");
 		csv_field(f, c->reason);
-		fputc('\n', f);
+		if (c->raw)
+			fprintf(f, ",raw %#llx\n", (unsigned long long)c->config);
+		else
+			fputs(",\n", f);
 	}
 	close_output(f, "counters.csv");
 }
@@ -915,7 +1039,7 @@ static void write_meta(long long avail, const char *how)
 	for (int s = 0; s < opt.nsizes && n < sizeof sizes - 32; s++)
 		n += (size_t)snprintf(sizes + n, sizeof sizes - n, "%s%llu", s ? " " : "", opt.sizes[s]);
 	int with_kernel = 0, without_kernel = 0;
-	for (int i = 0; i < NCOUNTERS; i++)
+	for (int i = 0; i < ncounters; i++)
 		if (counters[i].supported)
 			counters[i].exclude_kernel ? without_kernel++ : with_kernel++;
 
@@ -940,6 +1064,7 @@ static void write_meta(long long avail, const char *how)
 	meta_row(f, "available_memory_source", "%s", how);
 	meta_row(f, "memory_margin", "%.2f", MEMORY_MARGIN);
 	meta_row(f, "trace_marker", "%s", opt.trace_marker ? opt.trace_marker : "none");
+	meta_row(f, "raw_events", "%s", opt.raw_events);
 	meta_row(f, "uid", "%d", (int)geteuid());
 	meta_row(f, "machine", "%s", u.machine);
 	meta_row(f, "kernel", "%s", u.release);
