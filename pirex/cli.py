@@ -396,10 +396,18 @@ def machine(work_dir: Path, no_docker: bool) -> None:
 @click.option("--io-heavy", is_flag=True, help="The experiment writes a lot (warn about SD cards).")
 @click.option("--min-free-disk-mb", type=int, default=0, show_default=True)
 @click.option("--min-free-mem-mb", type=int, default=0, show_default=True)
-def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int) -> None:
+@click.option("--fix", "fix_", is_flag=True, help="Prepare the machine as the papers did (governor, swap, services, "
+              "Wi-Fi power saving), recording what changed (root).")  # fmt: skip
+@click.option("--undo", is_flag=True, help="Put back what `doctor --fix` changed.")
+def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int, fix_: bool, undo: bool) -> None:
     """Check the machine before a run and say what to fix; exit 1 when something must be fixed."""
     from pirex import machine as machine_record
-    from pirex import preflight
+    from pirex import preflight, tuning
+
+    if fix_ or undo:
+        for c in tuning.undo() if undo else tuning.fix():
+            click.echo(("restored " if undo else "changed ") + tuning.describe(c, undo=undo))
+        click.echo(f"(record: {tuning.state_file()})" if fix_ else "everything `doctor --fix` changed is back")
 
     findings = preflight.check(
         machine_record.record(work_dir),

@@ -166,7 +166,7 @@ def run(opts: Options) -> Path:
     if platform != plat.host():
         log.warning("running %s under emulation: these numbers show function, not performance", platform)
     opts.results_dir.mkdir(parents=True, exist_ok=True)
-    before = machine.record(opts.results_dir)
+    before = machine.record(opts.results_dir, peers=[params["sink_host"]] if "sink_host" in params else None)
     findings = preflight.check(before, min_free_disk_bytes=exp.needs.get("disk_mb", 0) << 20,
                                min_free_mem_bytes=exp.needs.get("memory_mb", 0) << 20,
                                io_heavy=bool(exp.needs.get("io_heavy")))  # fmt: skip
@@ -335,8 +335,10 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                 ):
                     argv = experiment.render(exp.command, {**values, **served}) + soak.get("driver_args", [])
                     name = f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}"
+                    irq = machine.interrupts()  # ICPE'18 Figure 3: interrupts during each step
                     r = variants.run_step(deployment.DRIVER if site else v, image["reference"], argv, out,
                                           workdir_host, STEP_TIMEOUT, name, image["platform"])  # fmt: skip
+                    machine.write_interrupts(out / "interrupts.json", irq, machine.interrupts())
                     (out / "step.json").write_text(
                         json.dumps(
                             {"argv": r.argv, "returncode": r.returncode, "seconds": round(r.seconds, 3)}, indent=2
