@@ -177,6 +177,7 @@ missing_packages() {
 what_is_missing() {
 	local missing
 	missing=$(missing_packages | tr '\n' ' ')
+	missing=${missing% }
 	[[ -z $missing ]] || {
 		echo "Debian packages: $missing"
 		return
