@@ -50,8 +50,8 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 
 ##@ Experiments
 .PHONY: run
-run: host-ready $(VENV)/.installed ## Build this machine's images, then run the quick profile of every experiment, natively and in Docker.
-	$(PIREX) images build --platforms host --offline $(OFFLINE) $(TAG_ARG)
+run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then run the quick profile of every experiment, natively and in Docker.
+	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG)
 	$(PIREX) run --profile quick $(TAG_ARG)
 	$(PIREX) table jmh
 	$(PIREX) compare jmh --reference icpe18

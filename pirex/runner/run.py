@@ -18,7 +18,7 @@ from pathlib import Path
 from pirex import __version__, experiment, machine, preflight, proc
 from pirex.bundle import PARTIAL, Bundle
 from pirex.errors import PirexError
-from pirex.images import localregistry, publish
+from pirex.images import localregistry, sources
 from pirex.images import platforms as plat
 from pirex.paths import git_version
 from pirex.runner import deployment, host, native, plan, tracing, variants
@@ -47,12 +47,14 @@ class Options:
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
-    """One platform of a built image, in the engine, pinned by digest."""
+    """One platform of an image, in the engine, pinned by digest: built here, else published
+    (imported or pulled by registry.yaml's digest); the origin says which."""
     with localregistry.local_registry():
-        ref = publish.pull_local(name, tag, platform)
-    info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
-    return {"name": name, "reference": ref, "digest": ref.split("@", 1)[1], "image_id": info["Id"],
-            "platform": str(platform), "env": info["Config"].get("Env") or []}  # fmt: skip
+        src = sources.resolve(name, tag, platform)
+    info = json.loads(proc.run(["docker", "image", "inspect", src.reference], timeout=60).stdout)[0]
+    return {"name": name, "reference": src.reference, "digest": src.reference.split("@", 1)[1],
+            "image_id": info["Id"], "platform": str(platform), "env": info["Config"].get("Env") or [],
+            "origin": src.origin}  # fmt: skip
 
 
 def jvm_of(image: dict) -> dict | None:
