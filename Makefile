@@ -20,6 +20,10 @@ REGISTRY_FILE ?= registry.yaml
 PYTHON ?= python3
 #: where pirex and its dependencies are installed
 VENV ?= .venv
+#: 1: the virtualenv uses Debian's python3-numpy/-scipy/-matplotlib/-yaml (PyPI has no armv7 wheels); auto: on 32-bit ARM
+SYSTEM_PYTHON_PACKAGES ?= auto
+#: 1: `make run` and `make test` first check the host and set up what is missing (scripts/host-setup.sh); 0: skip
+HOST_SETUP ?= 1
 ACTIONLINT_VERSION ?= v1.7.12
 
 PIREX = $(VENV)/bin/pirex
@@ -29,16 +33,16 @@ ACTIONLINT = $(or $(shell command -v actionlint),$(VENV)/bin/actionlint)
 
 # The runner's few dependencies plus the analysis extra (numpy, scipy) for the tables, and the fast extra
 # (numba) where a wheel exists (not armv7: numpy reads the same files more slowly); the linters and pytest
-# only for development.
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
-	$(VENV)/bin/pip install -q --only-binary numba,llvmlite -e '.[analysis,fast]' \
+# only for development. scripts/venv.sh: pinned wheels (constraints.txt), or Debian's packages on armv7.
+$(VENV)/.installed: pyproject.toml constraints.txt
+	scripts/venv.sh create $(PYTHON) $(VENV) $(SYSTEM_PYTHON_PACKAGES)
+	scripts/venv.sh install $(VENV) analysis
+	scripts/venv.sh optional $(VENV) analysis,fast --only-binary numba,llvmlite \
 		|| echo "pirex: numba (the fast extra) not installed: MooBench's raw files are read by numpy, same results, slower"
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,dev]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	scripts/venv.sh install $(VENV) analysis,dev
 	touch $@
 
 $(VENV)/bin/actionlint: | $(VENV)/.installed
@@ -46,8 +50,8 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 
 ##@ Experiments
 .PHONY: run
-run: $(VENV)/.installed ## Build this machine's images, then run the quick profile of every experiment, natively and in Docker.
-	$(PIREX) images build --platforms host --offline $(OFFLINE) $(TAG_ARG)
+run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then run the quick profile of every experiment, natively and in Docker.
+	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG)
 	$(PIREX) run --profile quick $(TAG_ARG)
 	$(PIREX) table jmh
 	$(PIREX) compare jmh --reference icpe18
@@ -90,7 +94,7 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 
 ##@ Development
 .PHONY: test
-test: lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
+test: host-ready lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra
 
 .PHONY: bench-analysis bench-soak bench-driver bench-resolution
@@ -120,6 +124,11 @@ lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, hadolint, shellcheck, action
 .PHONY: host-setup
 host-setup: ## Debian host, as root: install and start Docker, QEMU, buildx, compose, buildkitd, actionlint.
 	scripts/host-setup.sh
+
+# run and test start here: a quick check, and the set-up (as root or through sudo) only when something is missing.
+.PHONY: host-ready
+host-ready:
+	$(if $(filter 1,$(HOST_SETUP)),scripts/host-setup.sh --ensure)
 
 .PHONY: clean
 clean: ## Remove the virtualenv and caches of this checkout (not the machine-wide image cache).

@@ -351,11 +351,20 @@ def machine(work_dir: Path, no_docker: bool) -> None:
 @click.option("--min-free-disk-mb", type=int, default=0, show_default=True)
 @click.option("--min-free-mem-mb", type=int, default=0, show_default=True)
 @click.option("--reap", is_flag=True, help="Remove what killed runs left (containers, mounts, processes, settings).")
-def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int, reap: bool) -> None:
+@click.option("--fix", "fix_", is_flag=True, help="Prepare the machine as the papers did (governor, swap, services, "
+              "Wi-Fi power saving), recording what changed (root).")  # fmt: skip
+@click.option("--undo", is_flag=True, help="Put back what `doctor --fix` changed.")
+def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int, reap: bool, fix_: bool,
+           undo: bool) -> None:  # fmt: skip
     """Check the machine before a run and say what to fix; exit 1 when something must be fixed."""
     from pirex import machine as machine_record
-    from pirex import preflight
+    from pirex import preflight, tuning
     from pirex.runner import leftovers
+
+    if fix_ or undo:
+        for c in tuning.undo() if undo else tuning.fix():
+            click.echo(("restored " if undo else "changed ") + tuning.describe(c, undo=undo))
+        click.echo(f"(record: {tuning.state_file()})" if fix_ else "everything `doctor --fix` changed is back")
 
     findings = preflight.check(
         machine_record.record(work_dir),
@@ -487,6 +496,50 @@ def pull_cmd(registry_file: Path, platform_: str, names: tuple[str, ...]) -> Non
     """Pull every image by the digest in registry.yaml and check it is what registry.yaml names."""
     p = plat.host() if platform_ == "host" else plat.parse(platform_)
     publish.pull(registry_file, p, list(names) or None)
+
+
+@images.command("ensure")
+@click.option("--platforms", default="host", show_default=True, help="host, or the one platform to run.")
+@click.option("--offline", default="auto", show_default=True, type=click.Choice(["auto", "1", "0"]))
+@click.option("--tag", default=None, help="Image tag of local builds (default: git describe of the checkout).")
+@click.argument("targets", nargs=-1)
+def ensure_cmd(platforms: str, offline: str, tag: str | None, targets: tuple[str, ...]) -> None:
+    """make run's first step: pull what registry.yaml publishes for this platform (verified), build the rest."""
+    from pirex.images import sources
+
+    [p] = _platforms(platforms)
+    with localregistry.local_registry():
+        rest = sources.ensure(list(targets) or [t.name for t in bake.catalog()], tag or git_version()[0], p)
+    if rest:
+        build_cmd.callback(str(p), offline, tag, False, tuple(rest))
+
+
+@images.command("export")
+@click.option("--platforms", default="all", show_default=True, help=PLATFORMS_HELP)
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("names", nargs=-1)
+def export_cmd(platforms: str, tag: str | None, file: Path, names: tuple[str, ...]) -> None:
+    """Write every image (or NAMES) with its digests into one OCI archive, for a lab without registry access."""
+    from pirex.images import archive
+
+    with localregistry.local_registry():
+        sizes_ = archive.export(file, list(names) or [t.name for t in bake.catalog()], tag or git_version()[0],
+                                _platforms(platforms), paths.REPO / "registry.yaml")  # fmt: skip
+    for p, n in sizes_.items():
+        click.echo(f"{p}: {n / 2**20:.0f} MiB")
+    click.echo(f"wrote {file} ({file.stat().st_size / 2**20:.0f} MiB, shared layers once)")
+
+
+@images.command("import")
+@click.argument("file", type=click.Path(path_type=Path))
+def import_cmd(file: Path) -> None:
+    """Put this machine's platform of an archive's images where `pirex run` takes them, digests checked."""
+    from pirex.images import archive
+
+    with localregistry.local_registry():
+        for i in archive.import_(file, plat.host(), paths.REPO / "registry.yaml"):
+            click.echo(f"{i.name}: {i.index_digest} -> {publish.local_ref(i.name, i.tag)} ({i.image_id})")
 
 
 def _terminate(signum, _frame):

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pirex import __version__, paths, proc
+from pirex import __version__, paths, proc, tuning
 from pirex.errors import PirexError
 
 log = logging.getLogger(__name__)
@@ -520,6 +520,126 @@ def parse_docker_info(text: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Network: the interface, link speed and duplex of the route to each peer; Wi-Fi
+
+
+def parse_route_get(text: str) -> dict[str, Any]:
+    """`ip -j route get ADDR` -> {"interface", "gateway", "source", "local"} (local: the peer is this host)."""
+    routes = json.loads(text)
+    if not routes:
+        raise ValueError("ip route get printed no route")
+    r = routes[0]
+    return {
+        "interface": r.get("dev"),
+        "gateway": r.get("gateway"),
+        "source": r.get("prefsrc"),
+        "local": r.get("type") == "local" or r.get("dev") == "lo",
+    }
+
+
+def parse_link(files: Mapping[str, str | None]) -> dict[str, Any]:
+    """One /sys/class/net/IFACE directory (file -> content, None if unreadable) -> its link facts.
+
+    speed is in Mbit/s; virtual links (veth, bridges, loopback) have none (the file reads -1 or fails)."""
+
+    def txt(name: str) -> str | None:
+        v = files.get(name)
+        return v.strip() if v is not None and v.strip() else None
+
+    speed = txt("speed")
+    speed_mbps = int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None
+    duplex = txt("duplex")
+    return {
+        "operstate": txt("operstate"),
+        "speed_mbps": speed_mbps,
+        "duplex": duplex if duplex in ("full", "half") else None,
+        "wireless": files.get("wireless") is not None,
+    }
+
+
+def _link(r: _Reader, iface: str, sys_net: Path = Path("/sys/class/net")) -> dict[str, Any]:
+    d = sys_net / iface
+    files = {k: r.text(d / k, f"network.{iface}.{k}", expected=True) for k in ("operstate", "speed", "duplex")}
+    files["wireless"] = "" if (d / "wireless").exists() or (d / "phy80211").exists() else None
+    return {"interface": iface, **parse_link(files)}
+
+
+# Docker's and other virtual links: not the machine's way out.
+_VIRTUAL = re.compile(r"^(lo|docker\d*|br-.*|veth.*|virbr.*|ifb\d*|cni.*|flannel.*|tun.*|tap.*)$")
+
+
+def _network(r: _Reader, peers: list[str]) -> dict[str, Any]:
+    sys_net = Path("/sys/class/net")
+    names = sorted(p.name for p in sys_net.glob("*")) if sys_net.is_dir() else []
+    out: dict[str, Any] = {"interfaces": [_link(r, n) for n in names if not _VIRTUAL.match(n)], "peers": []}
+    out["wifi"] = [i["interface"] for i in out["interfaces"] if i["wireless"]]
+    for peer in peers:
+        entry: dict[str, Any] = {"peer": peer, "interface": None}
+        text = r.command(["ip", "-j", "route", "get", peer], f"network.peer.{peer}")
+        if text:
+            try:
+                entry.update(parse_route_get(text))
+            except ValueError as e:
+                r.note(f"network.peer.{peer}", str(e))
+        if entry.get("interface"):
+            entry.update(_link(r, entry["interface"], sys_net))
+        out["peers"].append(entry)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Services the papers stopped (the list is pirex.tuning.PAPER_SERVICES, shared with doctor --fix)
+
+
+def _services(r: _Reader) -> dict[str, Any]:
+    running = tuning.running_services(tuning.running_processes(Path("/proc")))
+    return {"checked": list(tuning.PAPER_SERVICES), "running": running}
+
+
+# ---------------------------------------------------------------------------------------------
+# Interrupts (ICPE'18 Figure 3): /proc/interrupts before and after each step
+
+
+def parse_interrupts(text: str) -> dict[str, Any]:
+    """/proc/interrupts -> {"cpus": n, "lines": {irq: {"counts": [per CPU], "description": str}}}.
+
+    Summary lines (ERR, MIS) carry one count and no CPU columns."""
+    lines = text.splitlines()
+    if not lines:
+        return {"cpus": 0, "lines": {}}
+    cpus = len(lines[0].split())
+    out: dict[str, Any] = {}
+    for line in lines[1:]:
+        name, sep, rest = line.partition(":")
+        if not sep:
+            continue
+        fields = rest.split()
+        counts = []
+        for f in fields[:cpus]:
+            if not f.isdigit():
+                break
+            counts.append(int(f))
+        out[name.strip()] = {"counts": counts, "description": " ".join(fields[len(counts) :])}
+    return {"cpus": cpus, "lines": out}
+
+
+def interrupts(path: Path = Path("/proc/interrupts")) -> dict[str, Any] | None:
+    """This machine's interrupt counters now (None where /proc/interrupts cannot be read)."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        log.warning("cannot read %s: %s", path, e)
+        return None
+    return {"taken_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
+            **parse_interrupts(text)}  # fmt: skip
+
+
+def write_interrupts(path: Path, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+    """A step's interrupts.json: the counters before and after it (the runner calls this per step)."""
+    path.write_text(json.dumps({"before": before, "after": after}) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
 # Reading the system
 
 
@@ -718,10 +838,11 @@ def _in_container() -> dict[str, Any]:
     return {"likely": bool(evidence), "evidence": evidence}
 
 
-def record(work_dir: Path, docker: bool = True) -> dict[str, Any]:
+def record(work_dir: Path, docker: bool = True, peers: list[str] | None = None) -> dict[str, Any]:
     """Read this machine: identity, CPU, frequency, memory, load, Pi firmware state, the storage under
-    work_dir and Docker. Never raises for an unreadable source: its key is null and `unavailable`
-    says why."""
+    work_dir, the network (and the route to each peer: another host the experiment talks to), the
+    services the papers stopped, and Docker. Never raises for an unreadable source: its key is null
+    and `unavailable` says why."""
     r = _Reader()
     rec: dict[str, Any] = {
         "schema": SCHEMA,
@@ -810,6 +931,8 @@ def record(work_dir: Path, docker: bool = True) -> dict[str, Any]:
 
     rec["thermal_zone0_c"] = r.section("thermal_zone0_c", thermal)
     rec["storage"] = r.section("storage", lambda: _storage(r, work_dir))
+    rec["network"] = r.section("network", lambda: _network(r, list(peers or [])))
+    rec["services"] = r.section("services", lambda: _services(r))
 
     def docker_info() -> dict[str, Any] | None:
         if not docker:

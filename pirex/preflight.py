@@ -207,6 +207,44 @@ def check_load(record: Mapping[str, Any]) -> list[Finding]:
     return [Finding("ok", "load", f"load average {load:.2f} on {cores} cores")]
 
 
+MIN_LINK_MBPS = 1000
+"""The papers' Experiment 3 ran over a Gigabit switch: a slower link to a peer measures the link."""
+
+
+def check_network(record: Mapping[str, Any]) -> list[Finding]:
+    """The route to each remote peer (B6's sink, the split roles' hosts): Wi-Fi or under 1 Gbit/s warns."""
+    peers = [p for p in _get(record, "network", "peers") or [] if not p.get("local")]
+    if not peers:
+        return [Finding("ok", "network", "no remote peer: not checked")]
+    out = []
+    for p in peers:
+        where = f"{p['peer']} via {p.get('interface') or 'unknown interface'}"
+        speed, duplex = p.get("speed_mbps"), p.get("duplex")
+        if not p.get("interface"):
+            out.append(Finding("warn", "network", f"no route to {p['peer']}", "check the address and the cabling"))
+        elif p.get("wireless"):
+            out.append(Finding("warn", "network", f"{where} is Wi-Fi: latency and throughput will be the radio's",
+                               "connect both hosts by cable to a Gigabit switch"))  # fmt: skip
+        elif speed is not None and (speed < MIN_LINK_MBPS or duplex == "half"):
+            msg = f"{where}: {speed} Mbit/s {duplex or ''} duplex, the papers had 1 Gbit/s full duplex"
+            out.append(Finding("warn", "network", msg, "use a Gigabit switch and cables (Cat 5e or better)"))
+        else:
+            link = f"{speed} Mbit/s {duplex or ''} duplex" if speed else "link speed not reported (virtual link)"
+            out.append(Finding("ok", "network", f"{where}: {link}"))
+    return out
+
+
+def check_services(record: Mapping[str, Any]) -> list[Finding]:
+    """The services the papers stopped before measuring (pirex.tuning.PAPER_SERVICES)."""
+    svc = record.get("services")
+    if not svc:
+        return [Finding("ok", "services", "running services unknown: not checked")]
+    if svc.get("running"):
+        return [Finding("warn", "services", f"{', '.join(svc['running'])} running: the papers stopped them",
+                        "sudo pirex doctor --fix (stops them; `pirex doctor --undo` starts them again)")]  # fmt: skip
+    return [Finding("ok", "services", f"none of {', '.join(svc.get('checked') or [])} running")]
+
+
 def check(
     record: Mapping[str, Any],
     *,
@@ -224,6 +262,8 @@ def check(
         *check_free_disk(record, min_free_disk_bytes),
         *check_free_memory(record, min_free_mem_bytes),
         *check_load(record),
+        *check_network(record),
+        *check_services(record),
     ]
 
 

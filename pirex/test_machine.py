@@ -343,6 +343,8 @@ KEYS = {
     "cpufreq",
     "memory",
     "load",
+    "network",
+    "services",
     "pi",
     "vcgencmd",
     "thermal_zone0_c",
@@ -378,3 +380,60 @@ def test_reader_notes_missing_files_instead_of_raising(tmp_path):
     assert r.unavailable["z"] == "sh -c echo oops >&2; exit 3 exited 3: oops"
     assert r.section("s", lambda: 1 / 0) is None
     assert r.unavailable["s"].startswith("ZeroDivisionError")
+
+
+# --- network, services, interrupts ------------------------------------------------------------
+
+
+def test_route_get_to_a_remote_peer_and_to_this_host():
+    remote = machine.parse_route_get(
+        '[{"dst":"10.0.0.1","gateway":"192.0.2.1","dev":"eth0","prefsrc":"192.0.2.2","flags":[],"cache":[]}]'
+    )
+    assert remote == {"interface": "eth0", "gateway": "192.0.2.1", "source": "192.0.2.2", "local": False}
+    local = machine.parse_route_get('[{"type":"local","dst":"127.0.0.1","dev":"lo","prefsrc":"127.0.0.1"}]')
+    assert local["local"] is True
+    with pytest.raises(ValueError):
+        machine.parse_route_get("[]")
+
+
+def test_link_of_a_gigabit_port_a_virtual_link_and_wifi():
+    assert machine.parse_link({"operstate": "up\n", "speed": "1000\n", "duplex": "full\n", "wireless": None}) == {
+        "operstate": "up",
+        "speed_mbps": 1000,
+        "duplex": "full",
+        "wireless": False,
+    }
+    # virtio and veth report -1 or fail with EINVAL; a link that is down says "unknown" duplex
+    virtual = machine.parse_link({"operstate": "up", "speed": "-1", "duplex": "unknown", "wireless": None})
+    assert virtual["speed_mbps"] is None and virtual["duplex"] is None
+    assert machine.parse_link({"operstate": "up", "speed": None, "duplex": None, "wireless": ""})["wireless"] is True
+
+
+def test_record_names_the_route_to_each_peer_and_the_services(tmp_path):
+    rec = machine.record(tmp_path, docker=False, peers=["127.0.0.1"])
+    [peer] = rec["network"]["peers"]
+    assert peer["peer"] == "127.0.0.1" and peer["local"] is True and peer["interface"] == "lo"
+    assert rec["services"]["checked"] == ["bluetooth", "avahi-daemon", "cron"]
+    assert isinstance(rec["services"]["running"], list)
+
+
+def test_interrupts_of_a_pi3():
+    irq = machine.parse_interrupts(fixture("interrupts-pi3.txt"))
+    assert irq["cpus"] == 4
+    assert irq["lines"]["62"] == {
+        "counts": [123449113, 0, 0, 0],
+        "description": "ARMCTRL-level 64 Edge dwc_otg, dwc_otg_pcd, dwc_otg_hcd:usb1",
+    }
+    assert irq["lines"]["IPI2"]["counts"] == [2413211, 2906744, 3050711, 3183420]
+    assert irq["lines"]["FIQ"] == {"counts": [], "description": "usb_fiq"}
+    assert irq["lines"]["Err"]["counts"] == [0]
+    assert machine.parse_interrupts("") == {"cpus": 0, "lines": {}}
+
+
+def test_interrupts_before_and_after_a_step(tmp_path):
+    before = machine.interrupts()
+    after = machine.interrupts()
+    machine.write_interrupts(tmp_path / "interrupts.json", before, after)
+    saved = json.loads((tmp_path / "interrupts.json").read_text())
+    assert saved["before"]["cpus"] == saved["after"]["cpus"] > 0
+    assert machine.interrupts(tmp_path / "missing") is None

@@ -37,7 +37,14 @@ def clean_pi() -> dict:
             "kind": "usb",
             "free_bytes": 100 * GIB,
         },
+        "network": {"peers": [peer("192.0.2.7", speed=1000)]},
+        "services": {"checked": ["bluetooth", "avahi-daemon", "cron"], "running": []},
     }
+
+
+def peer(addr: str, *, speed: int | None = None, duplex: str | None = "full", wireless: bool = False) -> dict:
+    return {"peer": addr, "interface": "wlan0" if wireless else "eth0", "local": False, "speed_mbps": speed,
+            "duplex": duplex if speed else None, "wireless": wireless}  # fmt: skip
 
 
 def by_check(findings: list[Finding]) -> dict[str, list[Finding]]:
@@ -62,6 +69,8 @@ def test_clean_machine_is_all_ok():
         "free-disk",
         "free-memory",
         "load",
+        "network",
+        "services",
     }
     assert [f for f in findings if f.level != "ok"] == []
     assert preflight.worst(findings) == "ok"
@@ -228,3 +237,37 @@ def test_compare_hot_at_the_end_without_large_rise():
     before["vcgencmd"]["temp_c"] = 66.0
     after["vcgencmd"]["temp_c"] = 71.0
     assert levels(preflight.compare(before, after), "temperature") == ["warn"]
+
+
+def test_remote_peer_over_a_slow_link_or_wifi_warns():
+    rec = clean_pi()
+    assert levels(preflight.check_network(rec), "network") == ["ok"]
+    rec["network"]["peers"] = [peer("192.0.2.7", speed=100)]
+    [f] = preflight.check_network(rec)
+    assert f.level == "warn" and "100 Mbit/s" in f.message and "Gigabit" in f.fix
+    rec["network"]["peers"] = [peer("192.0.2.7", speed=1000, duplex="half")]
+    assert levels(preflight.check_network(rec), "network") == ["warn"]
+    rec["network"]["peers"] = [peer("192.0.2.8", wireless=True)]
+    [f] = preflight.check_network(rec)
+    assert f.level == "warn" and "Wi-Fi" in f.message
+    rec["network"]["peers"] = [{"peer": "192.0.2.9", "interface": None, "local": False}]
+    assert levels(preflight.check_network(rec), "network") == ["warn"]
+
+
+def test_no_remote_peer_or_an_unknown_link_speed_is_fine():
+    rec = clean_pi()
+    rec["network"]["peers"] = [{"peer": "127.0.0.1", "interface": "lo", "local": True}]
+    [f] = preflight.check_network(rec)
+    assert f.level == "ok" and "no remote peer" in f.message
+    rec["network"]["peers"] = [peer("192.0.2.7")]  # veth, virtio: no speed in sysfs
+    [f] = preflight.check_network(rec)
+    assert f.level == "ok" and "not reported" in f.message
+
+
+def test_running_services_the_papers_stopped_warn():
+    rec = clean_pi()
+    rec["services"]["running"] = ["avahi-daemon", "cron"]
+    [f] = preflight.check_services(rec)
+    assert f.level == "warn" and "avahi-daemon, cron" in f.message and "doctor --fix" in f.fix
+    del rec["services"]
+    assert levels(preflight.check_services(rec), "services") == ["ok"]

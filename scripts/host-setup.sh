@@ -4,8 +4,13 @@
 #   - buildx and compose CLI plugins and a current buildkitd, built from Go modules when missing
 #   - actionlint (workflow linter used by `make test`)
 #   - a running dockerd (started in the background when none answers)
+#   - Python's venv module, and Debian's numpy/scipy/matplotlib/yaml (PyPI has no armv7 wheels for
+#     them; there the virtualenv sees these through --system-site-packages)
 # Everything built here is cached under $PIREX_CACHE so that a second run takes seconds.
 # Needs root. Usage: scripts/host-setup.sh [--no-daemon]
+#        scripts/host-setup.sh --ensure   (what `make run` and `make test` call first: checks in
+#        about a second; when something is missing, sets up as root, through sudo, or stops
+#        with the one command to run)
 set -euo pipefail
 
 PIREX_CACHE=${PIREX_CACHE:-/var/cache/pirex}
@@ -27,9 +32,22 @@ APT_PACKAGES=(
 	libc6-dev
 	make
 	mmdebstrap # offline base images from Debian packages
+	python3-venv # make's virtualenv (Debian splits venv from python3)
 	qemu-user-static
 	skopeo
 )
+# PyPI has no linux armv7 wheels for these (ENVIRONMENT.md); Debian bookworm's armhf builds
+# (numpy 1.24, scipy 1.10, matplotlib 3.6, PyYAML 6.0) are what make's virtualenv uses there
+# (scripts/venv.sh). Installed everywhere: tests/test_debian_python.py runs the analysis on them.
+APT_PACKAGES+=(
+	python3-matplotlib
+	python3-numpy
+	python3-scipy
+	python3-yaml
+)
+# A test names a package that is not installed here to see what --ensure does then.
+# shellcheck disable=SC2206  # word splitting wanted: a space-separated list
+APT_PACKAGES+=(${PIREX_EXTRA_APT_PACKAGES:-})
 
 log() { printf '[host-setup] %s\n' "$*" >&2; }
 
@@ -147,6 +165,67 @@ start_dockerd() {
 	tail -20 /var/log/pirex-dockerd.log >&2 || true
 	exit 1
 }
+
+missing_packages() {
+	local p
+	for p in "${APT_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"
+	done
+}
+
+# What this script provides, checked without changing anything; prints the first thing missing.
+what_is_missing() {
+	local missing
+	missing=$(missing_packages | tr '\n' ' ')
+	missing=${missing% }
+	[[ -z $missing ]] || {
+		echo "Debian packages: $missing"
+		return
+	}
+	local a
+	for a in qemu-aarch64 qemu-arm; do
+		grep -q '^flags: .*F' "/proc/sys/fs/binfmt_misc/$a" 2>/dev/null || {
+			echo "QEMU binfmt entry $a"
+			return
+		}
+	done
+	local tool
+	for tool in "buildkitd-$BUILDKIT_VERSION" "docker-buildx-$BUILDX_VERSION" "docker-compose-$COMPOSE_VERSION" \
+		"actionlint-$ACTIONLINT_VERSION"; do
+		[[ -x $TOOLS_BIN/$tool ]] || {
+			echo "${tool%-*} $(basename "${tool##*-}")"
+			return
+		}
+	done
+	[[ -x $PLUGIN_DIR/docker-buildx && -x $PLUGIN_DIR/docker-compose ]] || {
+		echo "the docker buildx/compose plugins"
+		return
+	}
+	docker info >/dev/null 2>&1 || echo "a running Docker engine"
+}
+
+# `make run` / `make test`: set up only when something is missing, as root, through sudo, or
+# stop with the command to run.
+ensure() {
+	local missing
+	missing=$(what_is_missing)
+	[[ -n $missing ]] || return 0
+	if [[ $(id -u) -eq 0 ]]; then
+		log "missing: $missing; setting up this host (once; later runs skip this)"
+		exec "$0"
+	fi
+	if command -v sudo >/dev/null 2>&1 && { sudo -n true 2>/dev/null || id -nG | grep -qwE 'sudo|wheel|admin'; }; then
+		log "missing: $missing; setting up this host with: sudo $0"
+		exec sudo "$0"
+	fi
+	log "missing: $missing. Run this once as root, then make again: $(realpath "$0")"
+	exit 1
+}
+
+if [[ ${1:-} == --ensure ]]; then
+	ensure
+	exit 0
+fi
 
 need_root
 install_packages

@@ -52,10 +52,15 @@ def _registry_call(args: list[str], ref: str, action: str, timeout: float = TIME
     return proc.retry(once, attempts=3, what=f"{action} {ref}", retry_if=lambda e: isinstance(e, proc.CommandFailed))
 
 
+def remote_bytes(ref: str) -> bytes:
+    """A manifest or index exactly as the registry serves it."""
+    r = _registry_call(["docker", "buildx", "imagetools", "inspect", "--raw", ref], ref, "read", timeout=300)
+    return r.stdout.encode()
+
+
 def remote_raw(ref: str) -> tuple[dict, str]:
     """A manifest or index as the registry serves it, and its digest (sha256 of those bytes)."""
-    r = _registry_call(["docker", "buildx", "imagetools", "inspect", "--raw", ref], ref, "read", timeout=300)
-    body = r.stdout.encode()
+    body = remote_bytes(ref)
     return json.loads(body), "sha256:" + hashlib.sha256(body).hexdigest()
 
 

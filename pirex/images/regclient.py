@@ -98,3 +98,58 @@ class Registry:
 
     def config(self, repo: str, config_digest: str) -> dict:
         return self.blob_json(repo, config_digest)
+
+    def open_blob(self, repo: str, digest: str):
+        """A blob as a stream (a response to read and close); the caller checks the digest."""
+        try:
+            return urllib.request.urlopen(f"{self.base}/{repo}/blobs/{digest}", timeout=600)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                raise LookupError(f"{repo}/blobs/{digest}") from None
+            raise PirexError(f"registry {self.host} answered {e.code} for {repo} blob {digest}") from None
+        except (urllib.error.URLError, OSError) as e:
+            raise PirexError(f"registry {self.host} is not reachable: {e}") from None
+
+    def manifest_bytes(self, repo: str, ref: str) -> tuple[bytes, str]:
+        """A manifest or index exactly as stored (its digest is the sha256 of these bytes), and its media type."""
+        body, ctype = self._get(f"{repo}/manifests/{ref}", ACCEPT)
+        return body, json.loads(body).get("mediaType") or ctype
+
+    def has_blob(self, repo: str, digest: str) -> bool:
+        req = urllib.request.Request(f"{self.base}/{repo}/blobs/{digest}", method="HEAD")
+        try:
+            with urllib.request.urlopen(req, timeout=60):
+                return True
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return False
+            raise PirexError(f"registry {self.host} answered {e.code} for {repo} blob {digest}") from None
+        except (urllib.error.URLError, OSError) as e:
+            raise PirexError(f"registry {self.host} is not reachable: {e}") from None
+
+    def put_blob(self, repo: str, digest: str, data, size: int) -> None:
+        """Upload one blob from bytes or a stream (POST, then one PUT with the digest, which the
+        registry checks against what it received); nothing to do if it is there already."""
+        if self.has_blob(repo, digest):
+            return
+        location = self._send("POST", f"{self.base}/{repo}/blobs/uploads/", b"", {}).get("Location", "")
+        if location.startswith("/"):
+            location = self.base.removesuffix("/v2") + location
+        sep = "&" if "?" in location else "?"
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(size)}
+        self._send("PUT", f"{location}{sep}digest={digest}", data, headers)
+
+    def put_manifest(self, repo: str, ref: str, body: bytes, media_type: str) -> None:
+        self._send("PUT", f"{self.base}/{repo}/manifests/{ref}", body, {"Content-Type": media_type})
+
+    def _send(self, method: str, url: str, data, headers: dict[str, str]):
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=600) as r:
+                return r.headers
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode(errors="replace")[:300]
+            what = url.split("/v2/", 1)[-1].split("?", 1)[0]
+            raise PirexError(f"registry {self.host} refused {method} {what}: {e.code} {detail}") from None
+        except (urllib.error.URLError, OSError) as e:
+            raise PirexError(f"registry {self.host} is not reachable: {e}") from None

@@ -19,7 +19,7 @@ from pirex import __version__, experiment, machine, pmu, preflight, proc
 from pirex import params as P
 from pirex.bundle import PARTIAL, Bundle
 from pirex.errors import PirexError
-from pirex.images import localregistry, publish
+from pirex.images import localregistry, sources
 from pirex.images import platforms as plat
 from pirex.paths import git_version
 from pirex.runner import deployment, faults, host, leftovers, lock, native, outputs, plan, tracing, variants
@@ -49,12 +49,14 @@ class Options:
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
-    """One platform of a built image, in the engine, pinned by digest."""
+    """One platform of an image, in the engine, pinned by digest: built here, else published
+    (imported or pulled by registry.yaml's digest); the origin says which."""
     with localregistry.local_registry():
-        ref = publish.pull_local(name, tag, platform)
-    info = json.loads(proc.run(["docker", "image", "inspect", ref], timeout=60).stdout)[0]
-    return {"name": name, "reference": ref, "digest": ref.split("@", 1)[1], "image_id": info["Id"],
-            "platform": str(platform), "env": info["Config"].get("Env") or []}  # fmt: skip
+        src = sources.resolve(name, tag, platform)
+    info = json.loads(proc.run(["docker", "image", "inspect", src.reference], timeout=60).stdout)[0]
+    return {"name": name, "reference": src.reference, "digest": src.reference.split("@", 1)[1],
+            "image_id": info["Id"], "platform": str(platform), "env": info["Config"].get("Env") or [],
+            "origin": src.origin}  # fmt: skip
 
 
 def jvm_of(image: dict) -> dict | None:
@@ -183,7 +185,8 @@ def _run(opts: Options) -> Path:
     if platform != plat.host():
         log.warning("running %s under emulation: these numbers show function, not performance", platform)
     opts.results_dir.mkdir(parents=True, exist_ok=True)
-    before = machine.record(opts.results_dir)
+    peers = [params[s.remote] for s in exp.services if s.remote and params.get(s.remote)]  # a service elsewhere
+    before = machine.record(opts.results_dir, peers=peers or None)
     params = pmu.resolve(params, before)  # raw_events: auto -> this CPU's raw PMU event codes (or none)
     for s in steps:  # the manifest's plan says what each step ran, resolved
         s["params"] = {**params, **by_name[s["variant"]].parameters}
@@ -380,8 +383,10 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                 ):
                     argv = experiment.render(exp.command, {**values, **served}) + soak.get("driver_args", [])
                     name = f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}"
+                    irq = machine.interrupts()  # ICPE'18 Figure 3: interrupts during each step
                     r = variants.run_step(deployment.DRIVER if site else v, image["reference"], argv, out,
                                           workdir_host, STEP_TIMEOUT, name, image["platform"])  # fmt: skip
+                    machine.write_interrupts(out / "interrupts.json", irq, machine.interrupts())
                     (out / "step.json").write_text(
                         json.dumps(
                             {"argv": r.argv, "returncode": r.returncode, "seconds": round(r.seconds, 3)}, indent=2
