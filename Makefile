@@ -50,16 +50,20 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 
 ##@ Experiments
 .PHONY: run
-run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then run the quick profile of every experiment, natively and in Docker.
+run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, run the quick profile of every experiment natively and in Docker, then judge the papers' claims on those bundles.
 	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG)
 	$(PIREX) run --profile quick $(TAG_ARG)
-	$(PIREX) table jmh
-	$(PIREX) compare jmh --reference icpe18
-	$(PIREX) table moobench
-	$(PIREX) compare moobench --reference icpe18
-	$(PIREX) table fork
-	$(PIREX) plot fork
-	$(PIREX) table jpa-rest
+	$(PIREX) reproduce all --level kick-the-tires --reuse-only $(TAG_ARG)
+
+#: a paper of analysis/ (icpe18, ssp17, fork24) or all (make reproduce)
+PAPER ?= all
+#: kick-the-tires (every claim's code path, quick profiles) or full (the papers' profiles)
+LEVEL ?= kick-the-tires
+
+.PHONY: reproduce
+reproduce: host-ready $(VENV)/.installed ## Reproduce PAPER at LEVEL: the plan with the time here, the missing runs, a verdict per claim (results/reproduce/).
+	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG)
+	$(PIREX) reproduce $(PAPER) --level $(LEVEL) $(TAG_ARG) $(ARGS)
 
 .PHONY: jpa-rest
 jpa-rest: $(VENV)/.installed ## ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3.

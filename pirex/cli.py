@@ -292,6 +292,7 @@ def _fraction(text: str | None, what: str) -> float | None:
 def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag) -> None:  # fmt: skip
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
+    from pirex import experiment as experiment_mod
     from pirex import machine as machine_record
     from pirex.reproduce import plan as plan_mod
     from pirex.reproduce import reproduction
@@ -308,8 +309,11 @@ def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only,
         if left:  # a reproduction killed in the middle: finish its bundle, not a new one
             click.echo(f"reproduce: resuming {left[-1]}")
             return runner.resume(left[-1])
+        exp = experiment_mod.load(need.experiment)
+        reps = {"repetitions": plan_mod.repetitions(exp, need.profile)}
         return runner.run(runner.Options(need.experiment, need.profile, None if need.view else ",".join(need.variants),
-                                         results_dir=o.results_dir, tag=o.tag, matrix=need.view))  # fmt: skip
+                                         results_dir=o.results_dir, tag=o.tag, overrides=reps,
+                                         matrix=need.view))  # fmt: skip
 
     reproduction.reproduce(opts, run_one)
 

@@ -23,6 +23,7 @@ from pirex.reproduce.claims import Claim
 from pirex.runner import host
 
 LEVELS = {"kick-the-tires": "quick", "full": "paper"}
+MIN_REPETITIONS = 5  # kick-the-tires runs the quick profiles with at least this many: an interval needs them
 CALIBRATION_LOOPS = 2_000_000
 
 
@@ -156,7 +157,7 @@ def step_seconds_here(need: Need, results_dir: Path, machine: dict) -> float | N
 
 def estimate(need: Need, exp: experiment.Experiment, score: float, here: float | None) -> None:
     """Fill in the steps and the seconds the need takes on this machine."""
-    reps = int(exp.resolve(need.profile)["repetitions"])
+    reps = repetitions(exp, need.profile)
     columns = len(exp.matrices[need.view].cases) if need.view else len(need.variants)
     need.steps = reps * columns
     if here is not None:
@@ -170,6 +171,11 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: float |
     scale = float(ref["score"]) / score
     need.seconds = need.steps * float(per_step) * scale
     need.estimate_from = f"measured on {ref.get('machine', 'a reference machine')}, x{scale:.2f} for this one"
+
+
+def repetitions(exp: experiment.Experiment, profile: str) -> int:
+    """The repetitions a reproduction runs: the profile's, at least MIN_REPETITIONS."""
+    return max(int(exp.resolve(profile)["repetitions"]), MIN_REPETITIONS)
 
 
 def check_level(level: str) -> str:

@@ -95,6 +95,10 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         _save(out, state)
 
     verdicts = judge_all(claims, needs, missing, failed, opts)
+    for n in needs:  # the tables behind the verdicts, beside the report (pirex table prints them)
+        if n.bundles:
+            exp = experiment.load(n.experiment)
+            modules.write(modules.module(exp).tables(n.bundles, n.view), out / "tables" / n.key.replace("@", "-"))
     header = [f"Level: {opts.level} ({plan.LEVELS[opts.level]} profiles)" +
               (" - verdicts are indicative (small counts)" if opts.level == "kick-the-tires" else ""),
               f"Machine: {_device(here)}", f"pirex commit: {commit or 'unknown'}",
