@@ -18,11 +18,11 @@ MARK = {"holds": "holds", "differs": "DIFFERS", "inconclusive": "inconclusive", 
 def _ours(v: Verdict) -> str:
     if not v.ours:
         return "-"
-    return v.ours.interval.text(3) + ("" if v.ours.metric in v.claim.numerator.metrics else "")
+    return v.ours.interval.text(4)
 
 
 def _aa(v: Verdict) -> str:
-    return v.ours.aa.text(3) if v.ours and v.ours.aa else "-"
+    return v.ours.aa.text(4) if v.ours and v.ours.aa else "-"
 
 
 def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
@@ -42,7 +42,7 @@ def summary(verdicts: Sequence[Verdict], report: Path | None, width: int = 110) 
     """One line per claim (published, ours, verdict), then the counts and the report's path."""
     lines = []
     for v in verdicts:
-        ours = v.ours.interval.text(3) if v.ours else v.reason
+        ours = v.ours.interval.text(4) if v.ours else v.reason
         line = f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}"
         lines.append(line[:width])
     counts = {k: sum(v.verdict == k for v in verdicts) for k in MARK}

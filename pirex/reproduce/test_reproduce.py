@@ -1,0 +1,193 @@
+"""Claims, verdicts and the report, on claims files and bundles made here with known numbers (no Docker)."""
+
+import copy
+import csv
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from pirex import machine
+from pirex.analysis.interface import RunValue
+from pirex.bundle import Bundle
+from pirex.errors import PirexError
+from pirex.paths import PAPERS, git_version
+from pirex.reproduce import claims, plan, reproduction
+from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, judge, ours
+
+ICPE18 = yaml.safe_load((PAPERS / "icpe18" / "claims.yaml").read_text())
+
+
+def _row(table: str, **match) -> dict:
+    with open(PAPERS / "icpe18" / table) as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    (found,) = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    return found
+
+
+def test_every_claims_file_loads_and_its_values_come_from_the_published_tables():
+    assert set(claims.available()) >= {"icpe18", "ssp17", "fork24"}
+    by_id = {c.id: c for p in claims.available() for c in claims.load(p).claims}
+    t5 = lambda i: float(_row("table5.csv", id=i, configuration="spass-meter")["mean"])  # noqa: E731
+    assert by_id["t5-parallel-gc"].published == pytest.approx(t5("3") / t5("2"))  # the paper's base, Id 2: 1.276
+    assert by_id["t5-max-clock"].published == pytest.approx(t5("11") / t5("6"))  # 0.984, not against Id 5
+    b1 = lambda v: float(_row("table1.csv", benchmark="B1", device="D2", storage="H1", variant=v)["mean"])  # noqa: E731
+    assert by_id["t1-b1-docker"].published == pytest.approx(b1("docker") / b1("native"))
+    assert by_id["t1-b3-not-inlined"].direction == "less"  # device-dependent: judged by its sign
+    icpe18 = claims.load("icpe18")
+    tables = {c.where.split(",")[0] for c in icpe18.claims}
+    assert {"Table 1", "Table 2", "Table 3", "Table 4 and section 4.4 (SPECjEnterprise 2010 on the Pi pair)",
+            "Table 5"} <= tables  # fmt: skip
+
+
+def _write(tmp_path, change):
+    doc = copy.deepcopy(ICPE18)
+    change(doc)
+    f = tmp_path / "claims.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    for name in ("table1.csv", "table2.csv", "table3.csv", "table5.csv"):
+        (tmp_path / name).write_text((PAPERS / "icpe18" / name).read_text())
+    return f
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.pop("claims"), r"claims: expected a non-empty list"),
+        (lambda d: d["claims"][0].update(rule="roughly"), r"claims\[0\] \(t1-b1-docker\).rule: expected one of"),
+        (lambda d: d["claims"][0].update(experiment="nope"), r"claims\[0\] \(t1-b1-docker\).experiment: expected"),
+        (lambda d: d["claims"][0]["ratio"].update(numerator="podman"), r"ratio.numerator: expected a variant among"),
+        (lambda d: d["claims"][0]["published"].update(table="missing.csv"), r"published.table: expected a CSV file"),
+        (lambda d: d["claims"][0]["published"]["numerator"].update(line="999"), r"exactly one row of table1.csv"),
+        (lambda d: d["claims"][0]["published"].update(column="colour"), r"published.column: expected a column"),
+        (lambda d: d["claims"][0].update(needs=["a-gpu"]), r"needs: expected a list among"),
+        (lambda d: d["claims"][1].update(id="t1-b1-docker"), r"claims\[1\].id: expected an id not used"),
+        (lambda d: d["claims"][0].update(colour="red"), r"claims\[0\]: expected keys among"),
+        (lambda d: d["claims"][6].update(tolerance=0), r"tolerance: expected a fraction"),
+    ],
+)
+def test_a_bad_claim_is_a_load_error_naming_file_and_key(tmp_path, change, message):
+    f = _write(tmp_path, change)
+    with pytest.raises(PirexError, match=message) as e:
+        claims.load(f)
+    assert str(f) in str(e.value)
+
+
+def _claim(rule="contains", published=1.0, direction=None, tolerance=0.0):
+    return claims.Claim("p", "c", "Table 1", "x", "jmh", None, ("native", "docker"),
+                        claims.Side(("B1",), "docker"), claims.Side(("B1",), "native"), published, direction, rule,
+                        tolerance)  # fmt: skip
+
+
+def _values(ratio: float, n: int, sd: float = 0.002, seed: int = 1, aa: bool = False) -> list[RunValue]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for rep in range(n):
+        base = 100 * (1 + rng.normal(0, 0.05))  # repetitions differ a lot; the pairing removes it
+        sides = {"native": base, "docker": base * ratio * (1 + rng.normal(0, sd))}
+        if aa:
+            sides["native-aa"] = base * (1 + rng.normal(0, sd))
+        out += [RunValue("jmh", "b", "d", v, rep, "B1", x, "ops/s") for v, x in sides.items()]
+    return out
+
+
+def test_verdicts_are_three_valued_and_paired():
+    o = ours(_claim(published=0.998), _values(1.0, 12, aa=True), 0.95)
+    assert o.interval.low < 1 < o.interval.high and o.interval.relative_half_width < 0.005  # paired: narrow
+    assert o.aa.low < 1 < o.aa.high  # the A/A copy of native is drawn alike
+    assert judge(_claim(published=1.0), o, None, False).verdict == HOLDS
+    assert judge(_claim(published=0.90), o, None, False).verdict == DIFFERS
+    wide = ours(_claim(), _values(1.0, 6, sd=0.05), 0.95)
+    v = judge(_claim(published=1.01), wide, 0.01, False)
+    assert v.verdict == INCONCLUSIVE and "wider than the ±1 % needed" in v.reason and "more repetitions" in v.reason
+    few = ours(_claim(), _values(1.0, 3), 0.95)
+    assert judge(_claim(), few, None, True).verdict == INCONCLUSIVE
+    assert "3 paired repetitions, 5 needed" in judge(_claim(), few, None, True).reason
+    slower = ours(_claim(), _values(0.5, 8), 0.95)
+    assert judge(_claim("direction", None, "less"), slower, None, False).verdict == HOLDS
+    assert judge(_claim("direction", None, "greater"), slower, None, False).verdict == DIFFERS
+    within = judge(_claim("within", 0.98, tolerance=0.1), o, None, False)  # [0.882; 1.078] holds ours
+    assert within.verdict == HOLDS and "±10 %" in within.reason
+
+
+def test_estimates_scale_with_the_machines_speed(tmp_path):
+    from pirex import experiment
+
+    exp = experiment.load("jmh")
+    need = plan.Need("jmh", None, "paper", ["native", "docker"])
+    fast = dict(exp.durations or {}) or {"machine": "a reference", "score": 4e7, "paper": 240.0}
+    object.__setattr__(exp, "durations", fast)
+    plan.estimate(need, exp, score=fast["score"], here=None)
+    reference = need.seconds
+    assert need.steps == 2 * exp.resolve("paper")["repetitions"] and reference > 0
+    plan.estimate(need, exp, score=fast["score"] / 7, here=None)  # a machine 7 times slower (a Pi 3, say)
+    assert need.seconds == pytest.approx(7 * reference)
+    plan.estimate(need, exp, score=fast["score"], here=12.5)  # this machine's own bundles win
+    assert need.seconds == pytest.approx(need.steps * 12.5) and need.estimate_from == "bundles of this machine"
+
+
+def test_blocked_claims_say_what_this_machine_lacks():
+    paper = claims.load("icpe18")
+    by_id = {c.id: c for c in paper.claims}
+    missing = {"cpufreq": "no cpufreq here", "specjenterprise-kit": "bring the kit"}
+    assert plan.blocked(by_id["t5-max-clock"], missing) == "no cpufreq here"
+    assert plan.blocked(by_id["t4-specj"], missing) == "bring the kit"
+    assert plan.blocked(by_id["t1-b1-docker"], missing) is None
+    assert "needs 3 devices" in plan.blocked(claims.load("ssp17").claims[0], {})
+
+
+def _jmh_bundle(results, reps: int):
+    record = machine.record(results, docker=False)
+    steps = [(v, r) for r in range(reps) for v in ("native", "docker")]
+    b = Bundle.create(results, "jmh", "quick", {"repetitions": reps}, ["native", "docker"], steps, {},
+                      {"version": "t", "commit": git_version()[1]})  # fmt: skip
+    b.write_machine(before=record, after=record)
+    rng = np.random.default_rng(3)
+    for v, r in steps:
+        base = 1e7 * (1 + 0.01 * r) * (0.998 if v == "docker" else 1)  # the paper's B1 docker/native
+        with b.step(v, r) as d:
+            raw = {name: [[base * f * (1 + rng.normal(0, 0.001)) for _ in range(3)]]
+                   for name, f in (("b1_default", 1.0), ("b2_inline", 1.0), ("b3_dontInline", 0.5),
+                                   ("b4_exclude", 0.05), ("b5_fileWrite", 0.1), ("b6_tcpSend", 0.02))}  # fmt: skip
+            (d / "jmh.json").write_text(json.dumps([
+                {"benchmark": f"io.github.pirexbench.jmh.X.{n}", "primaryMetric": {"rawData": x, "scoreUnit": "ops/s"}}
+                for n, x in raw.items()]))  # fmt: skip
+            (d / "step.json").write_text(json.dumps({"seconds": 20.0}))
+    b.finish()
+    return b.path
+
+
+def test_a_reproduction_judges_the_bundles_there_are_and_writes_its_report(tmp_path):
+    results = tmp_path / "results"
+    bundle = _jmh_bundle(results, 6)
+    out = reproduction.reproduce(
+        reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None, echo=lambda *_: None
+    )
+    report = (out / "REPORT.md").read_text()
+    html = (out / "report.html").read_text()
+    state = json.loads((out / "state.json").read_text())["verdicts"]
+    assert state["icpe18:t1-b1-docker"] == HOLDS  # docker 0.2 % slower, as the paper's
+    assert state["icpe18:t1-b3-not-inlined"] == HOLDS  # half the throughput: the paper's direction
+    assert state["icpe18:t3-read-docker"] == NOT_RUN  # no jpa-rest bundle, and --reuse-only
+    assert state["icpe18:t4-specj"] == NOT_RUN and "SPECjEnterprise" in report
+    assert len(state) == len(claims.load("icpe18").claims)  # every claim has a verdict or a reason
+    assert bundle.name in report and "data:image/png;base64," in html
+    assert (out / "tables" / "jmh-quick" / "table1.csv").is_file()
+
+
+def test_a_resumed_reproduction_does_not_rerun_what_finished(tmp_path):
+    results = tmp_path / "results"
+    _jmh_bundle(results, 5)
+    ran = []
+
+    def run_one(need, opts):
+        ran.append(need.key)
+        raise PirexError("killed")
+
+    first = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
+    assert "jmh@quick" not in ran and ran  # the jmh bundle of this commit and machine is reused
+    ran.clear()
+    again = reproduction.reproduce(reproduction.Options([], results_dir=results, resume=first), run_one,
+                                   echo=lambda *_: None)  # fmt: skip
+    assert again == first and "jmh@quick" not in ran
