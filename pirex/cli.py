@@ -231,14 +231,19 @@ def plot(experiment_id: str, bundles, view: str | None, results_dir: Path, out: 
 @click.option("--view", default=None, help=VIEW_HELP)
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 def compare(experiment_id: str, bundles, view: str | None, results_dir: Path) -> None:
-    """Our results beside the published tables, as ratios comparable across hardware."""
+    """Our results beside the published ones: the papers' claims on this experiment judged on the
+    bundles (analysis/<paper>/claims.yaml), and the module's own comparison tables where it has them."""
     from pirex.analysis import modules
+    from pirex.reproduce import judged
 
     exp, mod = _analysis(experiment_id, view)
-    if not hasattr(mod, "comparisons"):
-        raise PirexError(f"{exp.id}: no published numbers to compare with (its analysis, {exp.analysis}, has none)")
     paths_, view = _chosen(exp, bundles, results_dir, view)
-    for text in modules.write(mod.comparisons(paths_, view), modules.out_dir(results_dir, "tables", exp, view)):
+    named = judged.tables(exp, mod, paths_, view)
+    if hasattr(mod, "comparisons"):
+        named += mod.comparisons(paths_, view)
+    if not named:
+        raise PirexError(f"{exp.id}: no claim of a paper and no published table to compare with")
+    for text in modules.write(named, modules.out_dir(results_dir, "tables", exp, view)):
         click.echo(text + "\n")
 
 
@@ -292,30 +297,12 @@ def _fraction(text: str | None, what: str) -> float | None:
 def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag) -> None:  # fmt: skip
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
-    from pirex import experiment as experiment_mod
-    from pirex import machine as machine_record
-    from pirex.reproduce import plan as plan_mod
     from pirex.reproduce import reproduction
-    from pirex.runner import run as runner
 
     opts = reproduction.Options(list(papers), level, _fraction(precision, "--precision"),
                                 _fraction(confidence, "--confidence"), _duration(budget), results_dir,
                                 tag or git_version()[0], resume_, reuse_only)  # fmt: skip
-    here = machine_record.record(results_dir if results_dir.is_dir() else Path("."), docker=False)
-
-    def run_one(need, o):
-        commit = git_version()[1]
-        left = plan_mod.matching_bundles(need, o.results_dir, commit, here, statuses=("partial", "running"))
-        if left:  # a reproduction killed in the middle: finish its bundle, not a new one
-            click.echo(f"reproduce: resuming {left[-1]}")
-            return runner.resume(left[-1])
-        exp = experiment_mod.load(need.experiment)
-        reps = {"repetitions": plan_mod.repetitions(exp, need.profile)}
-        return runner.run(runner.Options(need.experiment, need.profile, None if need.view else ",".join(need.variants),
-                                         results_dir=o.results_dir, tag=o.tag, overrides=reps,
-                                         matrix=need.view))  # fmt: skip
-
-    reproduction.reproduce(opts, run_one)
+    reproduction.reproduce(opts, reproduction.run_with_runner)
 
 
 @cli.command()

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pirex.analysis import jmh, tidy
+from pirex.analysis import jmh, tables, tidy
 from pirex.bundle import Bundle
 
 MACHINE = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
@@ -41,23 +41,15 @@ def test_tidy_rows_and_table1(tmp_path):
     # native B1: values 100, 100, 101, 99 -> mean 100, n 4
     assert lines[("B1", "native")].n == 4 and lines[("B1", "native")].mean == pytest.approx(100.0)
     assert lines[("B1", "docker")].mean == pytest.approx(90.0)
-    md = jmh.markdown(jmh.table1(rows), jmh.ratios(rows))
+    named = {nt.name: nt.table for nt in jmh.tables([make_bundle(tmp_path / "again", 2)])}
+    md = tables.markdown(named["table1"])
     assert "| B1 | Raspberry Pi 3 Model B Rev 1.2, usb WD Elements ext4, native | 100.000 |" in md
-    assert "0.9000 (no interval: 2 forks, 5 needed)" in md
+    assert "0.9000 (no interval: 2 paired repetitions, 5 needed)" in tables.markdown(named["ratios"])
 
 
-def test_ratio_interval_with_enough_forks_and_verdicts(tmp_path):
-    rows = tidy.jmh_rows(make_bundle(tmp_path, 6))
-    ((bench, _, _, ratio), *_) = jmh.ratios(rows)
-    assert bench == "B1" and ratio.has_interval and ratio.low <= 0.9 <= ratio.high
-    result = {(n, c.rsplit(", ", 1)[-1]): (p, v) for n, c, p, r, v in jmh.compare(rows)}
-    # B3/B1 = 0.5 here against 0.5207 published: outside our (tight) interval
-    assert result[("B3/B1", "native")][1] == "differs from the paper"
-    assert result[("B1 docker/native", "usb WD Elements ext4")][1] == "differs from the paper"
-
-
-def test_published_ratios_from_table1():
-    r = jmh.published_ratios()
-    assert r["B3/B1"] == pytest.approx(6_416_150.780 / 12_322_204.022)
-    assert r["B1 docker/native"] == pytest.approx(12_299_546.551 / 12_322_204.022)
-    assert len(jmh.published()) == 21
+def test_ratio_interval_paired_by_repetition(tmp_path):
+    values = jmh.run_values([make_bundle(tmp_path, 6)])
+    ((bench, _, ratio, aa), *_) = jmh.paired_ratios(values)
+    # docker exactly 10 % slower in every repetition: the paired interval is a point
+    assert bench == "B1" and ratio.has_interval and ratio.low == pytest.approx(0.9) == ratio.high and aa is None
+    assert {v.run for v in values} == {0} and all(len(v.inner) == 2 for v in values)  # a fork, its iterations

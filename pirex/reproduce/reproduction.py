@@ -112,6 +112,22 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     return out
 
 
+def run_with_runner(need: plan.Need, opts: Options) -> Path:
+    """Run a need with the runner: a bundle of it that a killed reproduction left is finished,
+    else a new one (kick-the-tires: at least plan.MIN_REPETITIONS repetitions)."""
+    from pirex.runner import run as runner
+
+    here = machine.record(opts.results_dir, docker=False)
+    left = plan.matching_bundles(need, opts.results_dir, git_version()[1], here, statuses=("partial", "running"))
+    if left:
+        log.info("resuming %s", left[-1])
+        return runner.resume(left[-1])
+    reps = {"repetitions": plan.repetitions(experiment.load(need.experiment), need.profile)}
+    variants = None if need.view else ",".join(need.variants)
+    return runner.run(runner.Options(need.experiment, need.profile, variants, results_dir=opts.results_dir,
+                                     tag=opts.tag, overrides=reps, matrix=need.view))  # fmt: skip
+
+
 def _device(record: dict) -> str:
     from pirex.analysis.tidy import device_of
 

@@ -5,7 +5,6 @@ inconclusive with what would decide it."""
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,13 +41,9 @@ class Verdict:
         return {"greater": "> 1", "less": "< 1"}.get(c.direction or "", "-")
 
 
-def _per_repetition(values: Sequence[RunValue], side: Side, metric: str) -> dict[tuple[str, int], float]:
-    """Per (bundle, repetition): the mean of the side's runs (forks, loops) of the metric."""
-    runs: dict[tuple[str, int], list[float]] = defaultdict(list)
-    for v in values:
-        if v.metric == metric and v.variant == side.variant and v.value > 0 and math.isfinite(v.value):
-            runs[(v.bundle, v.repetition)].append(v.value)
-    return {k: sum(xs) / len(xs) for k, xs in runs.items()}
+def _per_repetition(values: Sequence[RunValue], side: Side, metric: str) -> dict[tuple, float]:
+    """Per (device, bundle, repetition): the mean of the side's runs (forks, loops) of the metric."""
+    return prec.run_means([v for v in values if v.value > 0 and math.isfinite(v.value)], metric, side.variant)
 
 
 def _metric(values: Sequence[RunValue], side: Side) -> str | None:

@@ -1,0 +1,44 @@
+"""`pirex compare EXPERIMENT`: the papers' claims on one experiment judged on given bundles, as a
+table (the same verdicts `pirex reproduce` writes, without planning or running anything)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from pirex import experiment
+from pirex.analysis.interface import NamedTable
+from pirex.analysis.tables import Table
+from pirex.reproduce import claims, report
+from pirex.reproduce.verdict import INCONCLUSIVE, Verdict, judge, ours
+
+LEVEL = 0.95
+
+
+def verdicts(exp: experiment.Experiment, mod: ModuleType, bundles: Sequence[Path], view: str | None,
+             level: float = LEVEL) -> list[Verdict]:  # fmt: skip
+    mine = [c for p in claims.available() for c in claims.load(p).claims
+            if c.experiment == exp.id and c.view == view and c.judged]  # fmt: skip
+    if not mine:
+        return []
+    values = mod.run_values(list(bundles), view)
+    out = []
+    for c in mine:
+        o = ours(c, values, level)
+        out.append(Verdict(c, INCONCLUSIVE, o) if isinstance(o, str) else judge(c, o, None, False))
+    return out
+
+
+def tables(exp: experiment.Experiment, mod: ModuleType, bundles: Sequence[Path], view: str | None) -> list[NamedTable]:
+    vs = verdicts(exp, mod, bundles, view)
+    if not vs:
+        return []
+    rows = report.rows(vs)
+    records = [{"claim": f"{v.claim.paper}:{v.claim.id}", "published": v.claim.published,
+                "direction": v.claim.direction, "ours": v.ours.interval.value if v.ours else None,
+                "low": v.ours.interval.low if v.ours else None, "high": v.ours.interval.high if v.ours else None,
+                "verdict": v.verdict, "why": v.reason} for v in vs]  # fmt: skip
+    return [NamedTable("claims", Table(f"The papers' claims on {exp.id}, judged on these bundles "
+                                       f"({100 * LEVEL:g} % intervals over repetitions)", report.COLUMNS, rows,
+                                       records, label_columns=2))]  # fmt: skip
