@@ -46,6 +46,9 @@ class Options:
     trace: bool = False  # ftrace around each step, as the experiment declares (fork)
     soak: str | None = None  # a deployment's driver holds the load this long (Locust --run-time, e.g. 10m)
     allow_concurrent: bool = False  # run even while another measuring run holds this host (lock.py)
+    precision: float | None = None  # --precision: the ratio's relative half-width a two-stage run aims at
+    confidence: float = 0.95
+    budget: float | None = None  # seconds
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:

@@ -1,0 +1,86 @@
+"""`pirex run EXPERIMENT --precision P`: a two-stage design (Stein 1945), not peeking. The pilot is
+the run as planned (the profile's repetitions); from the spread of its paired log ratios the
+number of repetitions that reach half-width P at the confidence level is computed once, with the
+time it takes; a second bundle runs the rest (within --budget), and the precision reached over
+both is reported. The pair judged is the first two variants (e.g. docker / native), every metric;
+the worst metric decides."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from pirex import experiment
+from pirex.analysis import modules, stats
+from pirex.analysis import precision as prec
+from pirex.errors import PirexError
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    precision: float  # relative half-width, 0.01 = 1 %
+    level: float = 0.95
+    budget: float | None = None  # seconds, the whole run (pilot included)
+
+
+def _pair(variants: list[str]) -> tuple[str, str]:
+    if len(variants) < 2:
+        raise PirexError(
+            "--precision judges a ratio of two variants: give at least two (e.g. --variants native,docker)"
+        )
+    return variants[1], variants[0]
+
+
+def _seconds_per_repetition(bundle: Path) -> float:
+    m = json.loads((bundle / "manifest.json").read_text())
+    secs = [json.loads((bundle / s["variant"] / str(s["repetition"]) / "step.json").read_text())["seconds"]
+            for s in m["completed"]]  # fmt: skip
+    reps = len({s["repetition"] for s in m["completed"]}) or 1
+    return sum(secs) / reps
+
+
+def report(exp: experiment.Experiment, bundles: list[Path], target: Target) -> list[tuple[str, stats.Interval]]:
+    """Per metric, numerator/denominator over every bundle's repetitions."""
+    mod = modules.module(exp)
+    values = mod.run_values(bundles, None)
+    variants = json.loads((bundles[0] / "manifest.json").read_text())["variants"]
+    num, den = _pair(variants)
+    return [(m, prec.paired_interval(values, m, num, den, target.level)) for m in sorted({v.metric for v in values})]
+
+
+def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
+    """The second stage from the pilot alone: the worst metric's Stein n."""
+    values = modules.module(exp).run_values([pilot], None)
+    num, den = _pair(json.loads((pilot / "manifest.json").read_text())["variants"])
+    per_rep = _seconds_per_repetition(pilot)
+    plans = []
+    for metric in sorted({v.metric for v in values}):
+        _, d, _ = stats.log_ratios(prec.run_means(values, metric, num), prec.run_means(values, metric, den))
+        if d.size >= 2 and math.isfinite(float(d.std(ddof=1))):
+            plans.append(prec.plan(d, target.precision, target.level, per_rep, target.budget))
+    if not plans:
+        raise PirexError(f"{pilot}: the pilot has fewer than 2 paired repetitions of {num} and {den}: "
+                         "nothing to plan from (run at least 2 repetitions)")  # fmt: skip
+    return max(plans, key=lambda p: p.n)
+
+
+def two_stage(opts, run: Callable, echo: Callable[[str], None]) -> list[Path]:
+    """Pilot, plan, second stage; `run` is the runner's run(Options)."""
+    exp = experiment.load(opts.experiment)
+    target = Target(opts.precision, opts.confidence, opts.budget)
+    pilot = run(opts)
+    p = plan(exp, pilot, target)
+    echo(f"precision plan (from the pilot {pilot.name}): {p.text()}")
+    extra = p.extra if p.fits is not False else max(p.n_budget - p.k, 0)
+    bundles = [pilot]
+    if extra > 0:
+        overrides = {**(opts.overrides or {}), "repetitions": extra}
+        bundles.append(run(dataclasses.replace(opts, overrides=overrides, seed=None)))
+    for metric, i in report(exp, bundles, target):
+        echo(f"  {metric}: {i.text(4)} {i.percent()} over {i.n} repetitions "
+             f"({'reached' if (i.relative_half_width or math.inf) <= target.precision else 'not reached'}: "
+             f"±{100 * target.precision:g} % asked)")  # fmt: skip
+    return bundles
