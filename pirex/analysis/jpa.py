@@ -317,12 +317,19 @@ class Result:
         """The paper's interval: t interval over every request."""
         return self.summary.ci(level)
 
+    def run_interval(self, level: float = LEVEL) -> stats.Interval:
+        """The interval over the runs' means (positive: stats.mean_interval); none below MIN_RUNS runs."""
+        return stats.mean_interval(self.run_means, level, positive=True)
+
     def run_ci(self, level: float = LEVEL) -> tuple[float, float]:
-        """t interval over the runs' means (k - 1 degrees of freedom); nan below 2 runs."""
-        return stats.summary(self.run_means).ci(level)
+        return _bounds(self.run_interval(level))
 
     def outside_run_ci(self, level: float = LEVEL) -> tuple[float, float]:
-        return stats.summary(self.outside_run_means).ci(level)
+        return _bounds(stats.mean_interval(self.outside_run_means, level, positive=False))
+
+
+def _bounds(i: stats.Interval) -> tuple[float, float]:
+    return (i.low, i.high) if i.has_interval else (math.nan, math.nan)
 
 
 def analyse(runs: Iterable[Run]) -> list[Result]:
@@ -459,7 +466,8 @@ def table3(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str, 
         line = _paper_line(r, paper)
         rows.append([str(i), OPERATIONS.get(r.operation, r.operation), config_text(r), _f(r.summary.mean, digits),
                      _ci(r.ci(level), digits), _f(r.summary.sd, digits), f"{r.summary.n:,}", str(r.runs),
-                     _ci(r.run_ci(level), digits), _failed_text(r),
+                     _ci(r.run_ci(level), digits) if r.run_interval(level).has_interval
+                     else r.run_interval(level).reason, _failed_text(r),
                      "" if line is None else f"line {line}"])  # fmt: skip
         records.append(_record(r, level, paper))
     return Table("Results of the RESTful service experiment, response times in µs (ICPE'18 Table 3 layout)",

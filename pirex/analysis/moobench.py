@@ -163,9 +163,13 @@ class Stats:
         """The papers' interval: t interval over every pooled call."""
         return self.summary.ci(level)
 
+    def loop_interval(self, level: float = LEVEL) -> stats.Interval:
+        """The honest interval, over the loops' means (positive: stats.mean_interval); none below MIN_RUNS loops."""
+        return stats.mean_interval(self.loop_means, level, positive=True, what="loops")
+
     def loop_ci(self, level: float = LEVEL) -> tuple[float, float]:
-        """The honest interval: t interval over the loops' means (k - 1 degrees of freedom); NaN below 2 loops."""
-        return t_interval(self.loop_means, level)
+        i = self.loop_interval(level)
+        return (i.low, i.high) if i.has_interval else (math.nan, math.nan)
 
 
 def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float]:
@@ -354,6 +358,12 @@ def _ci(lo_hi: tuple[float, float], digits: int = 1) -> str:
     return "n/a" if math.isnan(lo) else f"[{_f(lo, digits)}; {_f(hi, digits)}]"
 
 
+def _loop_text(s: Stats, digits: int = 1) -> str:
+    """The interval over loops, or how many loops there are and are needed (the one rule of stats.too_few)."""
+    i = s.loop_interval()
+    return _ci((i.low, i.high), digits) if i.has_interval else i.reason
+
+
 def _record(r: Result, level: float = LEVEL) -> dict:
     s = r.stats
     (lo, hi), (llo, lhi) = s.ci(level), s.loop_ci(level)
@@ -388,7 +398,7 @@ def table2(results: list[Result], digits: int = 1) -> Table:
                 row += ["", "", "", ""]
                 continue
             row += [_f(r.stats.mean, digits), _ci(r.stats.ci(), digits), _f(r.stats.sd, digits),
-                    _ci(r.stats.loop_ci(), digits)]  # fmt: skip
+                    _loop_text(r.stats, digits)]  # fmt: skip
         rows.append(row)
     return Table("MooBench stable state response times in µs (ICPE'18 Table 2 layout)", columns, rows,
                  [_record(r) for r in results], [LOOP_NOTE, *_spass_note(results)])  # fmt: skip
@@ -412,7 +422,7 @@ def table1(results: list[Result], digits: int = 1) -> Table:
         for dev in devices:
             r = by.get((dev, sto, var, cfg))
             row += ["", "", ""] if r is None else [_ci(r.stats.ci(), digits), _f(r.stats.sd, digits),
-                                                   _ci(r.stats.loop_ci(), digits)]  # fmt: skip
+                                                   _loop_text(r.stats, digits)]  # fmt: skip
         rows.append(row)
     return Table("Raw stable state response times in µs as CI and σ (SSP'17 Table 1 layout)", columns, rows,
                  [_record(r) for r in results], [LOOP_NOTE, *_spass_note(results)])  # fmt: skip
@@ -470,7 +480,7 @@ def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: i
             for r in (base, inst):
                 s = r.stats
                 row += [_f(s.mean, digits), _f(s.sd, digits), _f(s.summary.min, digits), _f(s.summary.max, digits),
-                        _ci(s.ci(), digits), f"{s.peaks:,}", _ci(s.loop_ci(), digits)]  # fmt: skip
+                        _ci(s.ci(), digits), f"{s.peaks:,}", _loop_text(s, digits)]  # fmt: skip
                 records.append({"id": case.id, "experiment": case.experiment, "paper_base": case.paper_base,
                                 "case": case.ours, "base_case": case.base, "base_id": case.base_id,
                                 "role": "baseline" if r is base else "instrumented", **_record(r)})  # fmt: skip
