@@ -1,7 +1,8 @@
 """ftrace function_graph traces of the fork() workload (2024 thesis, 4.4 and 5.2; Table 6.1, Figures 6.9-6.13):
 the calls inside the clone syscall between forkbench's trace markers, as CSV rows (function, duration,
 parent, depth from the syscall entry, timestamp), folded stacks for flame graphs, the per-depth
-difference between concurrent and single execution (Table 6.1), and the flame graph SVG.
+difference between concurrent and single execution (Table 6.1, at the thesis's depth: TABLE_DEPTH), the
+per-depth profiles of the stack graphs (Figures 6.10-6.12), and the flame graph SVG (drawn in pure Python).
 
 Tracer setup (pirex/runner/tracing.py, as the thesis's scripts, 4.4.3):
 
