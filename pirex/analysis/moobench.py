@@ -436,9 +436,16 @@ def _case_source(variant: str | None, configs: Sequence[str], by: dict[Key, Resu
     return None
 
 
-ID1_NOTE = ("Id 1 (\"from [16]\"): the paper's published values are SSP'17's run on device D1 with the USB hard "
-            "disk (SSP'17 Table 1, SPASS-meter (USB-HDD), D1: 164.8) at MooBench's defaults (2,000,000 calls, "
-            "depth 10).")  # fmt: skip
+def id1_note() -> str:
+    """Table 5's Id 1 ("from [16]") is SSP'17's SPASS-meter run on D1 with the USB hard disk: said with the two
+    published numbers side by side (icpe18_table5.csv, ssp17_table1.csv)."""
+    t5 = next(r for r in published_icpe18_table5() if r["id"] == "1" and r["configuration"] == PAPER_SPASS)
+    ssp = next(r for r in published_ssp17() if (r["configuration"], r["storage"], r["device"]) == (PAPER_SPASS, "usb",
+                                                                                                  "D1"))  # fmt: skip
+    return (f"Id 1 (\"from [16]\"): the paper's published values are SSP'17's run on device D1 with the USB hard "
+            f"disk (SSP'17 Table 1, SPASS-meter (USB-HDD), D1: 95 % CI [{ssp['ci_low']}; {ssp['ci_high']}], σ "
+            f"{ssp['sd']}; Table 5: mean {t5['mean']}, σ {t5['sd']}) at MooBench's defaults "
+            f"({setup_text(profile_setup(SPASS_PROFILE))}).")  # fmt: skip
 
 
 def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: int = 1,
@@ -482,7 +489,7 @@ def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: i
     notes = [LOOP_NOTE, f"peaks: calls longer than {PEAK_FACTOR:g} x the mean, over the pooled steady state.",
              "Our case (our base): the case of experiments/moobench's fluctuation matrix and the case it changes one "
              "factor of; where the paper's base is Id 6 (services disabled by hand, not reproduced), ours is Id 5.",
-             ID1_NOTE]  # fmt: skip
+             id1_note()]  # fmt: skip
     if stand_in:
         notes.append(f"No SPASS-meter in the bundle: {', '.join(label(c) for c in sorted(stand_in))} stands in "
                      f"for SPASS-meter in the instrumented columns ({SPASS_NOTE}).")  # fmt: skip
@@ -997,7 +1004,7 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
              "case of ours it changes one factor of (Id 5 stands for the paper's Id 6, not reproduced). Paper: case / "
              "Id 1 is the effect as the paper's text quotes some of them (Id 4: 11 % faster than Id 1); it mixes in "
              "the changes between Id 1 and the base (Id 2's SPASS-meter object pools, Id 6's services).",
-             "Published range: widened by the rounding to 0.1 µs.", ID1_NOTE, JVM_NOTE]  # fmt: skip
+             "Published range: widened by the rounding to 0.1 µs.", id1_note(), JVM_NOTE]  # fmt: skip
     if stand_in:
         notes.append(f"No SPASS-meter in the bundle: {', '.join(label(c) for c in sorted(stand_in))} stands in, so "
                      f"the instrumented rows set Kieker's effects beside SPASS-meter's ({SPASS_NOTE}).")  # fmt: skip

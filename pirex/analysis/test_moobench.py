@@ -195,6 +195,9 @@ def test_published_tables_transcribed():
     assert kd.value == pytest.approx(np.mean([131.4 / 121.5, 123.3 / 115.9, 120.5 / 118.6]))
     assert kd.low == pytest.approx((120.5 - 0.05) / (118.6 + 0.05))
     assert {p.profile for p in ratios.values()} == {"paper", "paper-spass-meter"}
+    # Table 5's Id 1 is SSP'17's D1 USB-HDD SPASS-meter run: the same numbers in both published tables
+    note = moobench.id1_note()
+    assert "[164.8; 164.8], σ 44.1; Table 5: mean 164.8, σ 44.1" in note and "2,000,000 calls" in note
 
 
 def test_raw_files_refuse_other_experiments(tmp_path):
