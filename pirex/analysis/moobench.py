@@ -571,11 +571,13 @@ MAX_POINTS = 4_000  # points per line of the raw figure: beyond, neighbouring bl
 
 
 def envelope(low: np.ndarray, high: np.ndarray, points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x in calls, min, max) of the blocks merged `k` at a time so that at most `points` remain: every call's value
-    lies within its point's [min, max], so no peak is averaged away (x: the first call of each merged block)."""
+    """(edges in calls, min, max) of the blocks merged `k` at a time so that at most `points` remain: every call's
+    value lies within its point's [min, max], so no peak is averaged away. Point i spans edges[i] to edges[i + 1]
+    (one more edge than points; the last block may hold fewer than BLOCK calls)."""
     k = max(1, math.ceil(low.size / points))
     starts = np.arange(0, low.size, k)
-    return starts * BLOCK, np.minimum.reduceat(low, starts), np.maximum.reduceat(high, starts)
+    edges = np.append(starts, low.size) * BLOCK
+    return edges, np.minimum.reduceat(low, starts), np.maximum.reduceat(high, starts)
 
 
 def raw_figure(results: list[Result], stem: Path, configurations: Sequence[str] | None = None) -> list[Path]:
@@ -597,9 +599,11 @@ def raw_figure(results: list[Result], stem: Path, configurations: Sequence[str] 
     for ax, panel in zip(axes[:, 0], panels, strict=True):
         for r in sorted((r for r in chosen if r.key[:3] == panel), key=lambda r: config_order(r.configuration)):
             i = int(np.argmax([hi.max() if hi.size else -np.inf for _, hi in r.extremes]))
-            x, lo, hi = envelope(*r.extremes[i])
-            (line,) = ax.plot(x, hi, lw=0.6, label=f"{label(r.configuration)} (loop {i + 1} of {len(r.extremes)})")
-            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.25, lw=0, step="post")
+            edges, lo, hi = envelope(*r.extremes[i])
+            line = ax.stairs(
+                hi, edges, baseline=None, lw=0.6, label=f"{label(r.configuration)} (loop {i + 1} of {len(r.extremes)})"
+            )
+            ax.stairs(hi, edges, baseline=lo, fill=True, color=line.get_edgecolor(), alpha=0.25, lw=0)
         ax.set_yscale("log")
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.set_title(", ".join(panel), fontsize=9)

