@@ -296,6 +296,12 @@ def test_the_matrix_at_the_paper_profile_runs_moobench_defaults():
     assert (paper["calls"], paper["recursion_depth"]) == moobench.profile_setup("paper-spass-meter")
     quick = {**exp.resolve("quick"), **m.parameters_for("quick")}
     assert quick["calls"] == exp.resolve("quick")["calls"] and quick["recursion_depth"] == 10
+    import yaml
+
+    doc = yaml.safe_load(exp.path.read_text())
+    doc["matrices"]["fluctuation"]["profiles"]["paper"] = {"cals": 2_000_000}  # a typo is refused at load
+    with pytest.raises(PirexError, match="matrices.fluctuation.profiles.paper: expected parameters"):
+        experiment.parse(doc, exp.path)
 
 
 def test_views_split_matrix_and_variant_bundles(tmp_path):
