@@ -446,9 +446,16 @@ def _case_source(variant: str | None, configs: Sequence[str], by: dict[Key, Resu
     return None
 
 
-ID1_NOTE = ("Id 1 (\"from [16]\"): the paper's published values are SSP'17's run on device D1 with the USB hard "
-            "disk (SSP'17 Table 1, SPASS-meter (USB-HDD), D1: 164.8) at MooBench's defaults (2,000,000 calls, "
-            "depth 10).")  # fmt: skip
+def id1_note() -> str:
+    """Table 5's Id 1 ("from [16]") is SSP'17's SPASS-meter run on D1 with the USB hard disk: said with the two
+    published numbers side by side (icpe18_table5.csv, ssp17_table1.csv)."""
+    t5 = next(r for r in published_icpe18_table5() if r["id"] == "1" and r["configuration"] == PAPER_SPASS)
+    ssp = next(r for r in published_ssp17() if (r["configuration"], r["storage"], r["device"]) == (PAPER_SPASS, "usb",
+                                                                                                  "D1"))  # fmt: skip
+    return (f"Id 1 (\"from [16]\"): the paper's published values are SSP'17's run on device D1 with the USB hard "
+            f"disk (SSP'17 Table 1, SPASS-meter (USB-HDD), D1: 95 % CI [{ssp['ci_low']}; {ssp['ci_high']}], σ "
+            f"{ssp['sd']}; Table 5: mean {t5['mean']}, σ {t5['sd']}) at MooBench's defaults "
+            f"({setup_text(profile_setup(SPASS_PROFILE))}).")  # fmt: skip
 
 
 def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: int = 1,
@@ -492,7 +499,7 @@ def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: i
     notes = [LOOP_NOTE, f"peaks: calls longer than {PEAK_FACTOR:g} x the mean, over the pooled steady state.",
              "Our case (our base): the case of experiments/moobench's fluctuation matrix and the case it changes one "
              "factor of; where the paper's base is Id 6 (services disabled by hand, not reproduced), ours is Id 5.",
-             ID1_NOTE]  # fmt: skip
+             id1_note()]  # fmt: skip
     if stand_in:
         notes.append(f"No SPASS-meter in the bundle: {', '.join(label(c) for c in sorted(stand_in))} stands in "
                      f"for SPASS-meter in the instrumented columns ({SPASS_NOTE}).")  # fmt: skip
@@ -574,11 +581,13 @@ MAX_POINTS = 4_000  # points per line of the raw figure: beyond, neighbouring bl
 
 
 def envelope(low: np.ndarray, high: np.ndarray, points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x in calls, min, max) of the blocks merged `k` at a time so that at most `points` remain: every call's value
-    lies within its point's [min, max], so no peak is averaged away (x: the first call of each merged block)."""
+    """(edges in calls, min, max) of the blocks merged `k` at a time so that at most `points` remain: every call's
+    value lies within its point's [min, max], so no peak is averaged away. Point i spans edges[i] to edges[i + 1]
+    (one more edge than points; the last block may hold fewer than BLOCK calls)."""
     k = max(1, math.ceil(low.size / points))
     starts = np.arange(0, low.size, k)
-    return starts * BLOCK, np.minimum.reduceat(low, starts), np.maximum.reduceat(high, starts)
+    edges = np.append(starts, low.size) * BLOCK
+    return edges, np.minimum.reduceat(low, starts), np.maximum.reduceat(high, starts)
 
 
 def raw_figure(results: list[Result], stem: Path, configurations: Sequence[str] | None = None) -> list[Path]:
@@ -600,9 +609,11 @@ def raw_figure(results: list[Result], stem: Path, configurations: Sequence[str] 
     for ax, panel in zip(axes[:, 0], panels, strict=True):
         for r in sorted((r for r in chosen if r.key[:3] == panel), key=lambda r: config_order(r.configuration)):
             i = int(np.argmax([hi.max() if hi.size else -np.inf for _, hi in r.extremes]))
-            x, lo, hi = envelope(*r.extremes[i])
-            (line,) = ax.plot(x, hi, lw=0.6, label=f"{label(r.configuration)} (loop {i + 1} of {len(r.extremes)})")
-            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.25, lw=0, step="post")
+            edges, lo, hi = envelope(*r.extremes[i])
+            line = ax.stairs(
+                hi, edges, baseline=None, lw=0.6, label=f"{label(r.configuration)} (loop {i + 1} of {len(r.extremes)})"
+            )
+            ax.stairs(hi, edges, baseline=lo, fill=True, color=line.get_edgecolor(), alpha=0.25, lw=0)
         ax.set_yscale("log")
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.set_title(", ".join(panel), fontsize=9)
@@ -1007,7 +1018,7 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
              "case of ours it changes one factor of (Id 5 stands for the paper's Id 6, not reproduced). Paper: case / "
              "Id 1 is the effect as the paper's text quotes some of them (Id 4: 11 % faster than Id 1); it mixes in "
              "the changes between Id 1 and the base (Id 2's SPASS-meter object pools, Id 6's services).",
-             "Published range: widened by the rounding to 0.1 µs.", ID1_NOTE, JVM_NOTE]  # fmt: skip
+             "Published range: widened by the rounding to 0.1 µs.", id1_note(), JVM_NOTE]  # fmt: skip
     if stand_in:
         notes.append(f"No SPASS-meter in the bundle: {', '.join(label(c) for c in sorted(stand_in))} stands in, so "
                      f"the instrumented rows set Kieker's effects beside SPASS-meter's ({SPASS_NOTE}).")  # fmt: skip

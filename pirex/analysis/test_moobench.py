@@ -196,6 +196,9 @@ def test_published_tables_transcribed():
     assert kd.value == pytest.approx(np.mean([131.4 / 121.5, 123.3 / 115.9, 120.5 / 118.6]))
     assert kd.low == pytest.approx((120.5 - 0.05) / (118.6 + 0.05))
     assert {p.profile for p in ratios.values()} == {"paper", "paper-spass-meter"}
+    # Table 5's Id 1 is SSP'17's D1 USB-HDD SPASS-meter run: the same numbers in both published tables
+    note = moobench.id1_note()
+    assert "[164.8; 164.8], σ 44.1; Table 5: mean 164.8, σ 44.1" in note and "2,000,000 calls" in note
 
 
 def test_raw_files_refuse_other_experiments(tmp_path):
@@ -294,6 +297,12 @@ def test_the_matrix_at_the_paper_profile_runs_moobench_defaults():
     assert (paper["calls"], paper["recursion_depth"]) == moobench.profile_setup("paper-spass-meter")
     quick = {**exp.resolve("quick"), **m.parameters_for("quick")}
     assert quick["calls"] == exp.resolve("quick")["calls"] and quick["recursion_depth"] == 10
+    import yaml
+
+    doc = yaml.safe_load(exp.path.read_text())
+    doc["matrices"]["fluctuation"]["profiles"]["paper"] = {"cals": 2_000_000}  # a typo is refused at load
+    with pytest.raises(PirexError, match="matrices.fluctuation.profiles.paper: expected parameters"):
+        experiment.parse(doc, exp.path)
 
 
 def test_views_split_matrix_and_variant_bundles(tmp_path):
@@ -359,7 +368,7 @@ def test_raw_envelope_keeps_every_peak():
     low = np.array([1, 2, 3, 4, 5, 6, 7], dtype=float)
     high = np.array([10, 20, 999, 40, 50, 60, 70], dtype=float)
     x, lo, hi = moobench.envelope(low, high, points=3)  # 7 blocks -> 3 points of up to 3 blocks
-    assert x.tolist() == [0, 3000, 6000] and lo.tolist() == [1, 4, 7] and hi.tolist() == [999, 60, 70]
+    assert x.tolist() == [0, 3000, 6000, 7000] and lo.tolist() == [1, 4, 7] and hi.tolist() == [999, 60, 70]
     x, lo, hi = moobench.envelope(low, high)  # few blocks: one point each
     assert hi.tolist() == high.tolist()
 
