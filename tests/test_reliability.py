@@ -26,6 +26,7 @@ pytestmark = pytest.mark.docker
 SMALL = {"repetitions": 1, "forks": 1, "warmup_iterations": 0, "iterations": 1, "time": "100ms", "warmup_time": "100ms",
          "benchmarks": "RecursionBenchmark.b1_default"}  # fmt: skip
 TINY = [a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]
+LONGER = ["--set", "time=3s"]  # a step long enough to be caught running on a loaded machine
 DEADLINE = 240  # seconds for any one wait below; a run of TINY takes well under a minute
 
 # A pirex that dies (SIGKILL, no cleanup) in the middle of writing the manifest that records the first step.
@@ -122,7 +123,7 @@ def results(built, tmp_path):
 
 
 def test_killed_in_a_docker_step_while_the_sink_runs_a_second_run_is_refused_and_resume_finishes(results):
-    p = _start(results, "docker,native")
+    p = _start(results, "docker,native", *LONGER)
     bundle = _wait("the bundle", lambda: _bundle(results), p)
     step = f"pirex-{bundle.name}-docker-0"
     _wait("the docker step's container", lambda: _running(step), p)
@@ -144,7 +145,7 @@ def test_killed_in_a_docker_step_while_the_sink_runs_a_second_run_is_refused_and
 def test_killed_in_a_native_step_resume_unmounts_and_finishes(results):
     if os.geteuid() != 0:
         pytest.skip("the native variant needs root")
-    p = _start(results, "native,docker")
+    p = _start(results, "native,docker", *LONGER)
     bundle = _wait("the bundle", lambda: _bundle(results), p)
 
     def native_java():
@@ -198,7 +199,7 @@ def test_a_full_results_disk_fails_clearly_and_resumes_once_there_is_space(built
 
 
 def test_the_measured_container_killed_from_outside_fails_clearly_and_resumes(results):
-    p = _start(results, "docker")
+    p = _start(results, "docker", *LONGER)
     bundle = _wait("the bundle", lambda: _bundle(results), p)
     step = f"pirex-{bundle.name}-docker-0"
     _wait("the step's container", lambda: _running(step), p)
