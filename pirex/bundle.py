@@ -63,7 +63,22 @@ STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # experiment and variant names become directory names
 TMP_MARK = ".tmp-"  # <repetition>.tmp-<pid>: a step being written
-REQUIRED = ("run_id", "experiment", "profile", "variants", "status", "plan", "completed", "files")
+REQUIRED = (
+    "run_id",
+    "experiment",
+    "profile",
+    "parameters",
+    "variants",
+    "images",
+    "tool",
+    "started",
+    "ended",
+    "resumed",
+    "status",
+    "plan",
+    "completed",
+    "files",
+)  # every key create() writes
 
 
 def utcnow() -> datetime:
@@ -220,7 +235,7 @@ def _check_types(f: Path, doc: dict) -> None:
     if not isinstance(doc["variants"], list) or not all(isinstance(v, str) and NAME.match(v) for v in doc["variants"]):
         raise bad("variants", "a list of variant names")
     for key, kind in (("parameters", dict), ("tool", dict), ("resumed", list)):
-        if key in doc and not isinstance(doc[key], kind):
+        if not isinstance(doc[key], kind):
             raise bad(key, "a mapping" if kind is dict else "a list")
     for key in ("started", "ended"):
         if doc.get(key) is not None and not isinstance(doc[key], str):
