@@ -90,6 +90,8 @@ class Owner:
             raise PirexError(f"run {self.run_id} is still running (pid in {self.state}): stop it first") from None
         self._save()
         _current.append(self)
+        if self.bundle is not None:  # what a second run, refused, names
+            lock.describe(run_id=self.run_id, bundle=self.bundle)
         return self
 
     def __exit__(self, exc_type, *_) -> None:
