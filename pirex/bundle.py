@@ -222,7 +222,7 @@ def _check_types(f: Path, doc: dict) -> None:
     if not isinstance(doc["variants"], list) or not all(isinstance(v, str) and NAME.match(v) for v in doc["variants"]):
         raise bad("variants", "a list of variant names")
     for key, kind in (("parameters", dict), ("tool", dict), ("resumed", list)):
-        if key in doc and not isinstance(doc[key], kind):
+        if not isinstance(doc[key], kind):
             raise bad(key, "a mapping" if kind is dict else "a list")
     for key in ("started", "ended"):
         if doc.get(key) is not None and not isinstance(doc[key], str):

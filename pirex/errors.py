@@ -24,6 +24,8 @@ def describe(e: BaseException, argv: list[str] = ()) -> str:
     reading = _file_being_read(e)
     msg = f"{type(e).__name__}: {text}" + (f" (while reading {reading})" if reading else "")
     bundles = [a for a in argv if (Path(a) / "manifest.json").is_file()]
+    if reading and not bundles:  # the bundle the file belongs to
+        bundles = [str(d) for d in reading.parents if (d / "manifest.json").is_file()][:1]
     if reading or bundles:
         hint = "`pirex verify " + " ".join(bundles or ["BUNDLE"]) + "` names what is damaged"
         return f"{msg}: a damaged or unexpected file; {hint}"

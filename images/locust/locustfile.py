@@ -34,7 +34,9 @@ completed:
   ok                   1 for a 2xx response, else 0
   service_time_ns      the service's own handling time (response header X-Service-Time-Ns), empty
                        without it; response_time - service_time is network + HTTP + driver
-  error                why the request failed, empty when ok
+  error                why the request failed, empty when ok; "in-flight: ..." (ok 0) for a request
+                       still waiting for its response when --run-time ran out: not a failure, but not
+                       a response time either (summary.json counts them as in_flight, apart)
 
 <output>/summary.json has the parameters, versions, counts, failures, means (all requests and
 after warm-up), the request rate and the driver's own CPU time. The run stops by itself when
@@ -76,6 +78,8 @@ CSV_COLUMNS = (
 )
 FIRST_NAMES = ("Anna", "Ben", "Clara", "David", "Emma", "Felix", "Greta", "Hannah", "Ida", "Jonas")
 LAST_NAMES = ("Bauer", "Becker", "Fischer", "Hoffmann", "Koch", "Meyer", "Richter", "Weber")
+# A request cut short because the run's time ran out (--run-time): its own kind, never a failure.
+IN_FLIGHT = "in-flight: the run's time ran out before the response came"
 
 
 @events.init_command_line_parser.add_listener
@@ -165,6 +169,7 @@ class Recorder:
         self.writer.writerow(CSV_COLUMNS)
         self.count = dict.fromkeys(operations, 0)
         self.failures = dict.fromkeys(operations, 0)
+        self.in_flight = dict.fromkeys(operations, 0)
         self.sum_us = dict.fromkeys(operations, 0.0)
         self.steady_count = dict.fromkeys(operations, 0)
         self.steady_sum_us = dict.fromkeys(operations, 0.0)
@@ -195,6 +200,9 @@ class Recorder:
                 error,
             )
         )
+        if error == IN_FLIGHT:  # the row is written (its kind in error), but counted apart: no failure, no time
+            self.in_flight[op] += 1
+            return
         self.count[op] += 1
         self.sum_us[op] += response_us
         if seq > self.warmup:
@@ -238,6 +246,7 @@ class Recorder:
             "requests": total,
             "requests_per_s": round(total / wall, 1) if wall > 0 else None,
             "failures": sum(self.failures.values()),
+            "in_flight": sum(self.in_flight.values()),
             "driver_cpu": {
                 "user_s": round(user_s, 3),
                 "system_s": round(sys_s, 3),
@@ -248,6 +257,7 @@ class Recorder:
                 op: {
                     "requests": self.count[op],
                     "failures": self.failures[op],
+                    "in_flight": self.in_flight[op],
                     "mean_response_time_us": mean(self.sum_us[op], self.count[op]),
                     "steady_requests": self.steady_count[op],
                     "steady_mean_response_time_us": mean(self.steady_sum_us[op], self.steady_count[op]),
@@ -330,7 +340,7 @@ def _exit_code(environment, **_kwargs):
 def _report(s):
     lines = [
         f"pirex-locust: {s['requests']} requests in {s['seconds']} s "
-        f"({s['requests_per_s']} requests/s), {s['failures']} failed, "
+        f"({s['requests_per_s']} requests/s), {s['failures']} failed, {s['in_flight']} in flight at the end, "
         f"driver CPU {s['driver_cpu']['utilisation']} ({s['driver_cpu']['us_per_request']} us/request)"
         + ("" if s["complete"] else ", INCOMPLETE")
     ]
@@ -418,6 +428,9 @@ class CustomerUser(FastHttpUser):
                     r.success()
                 else:
                     r.failure(error)
+        except gevent.GreenletExit:  # the user stopped with the request in flight (--run-time ran out)
+            error = IN_FLIGHT
+            raise
         except Exception as e:  # a bug here, not a failed request: recorded, and exit code 2
             ok, error = False, f"driver: {type(e).__name__}: {e}"
             STATE["driver_errors"] = STATE.get("driver_errors", 0) + 1

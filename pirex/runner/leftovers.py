@@ -90,6 +90,8 @@ class Owner:
             raise PirexError(f"run {self.run_id} is still running (pid in {self.state}): stop it first") from None
         self._save()
         _current.append(self)
+        if self.bundle is not None:  # what a second run, refused, names
+            lock.describe(run_id=self.run_id, bundle=self.bundle)
         return self
 
     def __exit__(self, exc_type, *_) -> None:
@@ -206,8 +208,9 @@ def find(run_id: str | None = None, bundle: Path | None = None) -> list[Leftover
         entries += [e for e in doc.get("resources") or [] if isinstance(e, dict)]
         entries += read_resources(bundle) if bundle else []
     out, seen = [], set()
+    ours = {int(e["pid"]) for e in entries if e.get("kind") == "process" and str(e.get("pid", "")).isdigit()}
     for e in entries:
-        for left in _still_there(e):
+        for left in _still_there(e, ours):
             key = (left.kind, left.what)
             if key not in seen and (run_id is None or left.run_id == run_id):
                 seen.add(key)
@@ -224,7 +227,9 @@ def find(run_id: str | None = None, bundle: Path | None = None) -> list[Leftover
     return out
 
 
-def _still_there(e: dict) -> list[Leftover]:
+def _still_there(e: dict, ours: set[int] = frozenset()) -> list[Leftover]:
+    """e as a leftover if it still exists; mounts only while no process but the run's own (process
+    groups `ours`) runs chroot-ed into them: another run's chroot may share the export."""
     kind, rid = e.get("kind"), str(e.get("run_id", "?"))
     try:
         if kind == "container" and _docker_exists("container", e["name"]):
@@ -238,6 +243,10 @@ def _still_there(e: dict) -> list[Leftover]:
         if kind == "process" and _same_process(int(e["pid"]), e.get("start")):
             return [Leftover(rid, kind, f"{e['pid']} ({e.get('what', '?')})", e)]
         if kind == "mount" and _mounts_under(Path(e["root"])):
+            others = [p for p in _users_of(e["root"]) if _pgid(p) not in ours]
+            if others:
+                log.warning("%s: mounts in use by pid %s, not the killed run's: left alone", e["root"], others[0])
+                return []
             return [Leftover(rid, kind, e["root"], e)]
         if kind == "setting" and _read(e["path"]) not in (None, e["was"]):
             return [Leftover(rid, kind, f"{e['path']} = {_read(e['path'])!r} (was {e['was']!r})", e)]
@@ -327,13 +336,26 @@ def _mounted_exports() -> list[str]:
 
 def _chrooted_into(root: str) -> bool:
     """Whether a live process runs chroot-ed into root (then its mounts are in use, whoever made them)."""
+    return bool(_users_of(root))
+
+
+def _users_of(root: str) -> list[int]:
+    """The live processes chroot-ed into root."""
+    out = []
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             with contextlib.suppress(OSError):
                 r = os.readlink(p / "root")
-                if r == root or r.startswith(root + "/"):
-                    return True
-    return False
+                if (r == root or r.startswith(root + "/")) and _same_process(int(p.name), None):
+                    out.append(int(p.name))
+    return out
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _read(path: str) -> str | None:

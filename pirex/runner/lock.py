@@ -1,7 +1,8 @@
 """One measuring run per host: two runs at once measure each other, so the second one refuses,
 naming the first (its run id, pid and bundle), unless it is told --allow-concurrent.
 
-The lock is an flock on /run/pirex/run-<host identity>.lock, held for the whole run and released
+The lock is an flock on /run/pirex/run-<host identity>.lock (root; a user's runtime directory
+otherwise), held for the whole run and released
 by the kernel when the process ends, however it ends (SIGKILL included): there is no stale lock
 to clean up. The host identity is the network namespace's inode plus the hostname: a machine's
 processes share the network namespace (and the hostname), while the hosts the fleet tests
@@ -21,7 +22,18 @@ from pathlib import Path
 
 from pirex.errors import PirexError
 
-LOCK_DIR = Path(os.environ.get("PIREX_LOCK_DIR", "/run/pirex"))
+
+def _lock_dir() -> Path:
+    """/run/pirex for root (the runs that measure natively); a user's own runtime directory otherwise
+    (a user without root runs only Docker variants, and cannot write /run)."""
+    if env := os.environ.get("PIREX_LOCK_DIR"):
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/run/pirex")
+    return Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/pirex-{os.getuid()}") / "pirex"
+
+
+LOCK_DIR = _lock_dir()
 
 _held: dict = {}  # this process's lock: {"fd": int, "path": Path, "info": dict}
 
