@@ -63,9 +63,13 @@ mount -t tmpfs tmpfs "$R/sys/firmware"
 mkdir -p "$R/sys/firmware/devicetree/base"
 printf '%s\0' "$PI_MODEL" > "$R/sys/firmware/devicetree/base/model"
 # the host's Docker client (x86-64, run natively) and engine
-mkdir -p "$R/usr/lib/x86_64-linux-gnu" "$R/usr/lib64" "$R/run"
-mount --bind /usr/lib/x86_64-linux-gnu "$R/usr/lib/x86_64-linux-gnu"
-mount --bind /usr/lib64 "$R/usr/lib64"
+for d in /usr/lib/x86_64-linux-gnu /usr/lib64; do  # a dynamically linked client's loader and libraries
+    [ -d "$d" ] || continue
+    mkdir -p "$R$d"
+    mount --bind "$d" "$R$d"
+done
+[ -e "$R/lib64" ] || ln -s usr/lib64 "$R/lib64"
+mkdir -p "$R/run"
 touch "$R/usr/local/bin/docker" "$R/run/docker.sock"
 mount --bind "$PI_DOCKER" "$R/usr/local/bin/docker"
 mount --bind /run/docker.sock "$R/run/docker.sock"
