@@ -520,28 +520,30 @@ def ensure_cmd(platforms: str, offline: str, tag: str | None, targets: tuple[str
 @images.command("export")
 @click.option("--platforms", default="all", show_default=True, help=PLATFORMS_HELP)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option("--registry-file", type=click.Path(path_type=Path), default=None, help="default: registry.yaml")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.argument("names", nargs=-1)
-def export_cmd(platforms: str, tag: str | None, file: Path, names: tuple[str, ...]) -> None:
+def export_cmd(platforms: str, tag: str | None, registry_file: Path | None, file: Path, names: tuple[str, ...]) -> None:
     """Write every image (or NAMES) with its digests into one OCI archive, for a lab without registry access."""
-    from pirex.images import archive
+    from pirex.images import archive, sources
 
     with localregistry.local_registry():
         sizes_ = archive.export(file, list(names) or [t.name for t in bake.catalog()], tag or git_version()[0],
-                                _platforms(platforms), paths.REPO / "registry.yaml")  # fmt: skip
+                                _platforms(platforms), registry_file or sources.registry_file())  # fmt: skip
     for p, n in sizes_.items():
         click.echo(f"{p}: {n / 2**20:.0f} MiB")
     click.echo(f"wrote {file} ({file.stat().st_size / 2**20:.0f} MiB, shared layers once)")
 
 
 @images.command("import")
+@click.option("--registry-file", type=click.Path(path_type=Path), default=None, help="default: registry.yaml")
 @click.argument("file", type=click.Path(path_type=Path))
-def import_cmd(file: Path) -> None:
+def import_cmd(registry_file: Path | None, file: Path) -> None:
     """Put this machine's platform of an archive's images where `pirex run` takes them, digests checked."""
-    from pirex.images import archive
+    from pirex.images import archive, sources
 
     with localregistry.local_registry():
-        for i in archive.import_(file, plat.host(), paths.REPO / "registry.yaml"):
+        for i in archive.import_(file, plat.host(), registry_file or sources.registry_file()):
             click.echo(f"{i.name}: {i.index_digest} -> {publish.local_ref(i.name, i.tag)} ({i.image_id})")
 
 

@@ -838,6 +838,16 @@ def _in_container() -> dict[str, Any]:
     return {"likely": bool(evidence), "evidence": evidence}
 
 
+def _device_tree(name: str) -> str | None:
+    """A device-tree property: /proc/device-tree is a link to /sys/firmware/devicetree/base."""
+    for base in ("/proc/device-tree", "/sys/firmware/devicetree/base"):
+        try:
+            return parse_device_tree_model(Path(base, name).read_bytes()) or None
+        except OSError:
+            continue
+    return None
+
+
 def record(work_dir: Path, docker: bool = True, peers: list[str] | None = None) -> dict[str, Any]:
     """Read this machine: identity, CPU, frequency, memory, load, Pi firmware state, the storage under
     work_dir, the network (and the route to each peer: another host the experiment talks to), the
@@ -898,16 +908,8 @@ def record(work_dir: Path, docker: bool = True, peers: list[str] | None = None) 
     rec["load"] = r.section("load", lambda: parse_loadavg(load)) if load is not None else None
 
     def pi() -> dict[str, Any] | None:
-        try:
-            dt = parse_device_tree_model(Path("/proc/device-tree/model").read_bytes())
-        except OSError:
-            dt = None
-        serial = (cpuinfo or {}).get("serial")
-        if not serial:
-            try:
-                serial = parse_device_tree_model(Path("/proc/device-tree/serial-number").read_bytes()) or None
-            except OSError:
-                serial = None
+        dt = _device_tree("model")
+        serial = (cpuinfo or {}).get("serial") or _device_tree("serial-number")
         model = dt or (cpuinfo or {}).get("board_model")
         if not (model and model.startswith("Raspberry Pi")):
             r.note("pi", "not a Raspberry Pi", expected=True)

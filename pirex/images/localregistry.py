@@ -84,5 +84,8 @@ def local_registry():
             f"a registry on {LISTEN} requires credentials, so it is not one pirex can build into; on Debian "
             "the docker-registry package starts one as a service: `systemctl disable --now docker-registry`"
         )
+    if answers(LISTEN):  # one is running (another pirex, or the host's seen from a chroot): no program needed
+        yield HOST
+        return
     with registry_daemon(paths.cache_dir() / "registry", LISTEN):
         yield HOST
