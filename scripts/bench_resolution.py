@@ -165,8 +165,9 @@ def report(b: Bundle, name: str = "") -> list[str]:
     out = [f"== {name or b.path.name}: {b.path}"]
     p = b.parameters
     if p:
-        out.append(f"   {p.get('repetitions')} repetitions x {p.get('forks')} forks x ({p.get('warmup_iterations')} + "
-                   f"{p.get('iterations')}) x {p.get('time')}, variants {', '.join(v)}")  # fmt: skip
+        a = Allocation(p.get("repetitions"), int(p.get("forks", 1)), p.get("warmup_iterations"), p.get("iterations"),
+                       p.get("time"))  # fmt: skip
+        out.append(f"   {a.text()}, variants {', '.join(v)}")
     per_variant = ", ".join(f"{x} {sum(s) / 60:.1f}" for x, s in b.step_seconds.items())
     out.append(f"time spent: {b.wall / 60:.1f} min (steps per variant, min: {per_variant})")
     if "native" in v and "docker" in v:
