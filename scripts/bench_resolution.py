@@ -106,6 +106,7 @@ class Bundle:
     forks: dict[str, dict[int, list[list[float]]]]  # variant -> repetition -> fork -> measured iterations
     step_seconds: dict[str, list[float]]  # variant -> each step's wall time
     wall: float  # the bundle's start to end
+    skipped: tuple[str, ...] = ()  # steps whose jmh.json could not be read
 
     @property
     def variants(self) -> list[str]:
@@ -116,9 +117,14 @@ def read_bundle(path: Path, benchmark: str = BENCHMARK) -> Bundle:
     manifest = json.loads((path / "manifest.json").read_text())
     forks: dict[str, dict[int, list[list[float]]]] = {}
     steps: dict[str, list[float]] = {}
+    skipped: list[str] = []
     for step in manifest["completed"]:
         variant, rep = step["variant"], int(step["repetition"])
-        doc = json.loads((path / variant / str(rep) / "jmh.json").read_text())
+        try:
+            doc = json.loads((path / variant / str(rep) / "jmh.json").read_text())
+        except (OSError, ValueError) as e:  # an empty or cut file: that step is lost, its repetition unpaired
+            skipped.append(f"{variant}/{rep} ({type(e).__name__})")
+            continue
         found = [r for r in doc if r["benchmark"].rsplit(".", 1)[-1] == benchmark]
         if not found:
             raise SystemExit(f"{path}/{variant}/{rep}/jmh.json has no {benchmark}: was the bundle run with it?")
@@ -128,7 +134,7 @@ def read_bundle(path: Path, benchmark: str = BENCHMARK) -> Bundle:
         raise SystemExit(f"{path}: no completed step")
     ended = manifest.get("ended") or manifest["completed"][-1]["ended"]
     wall = (_when(ended) - _when(manifest["started"])).total_seconds()
-    return Bundle(path, manifest.get("parameters", {}), forks, steps, wall)
+    return Bundle(path, manifest.get("parameters", {}), forks, steps, wall, tuple(skipped))
 
 
 def run_means(b: Bundle, variant: str) -> dict[int, float]:
@@ -165,12 +171,19 @@ def report(b: Bundle, name: str = "") -> list[str]:
     out = [f"== {name or b.path.name}: {b.path}"]
     p = b.parameters
     if p:
-        out.append(f"   {p.get('repetitions')} repetitions x {p.get('forks')} forks x ({p.get('warmup_iterations')} + "
-                   f"{p.get('iterations')}) x {p.get('time')}, variants {', '.join(v)}")  # fmt: skip
+        a = Allocation(p.get("repetitions"), int(p.get("forks", 1)), p.get("warmup_iterations"), p.get("iterations"),
+                       p.get("time"))  # fmt: skip
+        out.append(f"   {a.text()}, variants {', '.join(v)}")
     per_variant = ", ".join(f"{x} {sum(s) / 60:.1f}" for x, s in b.step_seconds.items())
     out.append(f"time spent: {b.wall / 60:.1f} min (steps per variant, min: {per_variant})")
+    if b.skipped:
+        out.append(f"unreadable jmh.json, step left out: {', '.join(b.skipped)}")
     if "native" in v and "docker" in v:
         out += ratio_line("docker/native", b, "docker", "native")
+        old = stats.ratio_ci(list(run_means(b, "docker").values()), list(run_means(b, "native").values()), 0.95)
+        if old.has_interval:  # what pairing gains over the unpaired bootstrap of run means the tables used before
+            rel = (old.high - old.low) / (2 * old.value)
+            out.append(f"  docker/native unpaired (percentile bootstrap of run means), 95 %: ±{100 * rel:.2f} %")
     if "native" in v and precision.aa_name("native") in v:
         out += ratio_line("native-aa/native", b, precision.aa_name("native"), "native")
     elif "native" in v:

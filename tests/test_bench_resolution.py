@@ -57,9 +57,12 @@ def test_report_of_a_constructed_bundle(tmp_path, capsys):
 
 
 def test_without_the_aa_copy_and_with_too_few_repetitions(tmp_path, capsys):
-    path = _bundle(tmp_path, ["native", "docker"], reps=3, forks=1)
+    path = _bundle(tmp_path, ["native", "docker"], reps=4, forks=1)
+    (path / "native" / "3" / "jmh.json").write_text("")  # a lost step: its repetition is unpaired
     bench.main(["--bundle", str(path)])
     out = capsys.readouterr().out
+    assert "unreadable jmh.json, step left out: native/3 (JSONDecodeError)" in out
+    assert "unpaired, dropped: 1 repetition only in docker" in out
     assert "no A/A copy in this bundle" in out
     assert "no interval: 3 paired repetitions, 5 needed" in out and "no interval: 3 repetitions, 5 needed" in out
 

@@ -214,8 +214,9 @@ def log_ratios(numerator: Mapping[Hashable, float], denominator: Mapping[Hashabl
     common = sorted(set(numerator) & set(denominator), key=repr)
     only_num = len(set(numerator) - set(denominator))
     only_den = len(set(denominator) - set(numerator))
-    parts = [f"{k} only in {name}" for k, name in ((only_num, names[0]), (only_den, names[1])) if k]
-    note = f"dropped {' and '.join(parts)} (repetitions unpaired)" if parts else ""
+    parts = [f"{k} repetition{'s' if k > 1 else ''} only in {name}" for k, name in
+             ((only_num, names[0]), (only_den, names[1])) if k]  # fmt: skip
+    note = f"unpaired, dropped: {' and '.join(parts)}" if parts else ""
     num = np.array([numerator[k] for k in common], dtype=float)
     den = np.array([denominator[k] for k in common], dtype=float)
     if (num <= 0).any() or (den <= 0).any():

@@ -120,7 +120,7 @@ def test_paired_log_ratio_t_interval_against_hand_computation():
         pytest.approx(math.exp(dbar - half), rel=1e-7),
         pytest.approx(math.exp(dbar + half), rel=1e-7),
     )
-    assert r.note == "dropped 1 only in docker (repetitions unpaired)"
+    assert r.note == "unpaired, dropped: 1 repetition only in docker"
     assert r.relative_half_width == pytest.approx(math.sinh(half), rel=1e-7)
 
 
