@@ -68,10 +68,14 @@ def release_graph(checkout: Path, tmp: Path) -> bake.Graph:
     )
     context = {**SAMPLE_CONTEXT, "steps.meta.outputs.bake-file-tags": str(meta_file)}
     context |= {f"env.{k}": expand(v, context) for k, v in doc.get("env", {}).items()}
-    w = step_using("docker/bake-action", checkout)["with"]
+    step = step_using("docker/bake-action", checkout)
+    w = step["with"]
     source = checkout / w.get("source", ".")
     files = tuple(source / expand(f, context) for f in lines(w["files"]))
-    variables = dict(line.split("=", 1) for line in lines(expand(w.get("vars", ""), context)))
+    # bake reads its variables from the environment: the workflow's, the job's, the step's
+    variables = {k[len("env.") :]: v for k, v in context.items() if k.startswith("env.")}
+    variables |= {k: expand(v, context) for k, v in step.get("env", {}).items()}
+    variables |= dict(line.split("=", 1) for line in lines(expand(w.get("vars", ""), context)))
     return bake.graph(w.get("targets", "default"), files=files, env=variables, cwd=source)
 
 
