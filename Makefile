@@ -121,9 +121,9 @@ bench-resolution: $(VENV)/.installed ## jmh B1 docker/native and native-aa/nativ
 lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, hadolint, shellcheck, actionlint.
 	$(VENV)/bin/ruff check pirex tests scripts images/locust
 	$(VENV)/bin/ruff format --check pirex tests scripts images/locust
-	$(VENV)/bin/hadolint images/*/Dockerfile images/bootstrap/*/Dockerfile
-	$(VENV)/bin/shellcheck scripts/*.sh .ci/run images/*/pirex-*
-	$(ACTIONLINT)
+	$(VENV)/bin/hadolint images/*/Dockerfile images/bootstrap/*/Dockerfile images/stages/*/Dockerfile
+	$(VENV)/bin/shellcheck scripts/*.sh .ci/run images/*/pirex-* images/stages/*/mvn-package
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(ACTIONLINT)
 
 .PHONY: host-setup
 host-setup: ## Debian host, as root: install and start Docker, QEMU, buildx, compose, buildkitd, actionlint.

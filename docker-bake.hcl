@@ -1,8 +1,12 @@
-# The build graph of pirex: one target per image, all platforms in one invocation.
+# The build graph of pirex, and the one place it is written: one target per image, all platforms
+# in one invocation. `pirex images build|list|push`, the image tests (tests/test_images.py) and
+# the release workflow (.github/workflows/release.yml) all read it.
 #   docker buildx bake --print          shows the resolved graph
 #   make build [PLATFORMS=...] [OFFLINE=1]   builds it (through `pirex images build`)
-# A new image plugs in with one target: its context, the image it builds on (as a named
-# context, so that `FROM jvm` always means this repository's jvm image) and its tag.
+# A new image plugs in with one target and its name in the group "default": its context, the
+# image it builds on (as a named context, so that `FROM jvm` always means this repository's jvm
+# image) and its tags. Images are the folders images/<name>/ with a top-level Dockerfile;
+# shared build stages (images/stages/) are targets outside the group, never tagged or pushed.
 # Every base is a variable: online the pinned public images below, offline the bootstrap roles
 # in the local registry (images/bootstrap), set by pirex through the environment.
 
@@ -41,9 +45,16 @@ variable "EXTRA_CA_DIR" {
   default = "images/extra-ca"
 }
 
+# The tags an image gets: REGISTRY/<name>:TAG locally. The release workflow adds
+# docker/metadata-action's bake file, which redefines this target's tags with the release's
+# (1.2.3, 1.2, sha-...).
+target "docker-metadata-action" {
+  tags = [TAG]
+}
+
 function "tags" {
-  params = [name]
-  result = ["${REGISTRY}/${name}:${TAG}"]
+  params = [name, versions]
+  result = [for v in versions : "${REGISTRY}/${name}:${v}"]
 }
 
 group "default" {
@@ -63,7 +74,7 @@ target "base" {
   inherits = ["_common"]
   context  = "images/base"
   args     = { DEBIAN_IMAGE = DEBIAN_IMAGE }
-  tags     = tags("base")
+  tags     = tags("base", target.docker-metadata-action.tags)
 }
 
 target "jvm" {
@@ -71,35 +82,41 @@ target "jvm" {
   context  = "images/jvm"
   contexts = { base = "target:base" }
   args     = { JDK_IMAGE = JDK_IMAGE }
-  tags     = tags("jvm")
+  tags     = tags("jvm", target.docker-metadata-action.tags)
 }
 
-# Java images build from images/ (the Maven parent is there) on the build platform.
-target "jmh" {
-  inherits   = ["_common"]
+# The Java images' shared build stage (images/stages/java-build): Maven on the build machine's
+# platform (no platforms here: the builder's own), never an image.
+target "java-build" {
   context    = "images"
-  dockerfile = "jmh/Dockerfile"
-  contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
+  dockerfile = "stages/java-build/Dockerfile"
+  contexts   = { extra-ca = EXTRA_CA_DIR }
   args       = { MAVEN_IMAGE = MAVEN_IMAGE }
-  tags       = tags("jmh")
+}
+
+# Java images build from images/ on java-build and copy their jars into jvm.
+target "_java" {
+  inherits = ["_common"]
+  context  = "images"
+  contexts = { jvm = "target:jvm", java-build = "target:java-build" }
+}
+
+target "jmh" {
+  inherits   = ["_java"]
+  dockerfile = "jmh/Dockerfile"
+  tags       = tags("jmh", target.docker-metadata-action.tags)
 }
 
 target "moobench" {
-  inherits   = ["_common"]
-  context    = "images"
+  inherits   = ["_java"]
   dockerfile = "moobench/Dockerfile"
-  contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
-  args       = { MAVEN_IMAGE = MAVEN_IMAGE }
-  tags       = tags("moobench")
+  tags       = tags("moobench", target.docker-metadata-action.tags)
 }
 
 target "jpa-rest" {
-  inherits   = ["_common"]
-  context    = "images"
+  inherits   = ["_java"]
   dockerfile = "jpa-rest/Dockerfile"
-  contexts   = { jvm = "target:jvm", extra-ca = EXTRA_CA_DIR }
-  args       = { MAVEN_IMAGE = MAVEN_IMAGE }
-  tags       = tags("jpa-rest")
+  tags       = tags("jpa-rest", target.docker-metadata-action.tags)
 }
 
 # Debian's PostgreSQL on base: the same database bits online and offline.
@@ -107,7 +124,7 @@ target "postgres" {
   inherits = ["_common"]
   context  = "images/postgres"
   contexts = { base = "target:base" }
-  tags     = tags("postgres")
+  tags     = tags("postgres", target.docker-metadata-action.tags)
 }
 
 # Locust's gevent has no armv7 wheels: arm/v7 takes Debian's python3-locust (images/locust).
@@ -116,7 +133,7 @@ target "locust" {
   context    = "images"
   dockerfile = "locust/Dockerfile"
   contexts   = { base = "target:base", extra-ca = EXTRA_CA_DIR }
-  tags       = tags("locust")
+  tags       = tags("locust", target.docker-metadata-action.tags)
 }
 
 # C images build from images/ and cross-compile on the build platform.
@@ -126,5 +143,5 @@ target "fork" {
   dockerfile = "fork/Dockerfile"
   contexts   = { base = "target:base" }
   args       = { DEBIAN_IMAGE = DEBIAN_IMAGE }
-  tags       = tags("fork")
+  tags       = tags("fork", target.docker-metadata-action.tags)
 }

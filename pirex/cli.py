@@ -489,6 +489,20 @@ def push_cmd(dest: str, tag: str | None, registry_file: Path) -> None:
     click.echo(f"wrote {registry_file}")
 
 
+@images.command("record")
+@click.option(
+    "--metadata", type=click.Path(path_type=Path, dir_okay=False), required=True, help="bake's metadata file."
+)
+@click.option("--tag", required=True, help="The tag the images were pushed with.")
+@click.option(
+    "--registry-file", type=click.Path(path_type=Path), default=paths.REPO / "registry.yaml", show_default=True
+)
+def record_cmd(metadata: Path, tag: str, registry_file: Path) -> None:
+    """Write registry.yaml from a `docker buildx bake --push` of the collection (the release workflow)."""
+    publish.record(metadata, tag, [t.name for t in bake.catalog()], registry_file)
+    click.echo(f"wrote {registry_file}")
+
+
 @images.command("pull")
 @click.option(
     "--registry-file", type=click.Path(path_type=Path), default=paths.REPO / "registry.yaml", show_default=True

@@ -1,16 +1,15 @@
-"""The Java images' pattern, on a throwaway module: Maven runs once in the build stage on the
-build machine's platform (FROM --platform=$BUILDPLATFORM, the maven role), against the parent
-images/pom.xml, and the jar is copied into the jvm image of every target platform, where it runs
-(arm/v7 under QEMU). This is what images/jmh, moobench and jpa-rest build on."""
+"""The Java images' pattern, on a throwaway module: Maven runs once in the shared build stage
+java-build (images/stages/java-build: the maven role on the build machine's platform, the parent
+images/pom.xml), built through docker-bake.hcl's own target, and the jar is copied into the jvm
+image of every target platform, where it runs (arm/v7 under QEMU). This is what images/jmh,
+moobench and jpa-rest build on."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
 from pirex import proc
-from pirex.images import bake, builder, localregistry, publish, regclient
+from pirex.images import bake, localregistry, publish, regclient
 from pirex.images.platforms import host, parse
 from pirex.paths import REPO
 
@@ -20,8 +19,7 @@ pytestmark = pytest.mark.docker
 def dockerfile() -> str:
     """The real build stage of images/jmh/Dockerfile, for module hello, plus a final stage."""
     text = (REPO / "images" / "jmh" / "Dockerfile").read_text()
-    build_stage = text[text.index("ARG MAVEN_IMAGE") : text.index("# `jvm` is a named build context")]
-    assert "--platform=$BUILDPLATFORM" in build_stage
+    build_stage = text[text.index("FROM --platform=$BUILDPLATFORM java-build") : text.index("# `jvm` is a named")]
     return build_stage.replace("jmh", "hello") + (
         "FROM jvm\n"
         "COPY --from=build /src/hello/target/hello.jar /opt/pirex/hello.jar\n"
@@ -42,6 +40,19 @@ MODULE_POM = """\
 </project>
 """
 
+# The module as one more target beside docker-bake.hcl's, on its java-build stage.
+HELLO_BAKE = """\
+variable "HELLO_DIR" {}
+variable "HELLO_TAG" {}
+variable "JVM_IMAGE" {}
+target "hello" {
+  context   = HELLO_DIR
+  contexts  = { java-build = "target:java-build", jvm = "docker-image://${JVM_IMAGE}" }
+  platforms = split(",", PLATFORMS)
+  tags      = [HELLO_TAG]
+}
+"""
+
 JAVA = """\
 public class Hello {
     public static void main(String[] args) {
@@ -54,25 +65,24 @@ public class Hello {
 def test_jar_built_once_runs_on_every_platform(built, infra, tmp_path):
     ctx = tmp_path / "ctx"
     (ctx / "hello" / "src" / "main" / "java").mkdir(parents=True)
-    pom = (REPO / "images" / "pom.xml").read_text()
-    (ctx / "pom.xml").write_text(
-        re.sub(r"<modules>.*</modules>", "<modules><module>hello</module></modules>", pom, flags=re.S)
-    )
     (ctx / "hello" / "pom.xml").write_text(MODULE_POM)
     (ctx / "hello" / "src" / "main" / "java" / "Hello.java").write_text(JAVA)
     (ctx / "Dockerfile").write_text(dockerfile())
 
-    maven = built.bases.get("MAVEN_IMAGE") or bake.variable_default("MAVEN_IMAGE")
+    (tmp_path / "hello.hcl").write_text(HELLO_BAKE)
     targets = [parse("linux/arm/v7"), host()]
     tag = f"{localregistry.HOST}/pirex-test/hello:{built.tag}"
     _, builder_name = infra
-    builder.buildx(
-        "build", "--builder", builder_name, "--platform", ",".join(map(str, targets)), "--push", "--provenance=false",
-        "--build-arg", f"MAVEN_IMAGE={maven}",
-        "--build-context", f"jvm=docker-image://{publish.local_ref('jvm', built.tag)}",
-        "--build-context", f"extra-ca={bake.extra_ca_dir()}",
-        "-t", tag, str(ctx), timeout=1800, what="building the Java pattern",
-    )  # fmt: skip
+    variables = bake.bake_vars(
+        registry=f"{localregistry.HOST}/pirex-test",
+        tag=built.tag,
+        platforms=targets,
+        version="test",
+        revision="test",
+        bases=built.bases,
+    )
+    variables |= {"HELLO_DIR": str(ctx), "HELLO_TAG": tag, "JVM_IMAGE": publish.local_ref("jvm", built.tag)}
+    bake.build(builder_name, variables, ["hello"], files=(bake.BAKE_FILE, tmp_path / "hello.hcl"))
     reg = regclient.Registry(localregistry.HOST)
     _, images = reg.platform_images("pirex-test/hello", built.tag)
     assert set(images) == set(targets)

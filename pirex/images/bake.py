@@ -6,10 +6,11 @@ import json
 import logging
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import paths
+from pirex import paths, proc
+from pirex.errors import PirexError
 from pirex.images import builder
 from pirex.images.platforms import Platform
 
@@ -33,29 +34,65 @@ class Target:
     context: str
     tags: tuple[str, ...]
     args: dict
+    dockerfile: str = "Dockerfile"
+    contexts: dict = field(default_factory=dict)
+    platforms: tuple[str, ...] = ()
+
+    def dockerfile_path(self, cwd: Path = paths.REPO) -> Path:
+        """The Dockerfile bake builds this target from (bake resolves it within the context)."""
+        return cwd / self.context / self.dockerfile
 
 
-def catalog(group: str = "default", env: dict[str, str] | None = None) -> list[Target]:
-    """The images of the collection, as the build graph declares them (in build order)."""
+@dataclass(frozen=True)
+class Graph:
+    """The build graph as `docker buildx bake --print` resolves it."""
+
+    images: list[str]  # the group's targets, in build order: the images of the collection
+    targets: dict[str, Target]  # the images and every target they link (shared build stages)
+
+    def catalog(self) -> list[Target]:
+        return [self.targets[n] for n in self.images]
+
+
+def graph(
+    group: str = "default",
+    *,
+    files: tuple[Path | str, ...] = (BAKE_FILE,),
+    env: dict[str, str] | None = None,
+    cwd: Path = paths.REPO,
+) -> Graph:
+    """Resolve group (with any extra bake files, such as docker/metadata-action's) as bake does."""
+    if proc.which("docker") is None:
+        raise PirexError("docker is not on PATH: the build graph (docker-bake.hcl) is read by docker buildx bake")
     out = builder.buildx(
         "bake",
-        "-f",
-        BAKE_FILE,
+        *(a for f in files for a in ("-f", f)),
         "--print",
         group,
         timeout=60,
         env=env or {},
-        cwd=paths.REPO,
+        cwd=cwd,
         what="docker buildx bake --print",
     ).stdout
     doc = json.loads(out)
-    names = doc["group"][group]["targets"]
-    return [
-        Target(
-            n, doc["target"][n]["context"], tuple(doc["target"][n].get("tags", [])), doc["target"][n].get("args", {})
+    targets = {
+        n: Target(
+            n,
+            t.get("context", "."),
+            tuple(t.get("tags", [])),
+            t.get("args", {}),
+            t.get("dockerfile", "Dockerfile"),
+            t.get("contexts", {}),
+            tuple(t.get("platforms", [])),
         )
-        for n in names
-    ]
+        for n, t in doc["target"].items()
+    }
+    return Graph(doc["group"][group]["targets"], targets)
+
+
+def catalog(group: str = "default", env: dict[str, str] | None = None) -> list[Target]:
+    """The images of the collection, as the build graph declares them (in build order)."""
+    return graph(group, env=env).catalog()
 
 
 EXTRA_CA_SYSTEM = Path("/usr/local/share/ca-certificates")
@@ -89,9 +126,17 @@ def bake_vars(
     }
 
 
-def build(builder_name: str, variables: dict[str, str], targets: list[str], *, sbom: bool = False) -> dict[str, str]:
+def build(
+    builder_name: str,
+    variables: dict[str, str],
+    targets: list[str],
+    *,
+    sbom: bool = False,
+    files: tuple[Path | str, ...] = (BAKE_FILE,),
+) -> dict[str, dict]:
     """Build targets for every platform and push them to the registry in REGISTRY, with
-    provenance. Returns {target: manifest-list digest}."""
+    provenance. Returns bake's metadata of each target (its manifest-list digest is
+    "containerimage.digest"), as the release workflow's bake-action reports it too."""
     with tempfile.TemporaryDirectory() as tmp:
         meta = Path(tmp) / "metadata.json"
         outside = [v for k, v in variables.items() if k.endswith("_DIR") and not Path(v).is_relative_to(paths.REPO)]
@@ -100,8 +145,7 @@ def build(builder_name: str, variables: dict[str, str], targets: list[str], *, s
             *(f"--allow=fs.read={d}" for d in outside),  # bake asks before reading outside the repository
             "--builder",
             builder_name,
-            "-f",
-            BAKE_FILE,
+            *(a for f in files for a in ("-f", f)),
             "--push",
             "--provenance",
             "mode=max",
@@ -115,4 +159,9 @@ def build(builder_name: str, variables: dict[str, str], targets: list[str], *, s
             *cmd, timeout=BUILD_TIMEOUT, env=variables, cwd=paths.REPO, capture=False, what="docker buildx bake"
         )
         data = json.loads(meta.read_text())
-    return {t: data[t]["containerimage.digest"] for t in targets if t in data}
+    return {t: data[t] for t in targets if t in data}
+
+
+def digests(metadata: dict[str, dict]) -> dict[str, str]:
+    """{target: manifest-list digest} of what bake pushed."""
+    return {t: m["containerimage.digest"] for t, m in metadata.items() if "containerimage.digest" in m}

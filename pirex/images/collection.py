@@ -20,6 +20,7 @@ class Built:
     platforms: list[plat.Platform]
     digests: dict[str, str]  # image name -> manifest-list digest in the local registry
     bases: dict[str, str]  # the *_IMAGE build arguments used (empty: the pinned public bases)
+    metadata: dict[str, dict]  # bake's metadata of each image (what `pirex images record` reads)
 
 
 def offline_wanted(mode: str, default_debian: str) -> bool:
@@ -74,5 +75,5 @@ def build(
         revision=revision,
         bases=bases,
     )
-    digests = bake.build(builder_name, variables, names)
-    return Built(tag, platforms, digests, bases)
+    metadata = bake.build(builder_name, variables, names)
+    return Built(tag, platforms, bake.digests(metadata), bases, metadata)

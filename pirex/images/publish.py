@@ -1,6 +1,7 @@
 """`make push` and `make pull`: copying what `make build` put in the local registry to a
 registry where users pull from, recording each manifest-list digest in registry.yaml, and
-pulling by those digests with a check that what arrived is what registry.yaml names."""
+pulling by those digests with a check that what arrived is what registry.yaml names. The
+release workflow pushes with bake itself and records the same way (`record`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from pirex import proc
 from pirex.errors import PirexError
 from pirex.images import builder, localregistry, regclient, registryfile
+from pirex.images import platforms as plat
 from pirex.images.platforms import Platform
 from pirex.images.registryfile import Entry
 
@@ -105,6 +107,48 @@ def push(dest: str, tag: str, names: list[str], regfile: Path) -> dict[str, Entr
         print(f"{name}: {dest}/{name}@{digest}")
     registryfile.save(regfile, updated)
     return updated
+
+
+def record(metadata: Path, tag: str, names: list[str], regfile: Path) -> dict[str, Entry]:
+    """registry.yaml from what `docker buildx bake --push` reported in its metadata file (the
+    release workflow's docker/bake-action output): each image's manifest-list digest, checked
+    against what the registry serves, and the platforms in it.
+
+    registry.yaml is written only when every image in names was pushed."""
+    try:
+        pushed = json.loads(metadata.read_text())
+    except (OSError, ValueError) as e:
+        raise PirexError(f"cannot read the bake metadata file {metadata}: {e}") from None
+    entries = registryfile.load(regfile) if regfile.exists() else {}
+    updated = dict(entries)
+    for name in names:
+        m = pushed.get(name) or {}
+        digest = m.get("containerimage.digest")
+        refs = [r for r in m.get("image.name", "").split(",") if r.endswith(f":{tag}")]
+        if not digest or not refs:
+            raise PirexError(
+                f"{metadata} names no image {name} pushed with tag {tag}: build and push the whole "
+                "group of docker-bake.hcl with --metadata-file, then record"
+            )
+        repository = refs[0].removesuffix(f":{tag}")
+        index, served = remote_raw(f"{repository}@{digest}")
+        if served != digest:
+            raise PirexError(f"{repository}@{digest}: the registry served content with digest {served}")
+        old = entries.get(name)
+        updated[name] = Entry(repository, tag, _platforms(index), digest, old.extra if old else {})
+        print(f"{name}: {repository}@{digest}")
+    registryfile.save(regfile, updated)
+    return updated
+
+
+def _platforms(index: dict) -> list[str]:
+    """The platforms of a manifest list, without its attestations (platform unknown/unknown)."""
+    found = {
+        Platform(p["os"], p["architecture"], p.get("variant", "") or "")
+        for m in index.get("manifests", [])
+        if (p := m.get("platform") or {}).get("os", "unknown") != "unknown"
+    }
+    return [str(p) for p in sorted({plat.parse(str(p)) for p in found})]
 
 
 def pull(regfile: Path, platform: Platform, names: list[str] | None = None) -> dict[str, str]:

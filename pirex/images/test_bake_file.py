@@ -1,5 +1,6 @@
-"""docker-bake.hcl is the source of truth for the pinned bases; the Dockerfiles' own defaults
-(used by a plain `docker build`) must say the same, and every base is pinned by digest."""
+"""docker-bake.hcl is the build graph and the source of truth for the pinned bases: its group is
+exactly the image folders, every other target is a shared build stage, and the Dockerfiles' own
+defaults (used by a plain `docker build`) say what bake passes; every base is pinned by digest."""
 
 import re
 
@@ -8,14 +9,55 @@ import pytest
 from pirex.images import bake
 from pirex.paths import REPO
 
+IMAGES = REPO / "images"
+STAGES = IMAGES / "stages"
+BASE_ARG = re.compile(r"^ARG (\w+_IMAGE)=(\S+)$", re.M)
 
-@pytest.mark.parametrize(
-    ("dockerfile", "arg"), [("base", "DEBIAN_IMAGE"), ("jvm", "JDK_IMAGE"), ("jmh", "MAVEN_IMAGE")]
-)
-def test_dockerfile_defaults_match_the_bake_file(dockerfile, arg):
-    text = (REPO / "images" / dockerfile / "Dockerfile").read_text()
-    m = re.search(rf"^ARG {arg}=(\S+)$", text, re.M)
-    assert m and m[1] == bake.variable_default(arg)
+
+def pinning_dockerfiles() -> list[str]:
+    """Every Dockerfile under images/ that pins a base in an ARG default, but the bootstrap
+    roles' (pirex passes theirs; they are not part of the bake graph)."""
+    return sorted(
+        str(f.relative_to(IMAGES))
+        for f in IMAGES.glob("**/Dockerfile")
+        if "bootstrap" not in f.relative_to(IMAGES).parts and BASE_ARG.search(f.read_text())
+    )
+
+
+def test_the_group_is_the_image_folders(graph):
+    folders = {d.name for d in IMAGES.iterdir() if (d / "Dockerfile").is_file()}
+    assert set(graph.images) == folders
+    for t in graph.catalog():
+        assert t.dockerfile_path().resolve() == IMAGES / t.name / "Dockerfile", t.name
+
+
+def test_every_other_target_is_a_shared_stage(graph):
+    """A target outside the group is a stage an image builds on (images/stages/), never a
+    forgotten image: an images/<name>/Dockerfile target that the group leaves out fails here."""
+    declared = set(re.findall(r'^target "([^"]+)"', (REPO / "docker-bake.hcl").read_text(), re.M))
+    helpers = {n for n in declared if n.startswith("_")} | {"docker-metadata-action"}
+    for name in sorted(declared - set(graph.images) - helpers):
+        assert name in graph.targets, f'target "{name}" is neither in group "default" nor a stage an image uses'
+        t = graph.targets[name]
+        assert t.dockerfile_path().resolve().is_relative_to(STAGES), name
+        assert not t.tags, f"stage {name} is never tagged or pushed"
+
+
+@pytest.mark.parametrize("dockerfile", pinning_dockerfiles())
+def test_dockerfile_defaults_match_the_bake_file(graph, dockerfile):
+    path = IMAGES / dockerfile
+    users = [t for t in graph.targets.values() if t.dockerfile_path().resolve() == path]
+    assert users, f"{dockerfile} pins a base but no target of docker-bake.hcl builds it"
+    for arg, default in BASE_ARG.findall(path.read_text()):
+        for t in users:
+            assert t.args.get(arg) == default, f"{dockerfile}: ARG {arg} default differs from bake's (target {t.name})"
+
+
+def test_the_dockerfiles_that_pin_a_base_are_found():
+    # the Java images take theirs from the stage they build on
+    assert {"base/Dockerfile", "jvm/Dockerfile", "fork/Dockerfile", "stages/java-build/Dockerfile"} <= set(
+        pinning_dockerfiles()
+    )
 
 
 @pytest.mark.parametrize("arg", ["DEBIAN_IMAGE", "JDK_IMAGE", "MAVEN_IMAGE"])

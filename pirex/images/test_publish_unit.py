@@ -30,3 +30,15 @@ def test_auth_errors_are_recognized(stderr):
 
 def test_other_errors_are_not_auth_errors():
     assert not publish.AUTH_ERROR.search("dial tcp 127.0.0.1:5001: connect: connection refused")
+
+
+def test_record_refuses_metadata_without_every_image(tmp_path):
+    metadata = tmp_path / "metadata.json"
+    metadata.write_text('{"base": {"containerimage.digest": "sha256:' + "0" * 64 + '", "image.name": "r/base:v1"}}')
+    regfile = tmp_path / "registry.yaml"
+    regfile.write_text("images: {}\n")
+    with pytest.raises(PirexError, match="names no image jvm pushed with tag v1"):
+        publish.record(metadata, "v1", ["jvm"], regfile)
+    with pytest.raises(PirexError, match="names no image base pushed with tag v2"):
+        publish.record(metadata, "v2", ["base"], regfile)
+    assert regfile.read_text() == "images: {}\n"

@@ -1,0 +1,99 @@
+"""Adding to the collection touches no code: in a copy of the checkout, a small image foo is
+one folder (images/foo/Dockerfile) plus its target and group membership in docker-bake.hcl, and
+nothing under pirex/, tests/, the Makefile or .github/ changes; `pirex images list`, the image
+tests and the release workflow's build graph all take it up. No image is built here."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pirex import proc
+from pirex.images.test_release_workflow import SAMPLE_TAGS, release_graph
+from pirex.paths import REPO
+
+FOO_DOCKERFILE = """\
+# pirex foo: the smallest image, for tests/test_adding_an_experiment.py.
+# hadolint ignore=DL3006
+FROM base
+CMD ["echo", "foo"]
+"""
+
+FOO_TARGET = """
+target "foo" {
+  inherits = ["_common"]
+  context  = "images/foo"
+  contexts = { base = "target:base" }
+  tags     = tags("foo", target.docker-metadata-action.tags)
+}
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    return proc.run(["git", "-C", cwd, *args], timeout=60).stdout
+
+
+def add_to_group(bake_file: Path, name: str) -> None:
+    text = bake_file.read_text()
+    text, n = re.subn(r'(group "default" \{\s*targets = \[)([^\]]*)\]', rf'\1\2, "{name}"]', text)
+    assert n == 1, "group default not found in docker-bake.hcl"
+    bake_file.write_text(text)
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """The tracked files of this checkout as they are now, committed in a repository of their
+    own; then foo added the way a contributor adds an image."""
+    d = tmp_path_factory.mktemp("checkout")
+    for rel in git(REPO, "ls-files", "-z").split("\0"):
+        if rel and (REPO / rel).is_file():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, d / rel)
+    git(d, "init", "-q")
+    git(d, "add", "-A")
+    git(d, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "as checked out")
+
+    (d / "images" / "foo").mkdir()
+    (d / "images" / "foo" / "Dockerfile").write_text(FOO_DOCKERFILE)
+    add_to_group(d / "docker-bake.hcl", "foo")
+    with open(d / "docker-bake.hcl", "a") as f:
+        f.write(FOO_TARGET)
+    return d
+
+
+def run_in(checkout: Path, *args: str) -> str:
+    """A Python command with the copy's pirex (not this checkout's) first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1"}
+    r = subprocess.run([sys.executable, *args], cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_only_the_image_folder_and_the_bake_file_change(checkout):
+    changed = {line[3:] for line in git(checkout, "status", "--porcelain", "--untracked-files=all").splitlines()}
+    assert changed == {"docker-bake.hcl", "images/foo/Dockerfile"}
+
+
+def test_pirex_images_list_names_it(docker, checkout):
+    rows = [line.split()[:2] for line in run_in(checkout, "-m", "pirex", "images", "list").splitlines()]
+    assert ["foo", "images/foo"] in rows
+
+
+def test_the_image_tests_include_it(docker, checkout):
+    out = run_in(checkout, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "tests/test_images.py")
+    assert "tests/test_images.py::test_manifest_list_has_every_platform_with_matching_config[foo]" in out
+    assert "tests/test_images.py::test_oci_labels_and_non_root_user[foo]" in out
+
+
+def test_the_release_graph_includes_it(docker, checkout, tmp_path):
+    release = release_graph(checkout, tmp_path)
+    assert "foo" in release.images
+    foo = release.targets["foo"]
+    assert list(foo.tags) == [f"ghcr.io/lab/foo:{v}" for v in SAMPLE_TAGS]
+    assert foo.contexts == {"base": "target:base"} and len(foo.platforms) == 3
