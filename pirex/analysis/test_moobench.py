@@ -301,7 +301,7 @@ def test_the_matrix_at_the_paper_profile_runs_moobench_defaults():
 
     doc = yaml.safe_load(exp.path.read_text())
     doc["matrices"]["fluctuation"]["profiles"]["paper"] = {"cals": 2_000_000}  # a typo is refused at load
-    with pytest.raises(PirexError, match="matrices.fluctuation.profiles.paper: expected parameters"):
+    with pytest.raises(PirexError, match="matrices.fluctuation.profiles.paper: unknown parameter 'cals'"):
         experiment.parse(doc, exp.path)
 
 
