@@ -111,7 +111,7 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
 @cli.command("compose")
 @click.argument("experiment_id", metavar="EXPERIMENT", type=click.Choice(["jpa-rest"]))
 @click.option("--profile", default="quick", show_default=True, type=click.Choice(["quick", "paper"]))
-@click.option("--customers", type=int, default=None, help="Rows to load (default: quick 10,000; paper 10,000,000).")
+@click.option("--customers", type=int, default=None, help="Rows to load (default: the profile's, experiment.yaml).")
 @click.option("--users", type=int, default=16, show_default=True, help="Concurrent Locust users (the paper's 16).")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")

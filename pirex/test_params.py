@@ -1,16 +1,12 @@
 """Declared parameters: profiles, matrix cases and --set are checked against a type and a range
 before anything runs, and every mistake names the parameter, the value and what is allowed."""
 
-import copy
-
 import pytest
-import yaml
 
 from pirex import experiment
 from pirex import params as P
 from pirex.errors import PirexError
-
-JMH = yaml.safe_load(experiment.path_of("jmh").read_text())
+from pirex.test_experiment import broken
 
 
 @pytest.mark.parametrize(
@@ -47,14 +43,6 @@ def test_set_values_take_the_declared_type():
     assert experiment.load("jpa-rest").overrides(["mix=interleaved"]) == {"mix": "interleaved"}
 
 
-def _load(tmp_path, change):
-    doc = copy.deepcopy(JMH)
-    change(doc)
-    f = tmp_path / "experiment.yaml"
-    f.write_text(yaml.safe_dump(doc))
-    return f
-
-
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -71,7 +59,7 @@ def _load(tmp_path, change):
     ],
 )
 def test_declaration_and_profile_mistakes_name_file_and_key(tmp_path, change, message):
-    f = _load(tmp_path, change)
+    f = broken(tmp_path, change)
     with pytest.raises(PirexError, match=message) as e:
         experiment.load(f)
     assert str(f) in str(e.value)

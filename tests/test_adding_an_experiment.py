@@ -1,10 +1,12 @@
 """Adding to the collection touches no code: in a copy of the checkout, a small image foo is
 one folder (images/foo/Dockerfile) plus its target and group membership in docker-bake.hcl, and
-nothing under pirex/, tests/, the Makefile or .github/ changes; `pirex images list`, the image
-tests and the release workflow's build graph all take it up. No image is built here."""
+an experiment foo is one folder (experiments/foo/experiment.yaml); nothing under pirex/, tests/,
+the Makefile or .github/ changes. `pirex images list`, the image tests, the release workflow's
+build graph, `pirex run` and the generic `pirex table` all take them up."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,6 +25,23 @@ FOO_DOCKERFILE = """\
 # hadolint ignore=DL3006
 FROM base
 CMD ["echo", "foo"]
+"""
+
+FOO_EXPERIMENT = """\
+schema: 1
+id: foo
+title: the smallest experiment (tests/test_adding_an_experiment.py)
+image: foo
+command: [sh, -c, "printf 'value,size\\n{repetition},{size}\\n' > {output}/out.csv"]
+parameters:
+  size: {type: int, min: 1, default: 3}
+profiles:
+  quick: {repetitions: 2}
+  paper: {repetitions: 5}
+variants: [native, docker]
+default_variants: [docker]
+outputs:
+  - {path: out.csv, format: csv}
 """
 
 FOO_TARGET = """
@@ -64,20 +83,23 @@ def checkout(tmp_path_factory) -> Path:
     add_to_group(d / "docker-bake.hcl", "foo")
     with open(d / "docker-bake.hcl", "a") as f:
         f.write(FOO_TARGET)
+    (d / "experiments" / "foo").mkdir()
+    (d / "experiments" / "foo" / "experiment.yaml").write_text(FOO_EXPERIMENT)
     return d
 
 
-def run_in(checkout: Path, *args: str) -> str:
+def run_in(checkout: Path, *args: str, timeout: float = 120) -> str:
     """A Python command with the copy's pirex (not this checkout's) first on the path."""
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1"}
-    r = subprocess.run([sys.executable, *args], cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, *args], cwd=checkout, env=env, capture_output=True, text=True,
+                       timeout=timeout)  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
 
 def test_only_the_image_folder_and_the_bake_file_change(checkout):
     changed = {line[3:] for line in git(checkout, "status", "--porcelain", "--untracked-files=all").splitlines()}
-    assert changed == {"docker-bake.hcl", "images/foo/Dockerfile"}
+    assert changed == {"docker-bake.hcl", "images/foo/Dockerfile", "experiments/foo/experiment.yaml"}
 
 
 def test_pirex_images_list_names_it(docker, checkout):
@@ -97,3 +119,18 @@ def test_the_release_graph_includes_it(docker, checkout, tmp_path):
     foo = release.targets["foo"]
     assert list(foo.tags) == [f"ghcr.io/lab/foo:{v}" for v in SAMPLE_TAGS]
     assert foo.contexts == {"base": "target:base"} and len(foo.platforms) == 3
+
+
+def test_pirex_run_and_the_generic_table_take_the_experiment(built, checkout, tmp_path):
+    tag = f"{built.tag}-foo"
+    run_in(checkout, "-m", "pirex", "images", "build", "--platforms", "host", "--offline", "1", "--tag", tag, "foo",
+           timeout=900)  # fmt: skip
+    results = tmp_path / "results"
+    run_in(checkout, "-m", "pirex", "run", "foo", "--tag", tag, "--results-dir", str(results), "--set", "size=7",
+           timeout=600)  # fmt: skip
+    (bundle,) = results.glob("foo/*/manifest.json")
+    assert all(s["params"]["size"] == 7 for s in json.loads(bundle.read_text())["plan"])
+    table = run_in(checkout, "-m", "pirex", "table", "foo", "--results-dir", str(results))
+    assert "Per variant: mean over runs (steps) of each measured column" in table
+    assert "| size | docker | 2 | 7 | no interval: 2 runs, 5 needed |" in table
+    assert (results / "tables" / "foo" / "summary.csv").is_file()

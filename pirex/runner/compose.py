@@ -9,7 +9,7 @@ import json
 import logging
 from pathlib import Path
 
-from pirex import machine, proc
+from pirex import experiment, machine, proc
 from pirex.bundle import sha256, utcnow
 from pirex.errors import PirexError
 from pirex.images import localregistry, publish
@@ -22,15 +22,14 @@ log = logging.getLogger(__name__)
 
 COMPOSE_FILE = REPO / "compose" / "jpa-rest.yml"
 IMAGES = ("postgres", "jpa-rest", "locust")
-PROFILES = {"quick": 10_000, "paper": 10_000_000}  # customers loaded
 TIMEOUT = {"quick": 1800, "paper": 6 * 3600}
 
 
 def run(tag: str, results_dir: Path, profile: str = "quick", customers: int | None = None, users: int = 16,
         timeout: float | None = None) -> Path:  # fmt: skip
-    if profile not in PROFILES:
-        raise PirexError(f"--profile {profile!r}: expected one of {', '.join(PROFILES)}")
-    customers = customers or PROFILES[profile]
+    if profile not in TIMEOUT:
+        raise PirexError(f"--profile {profile!r}: expected one of {', '.join(TIMEOUT)}")
+    customers = customers or experiment.load("jpa-rest").resolve(profile)["customers"]  # one source of the numbers
     platform = plat.host()
     images = {}
     with localregistry.local_registry():
