@@ -273,6 +273,7 @@ def paired_ratio(numerator: Mapping[Hashable, float], denominator: Mapping[Hasha
 def _bca_mean(d: np.ndarray, level: float, seed: int, resamples: int) -> tuple[float, float]:
     if float(d.std()) == 0:  # every resample has the same mean: the interval is that point
         return float(d[0]), float(d[0])
+    # random_state: the keyword both scipy 1.10 (Debian bookworm, 32-bit Pis) and 1.16 take
     res = sps.bootstrap((d,), np.mean, confidence_level=level, n_resamples=resamples, method="BCa",
-                        rng=np.random.default_rng(seed))  # fmt: skip
+                        random_state=np.random.default_rng(seed))  # fmt: skip
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
