@@ -87,11 +87,12 @@ def test_an_unreachable_registry_falls_back_to_building_and_says_so(published, t
     regfile, _, _ = published
     gone = with_digest(regfile, tmp_path, repository=f"127.0.0.1:{free_port()}/lab/{IMAGE}")
     env = {"PIREX_REGISTRY_FILE": str(gone)}
+    tag = f"{TEST_TAG}-fallback"  # its own tag: a host-only build must not replace the session's three platforms
     r = proc.run([sys.executable, "-m", "pirex", "images", "ensure", "--offline", os.environ.get("OFFLINE", "auto"),
-                  "--tag", TEST_TAG, IMAGE], timeout=3600, check=False, env=env)  # fmt: skip
+                  "--tag", tag, IMAGE], timeout=3600, check=False, env=env)  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     assert "cannot be reached" in r.stderr and f"building {IMAGE} here instead" in r.stderr
-    assert f"{IMAGE}: {publish.local_ref(IMAGE, TEST_TAG)}@" in r.stdout  # built, as `images build` reports
+    assert f"{IMAGE}: {publish.local_ref(IMAGE, tag)}@" in r.stdout  # built, as `images build` reports
     with localregistry.local_registry():
-        src = sources.resolve(IMAGE, TEST_TAG, plat.host(), gone)
-    assert src.origin == {"kind": "built", "tag": TEST_TAG}
+        src = sources.resolve(IMAGE, tag, plat.host(), gone)
+    assert src.origin == {"kind": "built", "tag": tag}

@@ -1025,3 +1025,8 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
     notes += list(run_notes)
     return Table("Fluctuation cases against their bases (ICPE'18 Table 5)", columns, rows, records, notes,
                  label_columns=5)  # fmt: skip
+
+
+def comparisons(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
+    """The interface's name (pirex/analysis/interface.py) for compare()."""
+    return compare(list(bundles), view)

@@ -5,11 +5,14 @@ machine record before and after. Ctrl-C or a kill leaves a bundle marked partial
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import logging
 import platform as pyplatform
 import re
 import secrets
+import socket
+import struct
 import time
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
@@ -77,12 +80,15 @@ def bridge_gateway() -> str:
     for cfg in info.get("IPAM", {}).get("Config") or []:
         if cfg.get("Gateway"):
             return cfg["Gateway"]
-    # Older engines leave Gateway out: read the bridge device's own address.
+    # Older engines leave Gateway out: the bridge device's own address (SIOCGIFADDR: no `ip` program
+    # needed, which a minimal Raspberry Pi OS or Debian install may lack)
     dev = info.get("Options", {}).get("com.docker.network.bridge.name", "docker0")
-    out = proc.run(["ip", "-4", "-o", "addr", "show", "dev", dev], timeout=30).stdout.split()
-    if "inet" not in out:
-        raise PirexError(f"cannot tell the host's address on Docker's bridge ({dev}): `ip addr show {dev}` has none")
-    return out[out.index("inet") + 1].split("/")[0]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", dev[:15].encode()))
+        except OSError as e:
+            raise PirexError(f"cannot tell the host's address on Docker's bridge ({dev}): {e.strerror}") from None
+    return socket.inet_ntoa(packed[20:24])
 
 
 class Service:
