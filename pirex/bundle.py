@@ -461,10 +461,6 @@ class Bundle:
     def status(self) -> str:
         return self.manifest["status"]
 
-    @property
-    def plan(self) -> list[dict]:
-        return [dict(s) for s in self.manifest["plan"]]
-
     def remaining_steps(self) -> list[dict]:
         """The planned steps not yet completed, in plan order: what a resumed run still has to do."""
         done = self._completed_keys()

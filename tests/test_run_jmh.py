@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pirex.analysis import jmh, tidy
+from pirex.analysis import jmh
 from pirex.bundle import Bundle, verify
 from pirex.runner import run as runner
 from pirex.runner import variants
@@ -41,7 +41,7 @@ def test_native_and_docker_into_a_verifiable_bundle(built, tmp_path):
     run = json.loads((path / "run.json").read_text())
     assert run["seed"] == 7 and run["order"] == "interleaved" and run["skipped_variants"] == {}
     assert "Server VM" in run["jvm"]["java.vm.name"] and run["jvm"]["java.runtime.version"].startswith("17")
-    lines = jmh.table1(tidy.jmh_rows(path))  # Table 1: 6 benchmarks x 2 variants
+    lines = jmh.table1(jmh.read_rows(path))  # Table 1: 6 benchmarks x 2 variants
     assert sorted((ln.benchmark, ln.variant) for ln in lines) == sorted(
         (f"B{i}", v) for i in range(1, 7) for v in ("docker", "native")
     )

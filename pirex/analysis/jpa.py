@@ -79,11 +79,6 @@ PAPER_CONFIGS = {
 ROUNDING = 0.05  # the paper prints 0.1 µs
 
 
-def paper_text(config: int) -> str:
-    wd, wh, dd, dh, v = PAPER_CONFIGS[config]
-    return f"({config}) Web: {wd}+{wh}, DB: {dd}+{dh}, {'Docker' if v == 'docker' else 'native'}"
-
-
 # --- reading -------------------------------------------------------------------------------------------------------
 
 

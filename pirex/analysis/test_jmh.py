@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pirex.analysis import jmh, tables, tidy
+from pirex.analysis import jmh, tables
 from pirex.bundle import Bundle
 
 MACHINE = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
@@ -34,7 +34,7 @@ def make_bundle(tmp_path, forks_per_variant: int):
 
 
 def test_tidy_rows_and_table1(tmp_path):
-    rows = tidy.jmh_rows(make_bundle(tmp_path, 2))
+    rows = jmh.read_rows(make_bundle(tmp_path, 2))
     assert {r.benchmark for r in rows} == {"B1", "B3"}
     assert rows[0].device == "Raspberry Pi 3 Model B Rev 1.2" and rows[0].storage == "usb WD Elements ext4"
     lines = {(ln.benchmark, ln.variant): ln.summary for ln in jmh.table1(rows)}

@@ -129,7 +129,6 @@ def test_deployment_and_paper_configurations():
     assert jpa.paper_config("swapped-disks", {"swapped-disks": 5}) == 5
     with pytest.raises(PirexError):
         jpa.paper_config("x", {"x": 7})
-    assert jpa.paper_text(4) == "(4) Web: D3+H1, DB: D2+H2, Docker"
 
 
 def write_run(d: Path, means: dict[str, float]) -> None:

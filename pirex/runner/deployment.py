@@ -85,7 +85,7 @@ class Started:
         return int(r.stdout.strip()) if r.ok and r.stdout.strip().isdigit() else None
 
 
-class Site:
+class Servers:
     """What the steps of one run share: the images, a Docker network, the database's data
     directory with the table loaded once. Entered once per run (and again on --resume)."""
 
@@ -98,7 +98,7 @@ class Site:
         self.data = workdir / "db-data"
         self._stack = ExitStack()
 
-    def __enter__(self) -> Site:
+    def __enter__(self) -> Servers:
         try:
             if any(not v.is_native and not v.host_network for v in self.by_name.values()):
                 leftovers.note("network", name=self.network)

@@ -370,7 +370,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                     stack.enter_context(Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}"))
             site = None
             if exp.deployment:  # the database and the service, started per step; the table loaded once
-                site = stack.enter_context(deployment.Site(exp.deployment, images, params, bundle, workdir_host,
+                site = stack.enter_context(deployment.Servers(exp.deployment, images, params, bundle, workdir_host,
                                                            by_name))  # fmt: skip
             soak = run_info.get("soak") or {}
             started = time.monotonic()
