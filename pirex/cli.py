@@ -108,6 +108,38 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         two_stage.two_stage(opts, runner.run, click.echo)
 
 
+@cli.command("service")
+@click.argument("experiment_id", metavar="EXPERIMENT")
+@click.argument("name")
+@click.option("--profile", default="quick", show_default=True)
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="e.g. the service's port parameter.")
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option("--hours", type=float, default=24.0, show_default=True, help="Stop it after this long at the latest.")
+def service_cmd(experiment_id, name, profile, sets, tag, hours) -> None:
+    """Run an experiment's service on this machine for runs on another (e.g. `pirex service jmh sink --set
+    sink_port=10133` on the laptop, then `pirex run jmh --set sink_host=LAPTOP --set sink_port=10133` on the
+    Pi, as ICPE'18 sent B6's packets to a remote machine). In the foreground until Ctrl-C."""
+    import time
+
+    from pirex import experiment as experiment_mod
+    from pirex.images import platforms
+    from pirex.runner import run as runner
+
+    exp = experiment_mod.load(experiment_id)
+    spec = next((s for s in exp.services if s.name == name), None)
+    if spec is None:
+        offered = ", ".join(s.name for s in exp.services) or "none"
+        raise PirexError(f"{exp.id} declares no service {name!r} (services: {offered})")
+    params = {**exp.resolve(profile), **exp.overrides(sets)}
+    if spec.port and not params.get(spec.port):
+        raise PirexError(f"give the port the runs will use: --set {spec.port}=PORT")
+    image = runner.image_for(exp.image, tag or git_version()[0], platforms.host())
+    with runner.Service(spec, image["reference"], params, f"pirex-service-{exp.id}-{name}"):
+        click.echo(f"{exp.id} {name}: ready on this host's addresses" + (f", port {params[spec.port]}" if spec.port
+                   else "") + " (Ctrl-C stops it)")  # fmt: skip
+        time.sleep(hours * 3600)
+
+
 @cli.command("compose")
 @click.argument("experiment_id", metavar="EXPERIMENT", type=click.Choice(["jpa-rest"]))
 @click.option("--profile", default="quick", show_default=True, type=click.Choice(["quick", "paper"]))
@@ -230,7 +262,9 @@ def plot(experiment_id: str, bundles, view: str | None, results_dir: Path, out: 
     exp, mod = _analysis(experiment_id, view)
     paths_, view = _chosen(exp, bundles, results_dir, view)
     out = out or modules.out_dir(results_dir, "figures", exp, view)
-    files = mod.figures(paths_, out, view)
+    from pirex.analysis import interrupts
+
+    files = mod.figures(paths_, out, view) + interrupts.figure(paths_, out)  # Figure 3 for every experiment
     for f in files:
         click.echo(f"figure: {f}")
     if not files:
@@ -246,7 +280,7 @@ def compare(experiment_id: str, bundles, view: str | None, results_dir: Path) ->
     """Our results beside the published ones: the papers' claims on this experiment judged on the
     bundles (analysis/<paper>/claims.yaml), and the module's own comparison tables where it has them."""
     from pirex.analysis import modules
-    from pirex.reproduce import judged
+    from pirex.reproduce import claims, judged
 
     exp, mod = _analysis(experiment_id, view)
     paths_, view = _chosen(exp, bundles, results_dir, view)
@@ -255,6 +289,8 @@ def compare(experiment_id: str, bundles, view: str | None, results_dir: Path) ->
         named += mod.comparisons(paths_, view)
     if not named:
         raise PirexError(f"{exp.id}: no claim of a paper and no published table to compare with")
+    for nt in named:  # every table that sets ours beside a paper's says what differs unavoidably
+        nt.table.notes.append(claims.deviations_note())
     for text in modules.write(named, modules.out_dir(results_dir, "tables", exp, view)):
         click.echo(text + "\n")
 

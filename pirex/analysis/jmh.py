@@ -142,9 +142,22 @@ def _ratio_table(pairs: list[tuple]) -> Table:
     )
 
 
+def _sink_note(bundles: Sequence[Path]) -> str | None:
+    """B6 sent to a sink on the measuring host itself (the paper's went to another machine)."""
+    local = [b.name for b in bundles if not Bundle.open(b).manifest["parameters"].get("sink_host")]
+    if not local:
+        return None
+    return (f"B6 sent to a sink on the measuring host ({', '.join(local)}); ICPE'18 sent to another machine: run "
+            "`pirex service jmh sink --set sink_port=PORT` there and `--set sink_host=ADDRESS --set sink_port=PORT` "
+            "here.")  # fmt: skip
+
+
 def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
     rows = _rows(bundles)
-    out = [NamedTable("table1", _table1(table1(rows)))]
+    t1 = _table1(table1(rows))
+    if note := _sink_note(bundles):
+        t1.notes.append(note)
+    out = [NamedTable("table1", t1)]
     if pairs := paired_ratios(_run_values(rows)):
         out.append(NamedTable("ratios", _ratio_table(pairs)))
     return out

@@ -45,6 +45,7 @@ def test_tidy_rows_and_table1(tmp_path):
     md = tables.markdown(named["table1"])
     assert "| B1 | Raspberry Pi 3 Model B Rev 1.2, usb WD Elements ext4, native | 100.000 |" in md
     assert "0.9000 (no interval: 2 paired repetitions, 5 needed)" in tables.markdown(named["ratios"])
+    assert "B6 sent to a sink on the measuring host" in md  # the paper's went to another machine
 
 
 def test_ratio_interval_paired_by_repetition(tmp_path):

@@ -71,6 +71,16 @@ class Paper:
     path: Path = Path()
 
 
+def deviations() -> list[str]:
+    """What pirex runs differently from the papers (analysis/deviations.yaml), for tables' footers."""
+    doc = yaml.safe_load((PAPERS / "deviations.yaml").read_text())
+    return [str(d) for d in doc["deviations"]]
+
+
+def deviations_note() -> str:
+    return "Deviations from the papers: " + "; ".join(deviations()) + "."
+
+
 def available() -> list[str]:
     return sorted(p.parent.name for p in PAPERS.glob("*/claims.yaml"))
 

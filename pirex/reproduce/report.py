@@ -9,6 +9,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from pirex.reproduce import claims
 from pirex.reproduce.plan import Need
 from pirex.reproduce.verdict import Verdict
 
@@ -96,6 +97,7 @@ def markdown(title: str, header: list[str], verdicts: Sequence[Verdict], needs: 
                    f"{', '.join(p.name for p in n.bundles) or 'none'} |")  # fmt: skip
     if missing:
         out += ["", "## What this machine cannot do", ""] + [f"- {k}: {v}" for k, v in missing.items()]
+    out += ["", "## Deviations from the papers", ""] + [f"- {d}" for d in claims.deviations()]
     out += ["", "## Claims", ""]
     for v in verdicts:
         c = v.claim

@@ -171,6 +171,7 @@ def test_a_reproduction_judges_the_bundles_there_are_and_writes_its_report(tmp_p
     assert state["icpe18:t1-b3-not-inlined"] == HOLDS  # half the throughput: the paper's direction
     assert state["icpe18:t3-read-docker"] == NOT_RUN  # no jpa-rest bundle, and --reuse-only
     assert state["icpe18:t4-specj"] == NOT_RUN and "SPECjEnterprise" in report
+    assert "## Deviations from the papers" in report and "Java 17" in report
     assert len(state) == len(claims.load("icpe18").claims)  # every claim has a verdict or a reason
     assert bundle.name in report and "data:image/png;base64," in html
     assert (out / "tables" / "jmh-quick" / "table1.csv").is_file()
