@@ -96,6 +96,7 @@ class OperationRun:
     outside: np.ndarray  # response_time_us - service_time_ns / 1000, successful requests after warm-up with one
     service: np.ndarray  # service_time_ns / 1000 of the same requests
     error_kinds: Counter = field(default_factory=Counter)  # failures after warm-up by kind
+    in_flight: int = 0  # sent but unanswered when a --soak run's clock stopped: not failures, not timed
 
     @property
     def requests(self) -> int:
@@ -128,6 +129,9 @@ class Run:
     @property
     def driver_us_per_request(self) -> float | None:
         return (self.summary.get("driver_cpu") or {}).get("us_per_request")
+
+
+IN_FLIGHT = "in-flight"  # the driver's error kind for a request its --run-time cut off (images/locust)
 
 
 def error_kind(error: str) -> str:
@@ -177,17 +181,19 @@ def read_run(path: Path, warmup: int | Mapping[str, int] | None = None, *, confi
         if np.unique(seq).size != seq.size:
             raise PirexError(f"{f}: {op} has a seq more than once: each request has its own seq; the file is damaged")
         rt = np.array([i[1] for i in items])
-        ok = np.array([i[2] for i in items], dtype=bool)
+        # in flight when a --soak run's clock stopped: neither answered nor failed, counted apart
+        flying = np.array([error_kind(i[4]) == IN_FLIGHT for i in items], dtype=bool)
+        ok = np.array([i[2] for i in items], dtype=bool) | flying
         svc = np.array([i[3] for i in items]) / 1000
         count = int(seq.max()) if timed else max(int(seq.max()), int(per_op_planned))
         w = _warmup_of(warmup, op, count)
         steady = seq > w
-        good = steady & ok
+        good = steady & ok & ~flying
         with_service = good & ~np.isnan(svc)
         kinds = Counter(error_kind(i[4]) for i, s, o in zip(items, steady, ok, strict=True) if s and not o)
         ops[op] = OperationRun(op, count, w, len(items), rt[good], int((steady & ~ok).sum()),
                                int((~steady & ~ok).sum()), rt[with_service] - svc[with_service], svc[with_service],
-                               kinds)  # fmt: skip
+                               kinds, int(flying.sum()))  # fmt: skip
     return Run(f, run or str(f.parent), device, storage, configuration, repetition, ops, summary)
 
 
@@ -295,6 +301,7 @@ class Result:
     driver_us_per_request: list[float]  # per run (summary.json), for every operation of the run
     warmup: list[int]  # per run
     incomplete_runs: int
+    in_flight: int = 0  # sent but unanswered when a --soak run's clock stopped: counted apart, not failed
 
     @property
     def key(self) -> Key:
@@ -347,7 +354,8 @@ def analyse(runs: Iterable[Run]) -> list[Result]:
                           sum(max(o.missing, 0) for o in ors), kinds, stats.summary(outside), stats.summary(service),
                           [float(o.outside.mean()) for o in ors if o.outside.size],
                           [r.driver_us_per_request for r, _ in items if r.driver_us_per_request is not None],
-                          [o.warmup for o in ors], sum(1 for r, _ in items if r.complete is False)))  # fmt: skip
+                          [o.warmup for o in ors], sum(1 for r, _ in items if r.complete is False),
+                          sum(o.in_flight for o in ors)))  # fmt: skip
     return sorted(out, key=_order)
 
 
@@ -428,8 +436,10 @@ def _record(r: Result, level: float, paper: Mapping[str, int] | None) -> dict:
 def _notes(results: Sequence[Result], level: float) -> list[str]:
     pct = f"{100 * level:g} %"
     notes = [f"{pct} CI: t interval over every request after warm-up, as the paper computed it (n requests); "
-             f"{pct} CI (runs): t interval over the runs' means (independent runs), the one to judge differences "
-             "by; none below 2 runs."]  # fmt: skip
+             f"{pct} CI (runs): over the runs' means (independent runs), the one to judge differences by; none "
+             f"below {stats.MIN_RUNS} runs."]  # fmt: skip
+    if flying := sum(r.in_flight for r in results):
+        notes.append(f"In flight when the soak's clock stopped: {flying:,} requests, neither failures nor timed.")
     warmups = sorted({w for r in results for w in r.warmup})
     notes.append(f"Warm-up: the first {', '.join(f'{w:,}' for w in warmups)} requests of each operation and run "
                  "(seq in issue order) are left out.")  # fmt: skip

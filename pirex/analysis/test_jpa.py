@@ -257,3 +257,17 @@ def test_placement_names_hosts_and_how_each_role_ran(tmp_path):
     record("web", "pi-a", "compose", {"NETWORK_MODE": "host"})  # a newer docker record in the same folder wins
     os.utime(tmp_path / "native-web.json", (1, 1))
     assert jpa.placement(tmp_path).endswith(", web docker (host network), db native")
+
+
+def test_requests_in_flight_when_a_soak_stops_are_counted_apart(tmp_path):
+    lines = [HEADER]
+    for seq, v in ((1, 1e6), (2, 1e6), (3, 100.0), (4, 102.0)):
+        lines.append(f"read,{seq},0,{seq},{v},{v},200,1,,\n")
+    lines.append("read,5,0,5,0.000,0.000,0,0,,in-flight: the run's time ran out before the response came\n")
+    (tmp_path / "requests.csv").write_text("".join(lines))
+    run = jpa.read_run(tmp_path, 2, timed=True)
+    o = run.operations["read"]
+    assert o.in_flight == 1 and o.failed == 0 and list(o.steady) == [100.0, 102.0]  # neither failed nor timed
+    (r,) = jpa.analyse([run])
+    assert r.in_flight == 1 and r.failed == 0
+    assert any("In flight when the soak's clock stopped: 1 requests" in n for n in jpa.table3([r]).notes)

@@ -159,7 +159,7 @@ def _claim(c: Any, path: Path, where: str, paper: str) -> Claim:
         raise _fail(path, f"{where}.experiment", f"one of {', '.join(experiment.available())}", exp_id)
     exp = experiment.load(exp_id)
     view = c.get("view")
-    if view is not None and view not in exp.matrices:
+    if view is not None and (not isinstance(view, str) or view not in exp.matrices):
         raise _fail(path, f"{where}.view", f"a matrix of {exp_id} ({', '.join(exp.matrices) or 'none'})", view)
     variants = c.get("variants", list(exp.default_variants))
     if not isinstance(variants, list) or not variants or not all(isinstance(v, str) for v in variants):
