@@ -67,6 +67,8 @@ class _Writer:
         self._add(digest, io.BytesIO(data), len(data))
 
     def add_stream(self, digest: str, stream, size: int) -> None:
+        if digest in self.written:  # a layer shared by two platforms or images: once, and nothing read to hash
+            return
         hashing = _Hashing(stream)
         self._add(digest, hashing, size)
         if hashing.digest() != digest:
