@@ -99,7 +99,11 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 ##@ Development
 .PHONY: test
 test: host-ready lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
-	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra
+	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra -m "not emulated_pi"
+
+.PHONY: test-emulated-pi
+test-emulated-pi: host-ready $(VENV)/.dev-installed ## pirex itself on emulated arm64 and armhf Pis (QEMU; ~9 min cached, 30+ fresh).
+	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra -m emulated_pi tests/test_emulated_pi.py
 
 .PHONY: bench-analysis bench-soak bench-driver bench-resolution
 bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for SOAK (default 10m) in Docker; its heap and RSS per minute.

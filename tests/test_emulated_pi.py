@@ -4,7 +4,9 @@ install step (on armhf the Debian-package path: no wheel, no compiler), `pirex d
 machine` giving a Pi record, one tiny `pirex run jmh --variants docker` of that architecture's image
 through the host's engine, and `pirex table` of its bundle with the virtualenv's numpy/scipy/matplotlib.
 
-Emulation shows function, not timing (ENVIRONMENT.md: about 7 times slower); the counts are tiny."""
+Emulation shows function, not timing (ENVIRONMENT.md: about 7 times slower); the counts are tiny.
+It takes about 9 minutes with the rootfs trees cached and 30 or more without (Debian's packages
+installed under QEMU), beyond what `make test` can spend in CI: `make test-emulated-pi` runs it."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 from . import emulated_pi
 from .conftest import TEST_TAG
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.emulated_pi]
 
 ARCHES = {  # dpkg architecture: (uname -m, the image platform, the analysis stack make installs there)
     "arm64": ("aarch64", "linux/arm64", "wheels"),
