@@ -99,7 +99,7 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 ##@ Development
 .PHONY: test
 test: host-ready lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
-	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra -m "not emulated_pi"
+	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=25 -m "not emulated_pi"
 
 .PHONY: test-emulated-pi
 test-emulated-pi: host-ready $(VENV)/.dev-installed ## pirex itself on emulated arm64 and armhf Pis (QEMU; ~9 min cached, 30+ fresh).
