@@ -48,19 +48,30 @@ def lab_machine(tmp: Path):
         proc.run(["ip", "-n", NS, "link", "set", "lo", "up"], timeout=30)
         run.mkdir(parents=True)
         sock = run / "docker.sock"
-        with open(run / "dockerd.log", "w") as log:
-            daemon = subprocess.Popen(
-                ["nsenter", f"--net=/run/netns/{NS}", "dockerd", "--data-root", str(tmp / "lab-docker"),
-                 "--exec-root", str(run / "exec"), "--pidfile", str(run / "dockerd.pid"), "-H", f"unix://{sock}",
-                 "--bip", "10.78.0.1/24"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
         env = {"DOCKER_HOST": f"unix://{sock}", "PIREX_CACHE": str(tmp / "lab-cache")}
-        deadline = time.monotonic() + 120
-        while proc.run(["docker", "info"], timeout=30, check=False, env=env).returncode != 0:
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                raise PirexError(f"the lab's dockerd did not answer: {run}/dockerd.log")
-            time.sleep(1)
-        yield env
+
+        def start():
+            with open(run / "dockerd.log", "a") as log:
+                started = subprocess.Popen(
+                    ["nsenter", f"--net=/run/netns/{NS}", "dockerd", "--data-root", str(tmp / "lab-docker"),
+                     "--exec-root", str(run / "exec"), "--pidfile", str(run / "dockerd.pid"), "-H", f"unix://{sock}",
+                     "--bip", "10.78.0.1/24"],
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            deadline = time.monotonic() + 120
+            while proc.run(["docker", "info"], timeout=30, check=False, env=env).returncode != 0:
+                if time.monotonic() > deadline or started.poll() is not None:
+                    raise PirexError(f"the lab's dockerd did not answer: {run}/dockerd.log")
+                time.sleep(1)
+            return started
+
+        def restart():  # the daemon stopped as a service manager stops it, then started again
+            nonlocal daemon
+            os.killpg(daemon.pid, signal.SIGTERM)
+            daemon.wait(timeout=60)
+            daemon = start()
+
+        daemon = start()
+        yield {**env, "restart": restart}
     finally:
         if daemon:
             with contextlib.suppress(ProcessLookupError):
@@ -76,6 +87,7 @@ def lab_machine(tmp: Path):
 
 
 def pirex_on_lab(env: dict, *args: str, timeout: float = 900) -> proc.Result:
+    env = {k: v for k, v in env.items() if isinstance(v, str)}
     return proc.run(["nsenter", f"--net=/run/netns/{NS}", sys.executable, "-m", "pirex", *args], timeout=timeout,
                     check=False, env=env)  # fmt: skip
 
@@ -114,7 +126,8 @@ def test_import_on_a_second_engine_gives_the_same_image_ids_and_a_run_records_th
         recorded = json.loads(manifest.read_text())["images"][IMAGE]
         assert recorded["image_id"] == images[host].config_digest  # the build's image ID, on the lab's engine
         assert recorded["digest"] == images[host].manifest_digest
-        lab_id = proc.run(["docker", "image", "inspect", "-f", "{{.Id}}", recorded["reference"]], timeout=60, env=lab)
+        lab_id = proc.run(["docker", "image", "inspect", "-f", "{{.Id}}", recorded["reference"]], timeout=60,
+                          env={k: v for k, v in lab.items() if isinstance(v, str)})  # fmt: skip
         assert lab_id.stdout.strip() == images[host].config_digest
 
 
@@ -156,3 +169,40 @@ def test_export_of_an_unbuilt_tag_says_to_build(infra, tmp_path):
     with localregistry.local_registry(), pytest.raises(PirexError, match="make build TAG=never-built"):
         archive.export(tmp_path / "x.tar", [IMAGE], "never-built", [plat.host()], None)
     assert not (tmp_path / "x.tar").exists() and not (tmp_path / "x.tar.part").exists()
+
+
+def test_dockerd_restarted_mid_run_gives_a_clear_message_and_a_resumable_bundle(exported, tmp_path):
+    """The engine restarted while a run is under way (an upgrade, a crash): the step it cut off
+    fails in one line naming the cause, and `pirex run --resume` finishes the bundle once it is back."""
+    file, regfile, _ = exported
+    with lab_machine(tmp_path) as lab:
+        assert pirex_on_lab(lab, "images", "import", "--registry-file", str(regfile), str(file)).returncode == 0
+        results = tmp_path / "results"
+        args = ["run", IMAGE, "--variants", "docker", "--tag", TEST_TAG, "--results-dir", str(results), "--force",
+                "--order", "sequential", "--set", "repetitions=3", "--set", "warmup_iterations=1", "--set",
+                "iterations=3", "--set", "time=1s", "--set", "benchmarks=RecursionBenchmark.b1"]  # fmt: skip
+        env = {k: v for k, v in lab.items() if isinstance(v, str)}
+        run = subprocess.Popen(["nsenter", f"--net=/run/netns/{NS}", sys.executable, "-m", "pirex", *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **env})  # fmt: skip
+        try:
+            deadline = time.monotonic() + 600
+            while not list(results.glob(f"{IMAGE}/*/docker/0/jmh.json")) and run.poll() is None:
+                assert time.monotonic() < deadline, "the first step never completed"
+                time.sleep(0.5)
+            lab["restart"]()  # during the second step
+            _, err = run.communicate(timeout=900)
+        finally:
+            if run.poll() is None:
+                run.kill()
+        [manifest] = results.glob(f"{IMAGE}/*/manifest.json")
+        bundle = manifest.parent
+        if run.returncode != 0:  # the cut-off step failed: one line, and the way on
+            errors = [ln for ln in err.splitlines() if ln.startswith("pirex: error:")]
+            assert len(errors) == 1 and "Traceback" not in err, err[-3000:]
+            r = pirex_on_lab(lab, "run", "--resume", str(bundle), timeout=900)
+            assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        assert json.loads(manifest.read_text())["status"] == "complete"
+        assert pirex_on_lab(lab, "verify", str(bundle)).returncode == 0
+        left = proc.run(["docker", "ps", "-aq", "--filter", "label=pirex.run"], timeout=60, env=env).stdout.split()
+        assert left == [], "no container of the run is left"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 
 import pytest
@@ -35,12 +36,25 @@ def read(path):
         return list(csv.DictReader(f))
 
 
+def native_servers() -> list[str]:
+    """PostgreSQL or the service still running chroot-ed into a native export (not a build that
+    merely names postgres on another agent's machine, nor a container: those are checked apart)."""
+    found = []
+    for line in proc.run(["pgrep", "-af", "postgres|jpa-rest.jar"], timeout=30, check=False).stdout.splitlines():
+        try:
+            root = os.readlink(f"/proc/{line.split()[0]}/root")
+        except OSError:
+            continue  # gone meanwhile
+        if "/native/" in root:
+            found.append(line)
+    return found
+
+
 def leftovers(run_id: str) -> list[str]:
     """Containers and networks of the run, processes of its native roles, mounts under the native exports."""
     out = proc.run(["docker", "ps", "-aq", "--filter", f"name=pirex-{run_id}"], timeout=60).stdout.split()
     out += proc.run(["docker", "network", "ls", "-q", "--filter", f"name=pirex-{run_id}"], timeout=60).stdout.split()
-    out += [p for p in proc.run(["pgrep", "-af", "postgres|jpa-rest.jar"], timeout=30, check=False).stdout.splitlines()
-            if "pytest" not in p]  # fmt: skip
+    out += native_servers()
     with open("/proc/self/mountinfo") as f:
         out += [ln.split()[4] for ln in f if "/native/" in ln.split()[4]]
     return out
