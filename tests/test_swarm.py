@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,11 +93,16 @@ def pirex_swarm(hosts, results: Path, *args: str) -> proc.Result:
 
 
 def stack_left(hosts) -> list[str]:
-    laptop = hosts["laptop"]
-    out = laptop.docker("stack", "ls", "--format", "{{.Name}}").stdout.split()
-    for h in hosts.values():
-        out += h.docker("ps", "-aq", "--filter", "label=com.docker.stack.namespace=pirex").stdout.split()
-    return out
+    """The stack and its containers on any node. pirex returns once the swarm has removed the tasks;
+    each node removes a task's container right after, on its own: a minute's grace for that."""
+    deadline = time.monotonic() + 60
+    while True:
+        out = hosts["laptop"].docker("stack", "ls", "--format", "{{.Name}}").stdout.split()
+        for h in hosts.values():
+            out += h.docker("ps", "-aq", "--filter", "label=com.docker.stack.namespace=pirex").stdout.split()
+        if not out or time.monotonic() > deadline:
+            return out
+        time.sleep(1)
 
 
 def test_the_stack_runs_each_role_on_its_node_and_is_removed(swarm_hosts, tmp_path):

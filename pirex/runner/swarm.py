@@ -307,8 +307,9 @@ def _run_stages(stack: Stack, roles: dict[str, dict], all_nodes: list[dict], out
             "deployment": "docker swarm stack", "node": n["id"], "hostname": n["hostname"],
             "environment": deployment.masked({**env, "NETWORK_MODE": "host" if network == "host" else "overlay"}),
         })  # fmt: skip
-    stack.deploy("db", "loader")
-    stack.wait("db", "running", 1, left())
+    stack.deploy("db")
+    stack.wait("db", "running", 1, left())  # healthy: pg_isready answers
+    stack.deploy("loader")
     stack.wait("loader", "complete", 1, left())  # the table is loaded
     stack.deploy("web")
     stack.wait("web", "running", 1, left())  # a task with a health check runs once healthy
