@@ -128,6 +128,20 @@ def test_the_stack_runs_each_role_on_its_node_and_is_removed(swarm_hosts, tmp_pa
     assert not stack_left(hosts)
 
 
+def test_the_overlay_variant_runs_without_iptables_in_the_namespaces(swarm_hosts, tmp_path):
+    """The daemons run with --iptables=false: the roles find each other by DNS (endpoint_mode dnsrr, no
+    virtual IP, which needs IPVS and iptables), across nodes over VXLAN."""
+    hosts, _ = swarm_hosts
+    r = pirex_swarm(hosts, tmp_path, "--network", "overlay")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    [out] = (tmp_path / "jpa-rest").glob("swarm-*")
+    rows = list(csv.DictReader((out / "requests.csv").read_text().splitlines()))
+    assert len(rows) == 3 * 30 and all(row["ok"] == "1" for row in rows)
+    assert jpa.placement(out).endswith("docker (overlay network)")
+    assert not stack_left(hosts)
+    assert not hosts["laptop"].docker("network", "ls", "-q", "--filter", "name=pirex-overlay").stdout.strip()
+
+
 def test_a_role_that_fails_names_its_node_and_the_stack_is_removed(swarm_hosts, tmp_path):
     hosts, nodes = swarm_hosts
     hosts["pi-b"].docker("image", "rm", publish.local_ref("postgres", TEST_TAG))

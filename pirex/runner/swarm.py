@@ -197,7 +197,7 @@ class Stack:
         deadline = time.monotonic() + timeout
         while True:
             if why := self.failure(service):
-                raise PirexError(why)
+                raise PirexError(why + self._log_end(service))
             tasks = self.tasks(service)
             done = [t for t in tasks if t.get("CurrentState", "").lower().startswith(state)]
             if len(done) >= count:
@@ -207,6 +207,11 @@ class Stack:
                 raise PirexError(f"the {service} role was not {state} after {timeout:.0f} s ({now or 'no task'}): "
                                  f"see {self.out / 'stack'} for the services' logs")  # fmt: skip
             time.sleep(2)
+
+    def _log_end(self, service: str) -> str:
+        """The last lines the service's task printed (its own reason, e.g. a database that never answered)."""
+        lines = [ln.split("|", 1)[-1].strip() for ln in self.logs(service).splitlines() if ln.strip()]
+        return f"; its log ends: {' / '.join(lines[-2:])}" if lines else ""
 
     def logs(self, service: str) -> str:
         r = _docker("service", "logs", "--no-trunc", "--timestamps", f"{STACK}_{service}", timeout=120, check=False)
