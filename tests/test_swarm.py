@@ -20,6 +20,7 @@ from pirex import proc
 from pirex.analysis import jpa
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
+from pirex.paths import REPO
 
 from . import netns
 from .conftest import TEST_TAG
@@ -140,6 +141,31 @@ def test_the_overlay_variant_runs_without_iptables_in_the_namespaces(swarm_hosts
     assert jpa.placement(out).endswith("docker (overlay network)")
     assert not stack_left(hosts)
     assert not hosts["laptop"].docker("network", "ls", "-q", "--filter", "name=pirex-overlay").stdout.strip()
+
+
+def test_the_plain_stack_deploy_it_wraps_runs_with_the_printed_environment(swarm_hosts, tmp_path):
+    """`eval "$(pirex swarm jpa-rest --print-env)"; docker stack deploy -c compose/stack.yml pirex`: every
+    role at once (the driver waits for the service to be healthy), nothing pirex does in between."""
+    hosts, _ = swarm_hosts
+    laptop = hosts["laptop"]
+    in_laptop = ["nsenter", f"--net=/run/netns/{laptop.netns}"]
+    r = proc.run([*in_laptop, sys.executable, "-m", "pirex", "swarm", "jpa-rest", "--print-env", "--tag", TEST_TAG,
+                  "--results-dir", str(tmp_path), *TINY], timeout=300, check=False, env=laptop.env)  # fmt: skip
+    assert r.returncode == 0 and "export CUSTOMERS=300" in r.stdout, r.stderr
+    try:
+        deploy = proc.run([*in_laptop, "bash", "-c", f'{r.stdout}\ndocker stack deploy -c "$0" pirex',
+                           str(REPO / "compose" / "stack.yml")], timeout=300, check=False, env=laptop.env)  # fmt: skip
+        assert deploy.returncode == 0, deploy.stderr
+        deadline = time.monotonic() + 600
+        while not (state := laptop.docker("service", "ps", "--format", "{{.CurrentState}}", "pirex_driver").stdout
+                   ).startswith(("Complete", "Failed", "Rejected")):  # fmt: skip
+            assert time.monotonic() < deadline, state
+            time.sleep(2)
+        rows = list(csv.DictReader((tmp_path / "jpa-rest" / "swarm-by-hand" / "requests.csv").read_text().splitlines()))
+        assert len(rows) == 3 * 30 and all(row["ok"] == "1" for row in rows), state
+    finally:
+        laptop.docker("stack", "rm", "pirex", check=False)
+    assert not stack_left(hosts)
 
 
 def test_a_role_that_fails_names_its_node_and_the_stack_is_removed(swarm_hosts, tmp_path):
