@@ -265,6 +265,9 @@ def run(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ..
     environment(profile, sets, network)  # the parameters checked before anything starts
     all_nodes = nodes()
     roles = placement(all_nodes)
+    if STACK in _docker("stack", "ls", "--format", "{{.Name}}").stdout.split():
+        raise PirexError(f"a stack named {STACK} is already deployed (by hand, or a run still going): "
+                         f"`docker stack rm {STACK}` first")  # fmt: skip
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
     out = results_dir / "jpa-rest" / f"swarm-{stamp}"
     out.mkdir(parents=True)
