@@ -195,6 +195,28 @@ def compose_cmd(experiment_id, profile, customers, users, results_dir, tag, role
     _print_tables(experiment_id, [out], results_dir)
 
 
+@cli.command("swarm")
+@click.argument("experiment_id", metavar="EXPERIMENT", type=click.Choice(["jpa-rest"]))
+@click.option("--profile", default="quick", show_default=True, type=click.Choice(["quick", "paper"]))
+@click.option("--network", default="host", show_default=True, type=click.Choice(["host", "overlay"]))
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="A parameter of experiment.yaml (checked).")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option("--images", default="", help="Registry/namespace of the images (default: the local registry's).")
+@click.option("--print-env", is_flag=True, help="Print the environment of a plain `docker stack deploy` instead.")
+def swarm_cmd(experiment_id, profile, network, sets, results_dir, tag, images, print_env) -> None:
+    """ICPE'18 Experiment 3 on a Docker Swarm from its manager (compose/stack.yml), then Table 3."""
+    from pirex.runner import swarm
+
+    args = (results_dir, tag or git_version()[0], profile, sets, network, images)
+    if print_env:
+        click.echo(swarm.print_env(*args))
+        return
+    out = swarm.run(*args)
+    click.echo(f"results: {out}\nplacement: {swarm.describe(out)}\n")
+    _print_tables(experiment_id, [out], results_dir)
+
+
 def _analysis(experiment_id: str, view: str | None):
     from pirex import experiment as experiment_mod
     from pirex.analysis import modules

@@ -25,6 +25,7 @@ class Host:
     name: str
     address: str
     socket: str
+    netns: str = ""  # the namespace's name (ip netns), pirex-<name> on the default site
 
     @property
     def env(self) -> dict[str, str]:
@@ -52,42 +53,50 @@ RUN = Path("/run/pirex-netns")
 
 
 @contextlib.contextmanager
-def hosts(names: list[str]):
-    """{name: Host} with addresses SUBNET.1, .2, ... on BRIDGE, each running a dockerd."""
-    if RUN.exists():  # a killed earlier run
-        for d in RUN.iterdir():
+def hosts(names: list[str], site: int = 0, hostnames: bool = False):
+    """{name: Host} with addresses SUBNET.1, .2, ... on BRIDGE, each running a dockerd. Another
+    `site` (1, 2, ...) is a second such set of its own (bridge, subnet, namespaces, run and data
+    directories), so that tests of different files do not meet; `hostnames`: each daemon in a UTS
+    namespace of its own with the host's name as its hostname (as real hosts have, and as swarm
+    names its nodes)."""
+    bridge, subnet = f"pirexbr{site}", f"10.77.{site}"
+    ns_prefix, run_base = ("pirex", RUN) if site == 0 else (f"pirex{site}", Path(f"{RUN}{site}"))
+    if run_base.exists():  # a killed earlier run
+        for d in run_base.iterdir():
             _remove_run_dir(d)
     made: list[str] = []
     daemons: list[tuple[subprocess.Popen, Path]] = []
-    rule = ["iptables", "-I", "FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"]
+    rule = ["iptables", "-I", "FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT"]
     try:
-        _ip("link", "add", BRIDGE, "type", "bridge")
+        _ip("link", "add", bridge, "type", "bridge")
         made.append("bridge")
-        _ip("link", "set", BRIDGE, "up")
+        _ip("link", "set", bridge, "up")
         proc.run(rule, timeout=30)
         made.append("rule")
         out: dict[str, Host] = {}
         for i, name in enumerate(names, 1):
-            ns = f"pirex-{name}"
+            ns = f"{ns_prefix}-{name}"
             _ip("netns", "add", ns)
             made.append(ns)
-            _ip("link", "add", f"pxv{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            _ip("link", "set", f"pxv{i}", "master", BRIDGE, "up")
-            _ip("-n", ns, "addr", "add", f"{SUBNET}.{i}/24", "dev", "eth0")
+            veth = f"pxv{site or ''}{i}"
+            _ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            _ip("link", "set", veth, "master", bridge, "up")
+            _ip("-n", ns, "addr", "add", f"{subnet}.{i}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
             _ip("-n", ns, "link", "set", "lo", "up")
-            root = paths.cache_dir() / "netns-docker" / name  # image layers survive for the next run
-            run = RUN / name
+            root = paths.cache_dir() / f"netns-docker{site or ''}" / name  # image layers survive for the next run
+            run = run_base / name
             run.mkdir(parents=True, exist_ok=True)
             sock = str(run / "docker.sock")
             log = open(run / "dockerd.log", "w")  # noqa: SIM115 (closed with the daemon)
+            uts = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name] if hostnames else []
             d = subprocess.Popen(
-                ["nsenter", f"--net=/run/netns/{ns}", "dockerd", "--data-root", str(root / "data"),
+                ["nsenter", f"--net=/run/netns/{ns}", *uts, "dockerd", "--data-root", str(root / "data"),
                  "--exec-root", str(run / "exec"), "--pidfile", str(run / "dockerd.pid"), "-H", f"unix://{sock}",
                  "--bridge=none", "--iptables=false", "--ip6tables=false"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
             daemons.append((d, run))
-            out[name] = Host(name, f"{SUBNET}.{i}", sock)
+            out[name] = Host(name, f"{subnet}.{i}", sock, ns)
         for h in out.values():
             deadline = time.monotonic() + 120
             while h.docker("info", timeout=30, check=False).returncode != 0:
@@ -109,7 +118,7 @@ def hosts(names: list[str]):
             if what == "rule":
                 proc.run(["iptables", "-D", *rule[2:]], timeout=30, check=False)
             elif what == "bridge":
-                _ip("link", "del", BRIDGE, check=False)
+                _ip("link", "del", bridge, check=False)
             else:
                 _ip("netns", "del", what, check=False)
 

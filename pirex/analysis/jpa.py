@@ -274,7 +274,8 @@ def _how_role_ran(run_dir: Path, role: str) -> str:
     if newest.name.startswith("native-"):
         return "native"
     env = json.loads(newest.read_text()).get("environment") or {}
-    return f"docker ({'host network' if env.get('NETWORK_MODE') == 'host' else 'bridge'})"
+    network = {"host": "host network", "overlay": "overlay network"}.get(env.get("NETWORK_MODE"), "bridge")
+    return f"docker ({network})"
 
 
 # --- statistics ----------------------------------------------------------------------------------------------------

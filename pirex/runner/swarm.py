@@ -1,0 +1,356 @@
+"""ICPE'18 Experiment 3 on a Docker Swarm (compose/stack.yml), from the laptop, the swarm's manager:
+the labels checked, every node's machine record taken (a one-shot global service), the database and its loader
+deployed and the table loaded, then the service until healthy, then the Locust driver on the laptop
+(one shot) while the service's heap is sampled; each role's record, the services' logs and the
+driver's results in one run folder; the stack removed on every exit path.
+
+The stack file holds no number of the experiment: `environment()` takes them from
+experiments/jpa-rest/experiment.yaml (the profile, and --set) and `docker stack deploy` reads them
+from its environment. Swarm ignores depends_on conditions, so the roles are ordered here: each
+stage deploys the same stack file with only the services started so far (a deploy without --prune
+leaves the others alone). A task that fails or is rejected (an image missing on its node, say)
+stops the run with its node and the engine's reason."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import shlex
+import time
+import zipfile
+import zlib
+from pathlib import Path
+
+import yaml
+
+from pirex import experiment, proc
+from pirex.bundle import sha256, utcnow
+from pirex.errors import PirexError
+from pirex.images import localregistry, publish
+from pirex.paths import REPO
+from pirex.runner import deployment, lock
+
+log = logging.getLogger(__name__)
+
+STACK_FILE = REPO / "compose" / "stack.yml"
+STACK = "pirex"
+ROLES = ("db", "web")  # placed by node label pirex.role; the driver runs on the manager
+NETWORKS = ("host", "overlay")
+OVERLAY = "pirex-overlay"
+TIMEOUT = {"quick": 1800, "paper": 6 * 3600}
+READER_MODULES = ("__init__", "errors", "proc", "paths", "tuning", "machine")  # machine.py and what it imports
+RECORD_TAG = "pirex-record"
+CHUNK = 3000  # characters per log line of a record: far below the 16 KiB at which engines split lines
+FAILED = ("failed", "rejected", "shutdown", "orphaned", "remove")
+
+
+# --- the numbers and the environment ----------------------------------------------------------
+
+
+def environment(profile: str, sets: tuple[str, ...] = (), network: str = "host", tag: str = "",
+                images: str = "", results: Path | None = None, reader: Path | None = None,
+                hosts: dict[str, str] | None = None) -> dict[str, str]:  # fmt: skip
+    """What `docker stack deploy -c compose/stack.yml` reads: the experiment's parameters for the
+    profile (overridden by --set, checked against their declarations), the images, the hosts."""
+    exp = experiment.load("jpa-rest")
+    p = {**exp.resolve(profile), **exp.overrides(list(sets))}
+    if network not in NETWORKS:
+        raise PirexError(f"--network {network!r}: expected one of {', '.join(NETWORKS)}")
+    env = {"PROFILE": profile, "CUSTOMERS": p["customers"], "REQUESTS_PER_OPERATION": p["requests_per_operation"],
+           "USERS": p["users"], "MIX": p["mix"], "DRIVER_SEED": p["driver_seed"], "POOL_SIZE": p["pool_size"],
+           "DB_USER": p["db_user"], "DB_PASSWORD": p["db_password"], "DB_NAME": p["db_name"],
+           "DB_PORT": 5432, "WEB_PORT": 8080, "NETWORK": "host" if network == "host" else OVERLAY,
+           "PIREX_TAG": tag, "PIREX_IMAGES": images or f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}"}  # fmt: skip
+    if network == "overlay":  # service names resolve on the overlay
+        env.update(DB_HOST="db", WEB_HOST="web")
+    elif hosts:
+        env.update(DB_HOST=hosts["db"], WEB_HOST=hosts["web"])
+    if results is not None:
+        env["RESULTS_DIR"] = str(results.resolve())
+    if reader is not None:
+        env["MACHINE_READER"] = str(reader.resolve())
+    return {k: str(v) for k, v in env.items() if v != ""}
+
+
+def write_reader(path: Path) -> Path:
+    """pirex's machine reader as a zip Python runs (`python machine-reader.pyz`): it prints this
+    node's record, compressed, in numbered log lines tagged with the node's ID."""
+    main = f'''import base64, json, os, zlib
+from pathlib import Path
+from pirex import machine
+data = base64.b64encode(zlib.compress(json.dumps(machine.record(Path("/"), docker=False)).encode())).decode()
+parts = [data[i:i + {CHUNK}] for i in range(0, len(data), {CHUNK})]
+for i, part in enumerate(parts, 1):
+    print("{RECORD_TAG}", os.environ.get("PIREX_NODE_ID", "?"), f"{{i}}/{{len(parts)}}", part, flush=True)
+'''
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("__main__.py", main)
+        for m in READER_MODULES:
+            z.write(REPO / "pirex" / f"{m}.py", f"pirex/{m}.py")
+    return path
+
+
+def records_from_log(text: str) -> dict[str, dict]:
+    """node ID -> machine record, from the record service's log lines (other lines are ignored)."""
+    parts: dict[str, dict[int, str]] = {}
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if RECORD_TAG not in fields:
+            continue
+        _, node, pos, *data = fields[fields.index(RECORD_TAG) :]
+        i, _, n = pos.partition("/")
+        parts.setdefault(node, {})[int(i)] = data[0] if data else ""
+        counts[node] = int(n)
+    out = {}
+    for node, got in parts.items():
+        if len(got) == counts[node]:
+            out[node] = json.loads(zlib.decompress(base64.b64decode("".join(got[i] for i in sorted(got)))))
+    return out
+
+
+# --- the swarm ---------------------------------------------------------------------------------
+
+
+def _docker(*args: str, timeout: float = 120, check: bool = True, env: dict | None = None) -> proc.Result:
+    return proc.run(["docker", *args], timeout=timeout, check=check, env=env)
+
+
+def nodes() -> list[dict]:
+    """Every node: id, hostname, role, address, platform, engine, labels, state."""
+    if _docker("info", "--format", "{{.Swarm.ControlAvailable}}").stdout.strip() != "true":
+        raise PirexError("this Docker engine is not a swarm manager: run `docker swarm init` here (the laptop) and "
+                         "`docker swarm join` on each Pi (compose/stack.yml says how)")  # fmt: skip
+    ids = _docker("node", "ls", "-q").stdout.split()
+    out = []
+    for n in json.loads(_docker("node", "inspect", *ids).stdout):
+        d, s = n.get("Description") or {}, n.get("Spec") or {}
+        out.append({"id": n["ID"], "hostname": d.get("Hostname"), "role": s.get("Role"),
+                    "address": (n.get("Status") or {}).get("Addr"), "state": (n.get("Status") or {}).get("State"),
+                    "platform": d.get("Platform"), "engine": (d.get("Engine") or {}).get("EngineVersion"),
+                    "labels": s.get("Labels") or {}})  # fmt: skip
+    return out
+
+
+def placement(all_nodes: list[dict]) -> dict[str, dict]:
+    """role -> node: db and web by their pirex.role label (exactly one ready node each), the driver
+    on this manager."""
+    out = {}
+    for role in ROLES:
+        found = [n for n in all_nodes if n["labels"].get("pirex.role") == role]
+        if len(found) != 1:
+            names = ", ".join(n["hostname"] for n in found)
+            what = f"{len(found)} nodes ({names}) have" if found else "no node has"
+            raise PirexError(f"{what} the label pirex.role={role}: give it to exactly one node "
+                             f"(docker node update --label-add pirex.role={role} NODE)")  # fmt: skip
+        if found[0]["state"] != "ready":
+            raise PirexError(f"node {found[0]['hostname']} ({found[0]['id'][:12]}), the {role} node, is "
+                             f"{found[0]['state']}: start its Docker engine, or label another node")  # fmt: skip
+        out[role] = found[0]
+    me = _docker("info", "--format", "{{.Swarm.NodeID}}").stdout.strip()
+    out["driver"] = next(n for n in all_nodes if n["id"] == me)
+    return out
+
+
+class Stack:
+    """compose/stack.yml deployed stage by stage as the stack `pirex`; its tasks watched."""
+
+    def __init__(self, env: dict[str, str], out: Path, nodes_by_id: dict[str, dict]):
+        self.env, self.out, self.nodes = env, out, nodes_by_id
+        self.doc = yaml.safe_load(STACK_FILE.read_text())
+        self.deployed: list[str] = []
+
+    def deploy(self, *services: str) -> None:
+        """The stack file with only these services (anchors resolved): a deploy leaves the services
+        already up alone, and re-deploying a finished one-shot service would update (restart) it."""
+        self.deployed += services
+        doc = {k: v for k, v in self.doc.items() if not k.startswith("x-")}
+        doc["services"] = {s: self.doc["services"][s] for s in services}
+        if "record" not in services:
+            doc.pop("configs", None)
+        stage = self.out / "stack" / f"stage-{len(self.deployed)}-{'-'.join(services)}.yml"
+        stage.parent.mkdir(exist_ok=True)
+        stage.write_text(yaml.safe_dump(doc, sort_keys=False))
+        _docker("stack", "deploy", "--resolve-image", "always", "-c", str(stage), STACK, timeout=300, env=self.env,
+                check=True)  # fmt: skip
+
+    def tasks(self, service: str) -> list[dict]:
+        r = _docker("service", "ps", "--no-trunc", "--format", "{{json .}}", f"{STACK}_{service}", check=False)
+        return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+
+    def failure(self, service: str) -> str | None:
+        for t in self.tasks(service):
+            state = t.get("CurrentState", "").split()[0].lower() if t.get("CurrentState") else ""
+            if state in FAILED or (t.get("Error") and state not in ("complete", "running")):
+                node = self._node_text(t.get("Node", ""))
+                return f"the {service} role failed on node {node}: {state}: {t.get('Error') or 'no error given'}"
+        return None
+
+    def _node_text(self, name: str) -> str:
+        n = next((n for n in self.nodes.values() if name in (n["hostname"], n["id"])), None)
+        return f"{n['hostname']} ({n['id'][:12]})" if n else name or "(none)"
+
+    def wait(self, service: str, state: str, count: int, timeout: float) -> None:
+        """Until `count` tasks of the service are in `state` (running = healthy, complete); PirexError on a
+        failed task or the time limit."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if why := self.failure(service):
+                raise PirexError(why + self._log_end(service))
+            tasks = self.tasks(service)
+            done = [t for t in tasks if t.get("CurrentState", "").lower().startswith(state)]
+            if len(done) >= count:
+                return
+            if time.monotonic() > deadline:
+                now = "; ".join(f"{self._node_text(t.get('Node', ''))}: {t.get('CurrentState')}" for t in tasks)
+                raise PirexError(f"the {service} role was not {state} after {timeout:.0f} s ({now or 'no task'}): "
+                                 f"see {self.out / 'stack'} for the services' logs")  # fmt: skip
+            time.sleep(2)
+
+    def _log_end(self, service: str) -> str:
+        """The last lines the service's task printed (its own reason, e.g. a database that never answered)."""
+        lines = [ln.split("|", 1)[-1].strip() for ln in self.logs(service).splitlines() if ln.strip()]
+        return f"; its log ends: {' / '.join(lines[-2:])}" if lines else ""
+
+    def logs(self, service: str) -> str:
+        r = _docker("service", "logs", "--no-trunc", "--timestamps", f"{STACK}_{service}", timeout=120, check=False)
+        return r.stdout + r.stderr
+
+    def keep_logs(self) -> None:
+        for s in self.deployed:
+            (self.out / "stack" / f"{s}.log").write_text(self.logs(s))
+        tasks = {s: self.tasks(s) for s in self.deployed}
+        (self.out / "stack" / "tasks.json").write_text(json.dumps(tasks, indent=2) + "\n")
+
+    def remove(self) -> None:
+        """docker stack rm, then until its services and tasks are gone (rm returns at once); the
+        containers on the nodes go with their tasks."""
+        _docker("stack", "rm", STACK, timeout=120, check=False)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            r = _docker("stack", "ps", "-q", STACK, check=False)
+            if not r.stdout.strip():
+                return
+            time.sleep(1)
+        log.warning("the stack %s still had tasks 2 minutes after docker stack rm: %s", STACK, r.stdout + r.stderr)
+
+
+def _overlay(create: bool) -> None:
+    if create:
+        r = _docker("network", "inspect", OVERLAY, check=False)
+        if not r.ok:
+            _docker("network", "create", "--driver", "overlay", "--attachable", OVERLAY)
+    else:
+        _docker("network", "rm", OVERLAY, check=False)
+
+
+class _Remote:
+    """The service's process is on another node: the memory sampler reads its heap over HTTP only."""
+
+    def pid(self) -> None:
+        return None
+
+
+def _write(path: Path, doc: dict) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def run(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ...] = (), network: str = "host",
+        images: str = "", timeout: float | None = None) -> Path:  # fmt: skip
+    """The whole run; returns the run folder (requests.csv, machine-<role>.json, compose-<role>.json,
+    nodes.json, web-memory.csv, stack/ with each stage's file and the services' logs)."""
+    if profile not in TIMEOUT:
+        raise PirexError(f"--profile {profile!r}: expected one of {', '.join(TIMEOUT)}")
+    environment(profile, sets, network)  # the parameters checked before anything starts
+    all_nodes = nodes()
+    roles = placement(all_nodes)
+    if STACK in _docker("stack", "ls", "--format", "{{.Name}}").stdout.split():
+        raise PirexError(f"a stack named {STACK} is already deployed (by hand, or a run still going): "
+                         f"`docker stack rm {STACK}` first")  # fmt: skip
+    stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+    out = results_dir / "jpa-rest" / f"swarm-{stamp}"
+    out.mkdir(parents=True)
+    out.chmod(0o777)  # the driver runs as the image's user
+    reader = write_reader(out / "machine-reader.pyz")
+    env = environment(profile, sets, network, tag, images, out, reader,
+                      {r: n["address"] for r, n in roles.items()})  # fmt: skip
+    _write(out / "nodes.json", {"nodes": all_nodes, "placement": {r: n["id"] for r, n in roles.items()}})
+    stack = Stack(env, out, {n["id"]: n for n in all_nodes})
+    limit = timeout or TIMEOUT[profile]
+    with lock.measuring():
+        if network == "overlay":
+            _overlay(True)
+        try:
+            _run_stages(stack, roles, all_nodes, out, env, network, limit)
+        finally:
+            stack.keep_logs()
+            stack.remove()
+            if network == "overlay":
+                _overlay(False)
+    if not (out / "requests.csv").exists():
+        raise PirexError(f"the driver wrote no requests.csv: see {out / 'stack' / 'driver.log'}")
+    return out
+
+
+def _run_stages(stack: Stack, roles: dict[str, dict], all_nodes: list[dict], out: Path, env: dict, network: str,
+                limit: float) -> None:  # fmt: skip
+    started = time.monotonic()
+
+    def left() -> float:
+        return max(limit - (time.monotonic() - started), 1)
+
+    stack.deploy("record")  # every node's machine, before the roles start
+    stack.wait("record", "complete", len(all_nodes), min(left(), 600))
+    records = records_from_log(stack.logs("record"))
+    missing = [n["hostname"] for n in all_nodes if n["id"] not in records]
+    if missing:
+        raise PirexError(f"no machine record from node(s) {', '.join(missing)}: see {out / 'stack' / 'record.log'}")
+    for n in all_nodes:
+        _write(out / f"machine-node-{n['id'][:12]}.json", {"node": n, "before": records[n["id"]]})
+    for role, n in roles.items():
+        _write(out / f"machine-{role}.json", {"role": role, "node": n, "before": records[n["id"]]})
+        _write(out / f"compose-{role}.json", {
+            "role": role, "compose_file": str(STACK_FILE.relative_to(REPO)), "compose_file_sha256": sha256(STACK_FILE),
+            "deployment": "docker swarm stack", "node": n["id"], "hostname": n["hostname"],
+            "environment": deployment.masked({**env, "NETWORK_MODE": "host" if network == "host" else "overlay"}),
+        })  # fmt: skip
+    stack.deploy("db")
+    stack.wait("db", "running", 1, left())  # healthy: pg_isready answers
+    stack.deploy("loader")
+    stack.wait("loader", "complete", 1, left())  # the table is loaded
+    stack.deploy("web")
+    stack.wait("web", "running", 1, left())  # a task with a health check runs once healthy
+    url = f"http://{env['WEB_HOST']}:{env.get('WEB_PORT', '8080')}"
+    sampler = deployment.MemorySampler(_Remote(), url, out / "web-memory.csv") if network == "host" else None
+    stack.deploy("driver")
+    if sampler:
+        sampler.__enter__()
+    try:
+        stack.wait("driver", "complete", 1, left())
+    finally:
+        if sampler:
+            sampler.__exit__(None, None, None)
+    if why := stack.failure("web") or stack.failure("db"):  # a role that died under load spoils the run
+        raise PirexError(why)
+
+
+def print_env(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ...] = (),
+              network: str = "host", images: str = "") -> str:  # fmt: skip
+    """`export NAME=VALUE` lines for a plain `docker stack deploy -c compose/stack.yml pirex` on this
+    manager: the experiment's numbers, the nodes' addresses, a results folder and the machine reader."""
+    roles = placement(nodes())
+    out = results_dir / "jpa-rest" / "swarm-by-hand"
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o777)
+    env = environment(profile, sets, network, tag, images, out, write_reader(out / "machine-reader.pyz"),
+                      {r: n["address"] for r, n in roles.items()})  # fmt: skip
+    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items())
+
+
+def describe(run_dir: Path) -> str:
+    """Which node ran which role, from the run folder's nodes.json."""
+    doc = json.loads((run_dir / "nodes.json").read_text())
+    by_id = {n["id"]: n for n in doc["nodes"]}
+    return ", ".join(f"{role} on {by_id[i]['hostname']} ({i[:12]}, {by_id[i]['address']})"
+                     for role, i in doc["placement"].items())  # fmt: skip
