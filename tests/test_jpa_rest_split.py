@@ -22,6 +22,7 @@ from pirex.runner import compose
 
 from . import netns
 from .conftest import TEST_TAG
+from .test_run_jpa_rest import native_servers
 
 pytestmark = pytest.mark.docker
 
@@ -85,20 +86,6 @@ def test_db_web_and_driver_on_three_hosts(three_hosts, tmp_path):
     finally:
         for host in ROLES:
             compose_on(host, "down", "-v", "--timeout", "30", timeout=300)
-
-
-def native_servers() -> list[str]:
-    """PostgreSQL or the service still running chroot-ed into a native export (not a build that
-    merely names postgres on another agent's machine, nor a container: those are checked apart)."""
-    found = []
-    for line in proc.run(["pgrep", "-af", "postgres|jpa-rest.jar"], timeout=30, check=False).stdout.splitlines():
-        try:
-            root = os.readlink(f"/proc/{line.split()[0]}/root")
-        except OSError:
-            continue  # gone meanwhile
-        if "/native/" in root:
-            found.append(line)
-    return found
 
 
 def leftovers() -> list[str]:
