@@ -325,14 +325,10 @@ class Result:
         return stats.mean_interval(self.run_means, level, positive=True)
 
     def run_ci(self, level: float = LEVEL) -> tuple[float, float]:
-        return _bounds(self.run_interval(level))
+        return self.run_interval(level).bounds
 
     def outside_run_ci(self, level: float = LEVEL) -> tuple[float, float]:
-        return _bounds(stats.mean_interval(self.outside_run_means, level, positive=False))
-
-
-def _bounds(i: stats.Interval) -> tuple[float, float]:
-    return (i.low, i.high) if i.has_interval else (math.nan, math.nan)
+        return stats.mean_interval(self.outside_run_means, level, positive=False).bounds
 
 
 def analyse(runs: Iterable[Run]) -> list[Result]:

@@ -168,8 +168,7 @@ class Stats:
         return stats.mean_interval(self.loop_means, level, positive=True, what="loops")
 
     def loop_ci(self, level: float = LEVEL) -> tuple[float, float]:
-        i = self.loop_interval(level)
-        return (i.low, i.high) if i.has_interval else (math.nan, math.nan)
+        return self.loop_interval(level).bounds
 
 
 def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float]:

@@ -127,6 +127,11 @@ class Interval:
         return self.low is not None and self.high is not None
 
     @property
+    def bounds(self) -> tuple[float, float]:
+        """(low, high), or (nan, nan) without an interval: for tables that print n/a."""
+        return (self.low, self.high) if self.has_interval else (math.nan, math.nan)
+
+    @property
     def half_width(self) -> float | None:
         """(high - low) / 2, in the value's unit."""
         return (self.high - self.low) / 2 if self.has_interval else None
