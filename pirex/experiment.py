@@ -197,7 +197,7 @@ class Experiment:
     declared: dict[str, P.Param] = field(default_factory=dict)
     analysis: str = "generic"  # the module of pirex/analysis/ that reads its bundles
     soak: Soak | None = None
-    durations: dict[str, float] = field(default_factory=dict)  # measured seconds per profile, on a named machine
+    durations: dict = field(default_factory=dict)  # measured seconds per step and profile, on a named machine
 
     def resolve(self, profile: str) -> dict[str, Any]:
         """The parameters of a profile: the experiment's, overridden by the profile's."""
@@ -399,16 +399,50 @@ def parse(doc: Any, path: Path) -> Experiment:
     analysis = c.get(doc, "analysis", str, "a module of pirex/analysis/", required=False, default="generic")
     if not ANALYSIS.match(analysis) or not (REPO / "pirex" / "analysis" / f"{analysis}.py").is_file():
         raise c.fail("analysis", "the name of a module in pirex/analysis/ (or leave it out: generic)", analysis)
-    durations = c.get(doc, "durations", dict, "seconds per profile as measured", required=False, default={})
-    for key, secs in durations.items():
-        if key != "machine" and (isinstance(secs, bool) or not isinstance(secs, int | float) or secs < 0):
-            raise c.fail(f"durations.{key}", "seconds (a number >= 0)", secs)
+    durations = _durations(c, c.get(doc, "durations", dict, "seconds per profile as measured", required=False,
+                                    default={}), profiles)  # fmt: skip
     return Experiment(exp_id, title, source, image, command, dict(parameters),
                       {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
                       dict(needs), tuple(outputs), path, privileges, matrices,
                       _tracing(c, doc.get("tracing"), known),
                       _deployment(c, doc.get("deployment"), all_params), declared, analysis,
                       _soak(c, doc.get("soak"), declared), dict(durations))  # fmt: skip
+
+
+def _durations(c, durations: dict, profiles: dict) -> dict:
+    """durations: {machine: text, score: its calibration score, <profile>: seconds of one step, or
+    {step: seconds, fixed: the part that does not scale with CPU speed (timed iterations)}}."""
+
+    def seconds(key: str, v) -> float:
+        if isinstance(v, str):  # YAML reads 1e7 as a string: take it as the number it says
+            try:
+                v = float(v)
+            except ValueError:
+                pass
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            raise c.fail(f"durations.{key}", "seconds (a number >= 0)", v)
+        return float(v)
+
+    out: dict = {}
+    for key, v in durations.items():
+        if key == "machine":
+            out[key] = str(v)
+        elif key == "score":
+            out[key] = seconds(key, v)
+        elif key not in profiles:
+            raise c.fail(f"durations.{key}", f"machine, score or a profile ({', '.join(profiles)})", key)
+        elif isinstance(v, dict):
+            if set(v) - {"step", "fixed"} or "step" not in v:
+                raise c.fail(f"durations.{key}", "seconds, or {step: seconds, fixed: seconds}", v)
+            step, fixed = seconds(f"{key}.step", v["step"]), seconds(f"{key}.fixed", v.get("fixed", 0))
+            if fixed > step:
+                raise c.fail(f"durations.{key}.fixed", f"at most the step's {step:g} s", fixed)
+            out[key] = {"step": step, "fixed": fixed}
+        else:
+            out[key] = {"step": seconds(key, v), "fixed": 0.0}
+    if any(k not in ("machine", "score") for k in out) and not out.get("score"):
+        raise c.fail("durations.score", "the reference machine's calibration score (a number > 0)", out.get("score"))
+    return out
 
 
 def _soak(c: _Checker, doc: Any, declared: dict[str, P.Param]) -> Soak | None:

@@ -156,7 +156,9 @@ def step_seconds_here(need: Need, results_dir: Path, machine: dict) -> float | N
 
 
 def estimate(need: Need, exp: experiment.Experiment, score: float, here: float | None) -> None:
-    """Fill in the steps and the seconds the need takes on this machine."""
+    """Fill in the steps and the seconds the need takes on this machine: from this machine's own
+    bundles when there are some, else the reference's measured step scaled by the calibration
+    scores (only the part that scales: a JMH iteration lasts its second on any machine)."""
     reps = repetitions(exp, need.profile)
     columns = len(exp.matrices[need.view].cases) if need.view else len(need.variants)
     need.steps = reps * columns
@@ -164,13 +166,33 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: float |
         need.seconds, need.estimate_from = need.steps * here, "bundles of this machine"
         return
     ref = exp.durations
-    per_step = ref.get(need.profile)
-    if per_step is None or not ref.get("score"):
+    measured = ref.get(need.profile)
+    if measured is None or not ref.get("score") or not score:
         need.seconds, need.estimate_from = None, "no measured duration"
         return
     scale = float(ref["score"]) / score
-    need.seconds = need.steps * float(per_step) * scale
+    fixed = measured["fixed"]
+    need.seconds = need.steps * (fixed + (measured["step"] - fixed) * scale)
     need.estimate_from = f"measured on {ref.get('machine', 'a reference machine')}, x{scale:.2f} for this one"
+
+
+def measured_durations(needs: list[Need], results_dir: Path, machine: dict, score: float) -> dict[str, dict]:
+    """What this machine measured, per experiment: a `durations:` block for its experiment.yaml
+    (the median step of each profile in this machine's bundles, and this machine's score)."""
+    out: dict[str, dict] = {}
+    for n in needs:
+        secs = step_seconds_here(n, results_dir, machine)
+        if secs is not None:
+            d = out.setdefault(n.experiment, {"machine": machine_text(machine), "score": round(score)})
+            d[n.profile] = round(secs, 1)
+    return out
+
+
+def machine_text(record: dict) -> str:
+    cpu = record.get("cpu") or {}
+    pi = (record.get("pi") or {}).get("model")
+    arch = (record.get("architecture") or {}).get("uname_machine") or "?"
+    return f"{pi or cpu.get('model') or 'unknown CPU'}, {cpu.get('cores') or '?'} cores, {arch}"
 
 
 def repetitions(exp: experiment.Experiment, profile: str) -> int:

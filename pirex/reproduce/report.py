@@ -6,13 +6,15 @@ from __future__ import annotations
 import base64
 import html
 import io
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 from pirex.reproduce import claims
 from pirex.reproduce.plan import Need
-from pirex.reproduce.verdict import Verdict
+from pirex.reproduce.verdict import NOT_RUN, Verdict
 
+Timing = tuple[str, float | None, float]  # a run's key, its estimate and what it took (seconds)
 MARK = {"holds": "holds", "differs": "DIFFERS", "inconclusive": "inconclusive", "not run here": "not run here"}
 
 
@@ -39,18 +41,36 @@ def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
 COLUMNS = ["Claim", "Where", "Published", "Ours (interval over repetitions)", "A/A", "Verdict", "Why"]
 
 
-def summary(verdicts: Sequence[Verdict], report: Path | None, width: int = 110) -> str:
-    """One line per claim (published, ours, verdict), then the counts and the report's path."""
+def summary(verdicts: Sequence[Verdict], report: Path | None, width: int = 110, max_lines: int = 25) -> str:
+    """At most max_lines: one line per judged claim (published, ours, verdict), the claims not run
+    here grouped by reason, then the counts and the report's path (which has every detail)."""
+    judged = [v for v in verdicts if v.verdict != NOT_RUN]
     lines = []
+    for v in judged:
+        ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
+        lines.append(f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  "
+                     f"ours {ours}")  # fmt: skip
+    by_reason: dict[str, list[str]] = {}
     for v in verdicts:
-        ours = v.ours.interval.text(4) if v.ours else v.reason
-        line = f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}"
-        lines.append(line[:width])
+        if v.verdict == NOT_RUN:
+            by_reason.setdefault(_short_reason(v.reason), []).append(f"{v.claim.paper}:{v.claim.id}")
+    tail = 2 if report else 1
+    room = max_lines - tail - len(lines)
+    groups = [f"not run here  {why}: {', '.join(ids)}" for why, ids in by_reason.items()]
+    if len(groups) > room:  # keep the limit: the rest is in the report
+        rest = sum(len(ids) for ids in list(by_reason.values())[max(room - 1, 0) :])
+        groups = groups[: max(room - 1, 0)] + [f"not run here  {rest} more claims: see the report"]
+    lines += [textwrap.shorten(g, width, placeholder=" ...") for g in groups]
     counts = {k: sum(v.verdict == k for v in verdicts) for k in MARK}
     lines.append(", ".join(f"{n} {k}" for k, n in counts.items() if n))
     if report:
         lines.append(f"report: {report}")
     return "\n".join(lines)
+
+
+def _short_reason(reason: str) -> str:
+    """The first clause of a not-run reason: what is missing, without the how-to (in the report)."""
+    return reason.split(" (")[0].split(": ")[0].split("; ")[0]
 
 
 def _figure_png(verdicts: Sequence[Verdict]) -> bytes | None:
@@ -82,7 +102,7 @@ def _figure_png(verdicts: Sequence[Verdict]) -> bytes | None:
 
 
 def markdown(title: str, header: list[str], verdicts: Sequence[Verdict], needs: Sequence[Need],
-             missing: dict[str, str]) -> str:  # fmt: skip
+             missing: dict[str, str], timing: Sequence[Timing] = ()) -> str:  # fmt: skip
     out = [f"# {title}", "", *header, "", "## Verdicts", "", "| " + " | ".join(COLUMNS) + " |",
            "|" + "---|" * len(COLUMNS)]  # fmt: skip
     out += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(verdicts)]
@@ -95,6 +115,16 @@ def markdown(title: str, header: list[str], verdicts: Sequence[Verdict], needs: 
         t = f"{n.seconds / 60:.1f} min ({n.estimate_from})" if n.seconds is not None else n.estimate_from or "-"
         out.append(f"| {n.key} | {', '.join(n.variants)} | {n.steps} | {t} | "
                    f"{', '.join(p.name for p in n.bundles) or 'none'} |")  # fmt: skip
+    if timing:
+        out += [
+            "",
+            "Estimated before the run against what it took (the estimate from the plan, the run's wall time):",
+            "",
+            "| Run | Estimated | Took |",
+            "|---|---:|---:|",
+        ]
+        out += [f"| {key} | {f'{est / 60:.1f} min' if est else 'unknown'} | {took / 60:.1f} min |"
+                for key, est, took in timing]  # fmt: skip
     if missing:
         out += ["", "## What this machine cannot do", ""] + [f"- {k}: {v}" for k, v in missing.items()]
     out += ["", "## Deviations from the papers", ""] + [f"- {d}" for d in claims.deviations()]
@@ -107,9 +137,9 @@ def markdown(title: str, header: list[str], verdicts: Sequence[Verdict], needs: 
 
 
 def write(out: Path, title: str, header: list[str], verdicts: Sequence[Verdict], needs: Sequence[Need],
-          missing: dict[str, str]) -> tuple[Path, Path]:  # fmt: skip
+          missing: dict[str, str], timing: Sequence[Timing] = ()) -> tuple[Path, Path]:  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    md = markdown(title, header, verdicts, needs, missing)
+    md = markdown(title, header, verdicts, needs, missing, timing)
     (out / "REPORT.md").write_text(md)
     png = _figure_png(verdicts)
     img = (f'<img alt="our intervals against the published values" src="data:image/png;base64,'

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import yaml
 
 from pirex import bundle as bundle_mod
 from pirex import experiment, machine
@@ -70,14 +72,22 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     here = machine.record(opts.results_dir if opts.results_dir.is_dir() else Path("."), docker=False)
     missing = plan.missing_capabilities()
     needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level)
-    score = plan.calibration_score()
+    score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
     for n in needs:
         n.bundles = plan.matching_bundles(n, opts.results_dir, commit, here)
         plan.estimate(n, experiment.load(n.experiment), score, plan.step_seconds_here(n, opts.results_dir, here))
 
     echo(_plan_text(papers, claims, needs, missing, opts))
     out.mkdir(parents=True, exist_ok=True)
-    state = {"papers": [p.id for p in papers], "level": opts.level, "commit": commit, "failed": {}}
+    state = {
+        "papers": [p.id for p in papers],
+        "level": opts.level,
+        "commit": commit,
+        "failed": {},
+        "score": score,
+        "estimates": {n.key: n.seconds for n in needs if not n.bundles},
+        "ran": state.get("ran", {}),
+    }
     _save(out, state)
     failed: dict[str, str] = {}
     for n in needs:
@@ -87,7 +97,9 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             failed[n.key] = f"over the budget ({n.seconds / 60:.0f} min > {opts.budget / 60:.0f} min)"
             continue
         try:
+            started = time.monotonic()
             n.bundles = [run_one(n, opts)]
+            state["ran"][n.key] = round(time.monotonic() - started, 1)
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
@@ -105,7 +117,11 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
               f"Confidence: {100 * opts.confidence:g} %" + (f", precision asked: ±{100 * opts.precision:g} %"
                                                               if opts.precision else "")]  # fmt: skip
     title = "Reproduction of " + ", ".join(p.id for p in papers)
-    md, _ = report.write(out, title, header, verdicts, needs, missing)
+    durations = plan.measured_durations(needs, opts.results_dir, here, score)
+    if durations:  # what an experiment.yaml's durations: block can take from this machine
+        (out / "durations.yaml").write_text(yaml.safe_dump(durations, sort_keys=False))
+    timing = [(k, state["estimates"].get(k), secs) for k, secs in state["ran"].items()]
+    md, _ = report.write(out, title, header, verdicts, needs, missing, timing)
     state["verdicts"] = {f"{v.claim.paper}:{v.claim.id}": v.verdict for v in verdicts}
     _save(out, state)
     echo("\n" + report.summary(verdicts, md))

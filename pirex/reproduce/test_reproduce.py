@@ -3,6 +3,7 @@
 import copy
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,20 +112,54 @@ def test_verdicts_are_three_valued_and_paired():
     assert within.verdict == HOLDS and "±10 %" in within.reason
 
 
-def test_estimates_scale_with_the_machines_speed(tmp_path):
+def _record(cpuinfo: str, arch: str) -> dict:
+    """A machine record as `pirex machine` writes it, from a /proc/cpuinfo fixture."""
+    from pirex import machine
+
+    info = machine.parse_cpuinfo((Path(machine.__file__).parent / "testdata" / "machine" / cpuinfo).read_text())
+    return {"hostname": "h", "architecture": {"uname_machine": arch},
+            "cpu": {"model": info["model"], "cores": info["cores"]},
+            "pi": {"model": info["board_model"]} if info["board_model"] else None}  # fmt: skip
+
+
+@pytest.mark.parametrize(("cpuinfo", "arch", "score", "device"), [
+    ("x86-server.cpuinfo", "x86_64", 4e7, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz, 2 cores, x86_64"),
+    ("pi4-arm64.cpuinfo", "aarch64", 1e7, "Raspberry Pi 4 Model B Rev 1.4, 4 cores, aarch64"),
+    ("pi3-raspbian32.cpuinfo", "armv7l", 4e6, "Raspberry Pi 3 Model B Rev 1.2, 4 cores, armv7l"),
+])  # fmt: skip
+def test_estimates_scale_with_the_machines_speed_but_timed_iterations_do_not(cpuinfo, arch, score, device):
     from pirex import experiment
 
     exp = experiment.load("jmh")
+    reference = {"machine": "a reference", "score": 4e7, "paper": {"step": 250.0, "fixed": 200.0}}
+    object.__setattr__(exp, "durations", reference)
     need = plan.Need("jmh", None, "paper", ["native", "docker"])
-    fast = dict(exp.durations or {}) or {"machine": "a reference", "score": 4e7, "paper": 240.0}
-    object.__setattr__(exp, "durations", fast)
-    plan.estimate(need, exp, score=fast["score"], here=None)
-    reference = need.seconds
-    assert need.steps == 2 * exp.resolve("paper")["repetitions"] and reference > 0
-    plan.estimate(need, exp, score=fast["score"] / 7, here=None)  # a machine 7 times slower (a Pi 3, say)
-    assert need.seconds == pytest.approx(7 * reference)
-    plan.estimate(need, exp, score=fast["score"], here=12.5)  # this machine's own bundles win
+    plan.estimate(need, exp, score=score, here=None)
+    slower = 4e7 / score  # 1, 4 and 10 times slower than the reference
+    assert need.steps == 2 * exp.resolve("paper")["repetitions"]
+    assert need.seconds == pytest.approx(need.steps * (200 + 50 * slower))  # JMH's 200 s of iterations stay 200 s
+    assert f"x{slower:.2f} for this one" in need.estimate_from
+    here = _record(cpuinfo, arch)
+    assert plan.machine_text(here) == device
+    measured = plan.measured_durations([need], Path("/nonexistent"), here, score)
+    assert measured == {}  # no bundle of this machine: nothing measured to record
+    plan.estimate(need, exp, score=score, here=12.5)  # this machine's own bundles win
     assert need.seconds == pytest.approx(need.steps * 12.5) and need.estimate_from == "bundles of this machine"
+
+
+def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
+    from pirex import experiment
+    from pirex.errors import PirexError
+
+    src = (experiment.EXPERIMENTS / "fork" / "experiment.yaml").read_text()
+    bad_blocks = [("{quick: 3}", "durations.score"), ("{score: 1e7, quick: {step: 3, fixed: 9}}", "fixed"),
+                  ("{score: 1e7, nightly: 3}", "durations.nightly"), ("{score: 1e7, quick: -1}", "quick")]  # fmt: skip
+    for i, (bad, key) in enumerate(bad_blocks):
+        d = tmp_path / str(i)
+        d.mkdir()
+        (d / "experiment.yaml").write_text(src + f"\ndurations: {bad}\n")
+        with pytest.raises(PirexError, match=key):
+            experiment.load(d / "experiment.yaml")
 
 
 def test_blocked_claims_say_what_this_machine_lacks():
