@@ -364,14 +364,18 @@ def _fraction(text: str | None, what: str) -> float | None:
 @click.option("--reuse-only", is_flag=True, help="Judge the bundles there are; run nothing.")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
-def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag) -> None:  # fmt: skip
+@click.option("--set", "sets", multiple=True, metavar="EXPERIMENT.NAME=VALUE",
+              help="Change a parameter of one experiment's runs (e.g. jmh.iterations=2); repeatable.")  # fmt: skip
+def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag,
+              sets) -> None:  # fmt: skip
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
     from pirex.reproduce import reproduction
 
     opts = reproduction.Options(list(papers), level, _fraction(precision, "--precision"),
                                 _fraction(confidence, "--confidence"), _duration(budget), results_dir,
-                                tag or git_version()[0], resume_, reuse_only)  # fmt: skip
+                                tag or git_version()[0], resume_, reuse_only,
+                                sets=reproduction.parse_sets(sets))  # fmt: skip
     reproduction.reproduce(opts, reproduction.run_with_runner)
 
 

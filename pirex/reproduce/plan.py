@@ -36,6 +36,7 @@ class Need:
     profile: str
     variants: list[str]
     claims: list[str] = field(default_factory=list)
+    overrides: dict = field(default_factory=dict)  # --set EXPERIMENT.NAME=VALUE of this experiment
     bundles: list[Path] = field(default_factory=list)  # complete bundles that answer it
     seconds: float | None = None  # estimated on this machine
     estimate_from: str = ""
@@ -93,14 +94,15 @@ def blocked(claim: Claim, missing: dict[str, str], devices: int = 1) -> str | No
     return None
 
 
-def needs(claims: list[Claim], level: str) -> list[Need]:
+def needs(claims: list[Claim], level: str, sets: dict[str, dict] | None = None) -> list[Need]:
     """The runs the claims need, one per experiment, view and profile, variants united."""
     profile = LEVELS[level]
     out: dict[tuple, Need] = {}
     for c in claims:
         if not c.experiment or not c.judged:
             continue
-        n = out.setdefault((c.experiment, c.view), Need(c.experiment, c.view, profile, []))
+        over = dict((sets or {}).get(c.experiment, {}))
+        n = out.setdefault((c.experiment, c.view), Need(c.experiment, c.view, profile, [], overrides=over))
         for v in c.variants:
             if v not in n.variants:
                 n.variants.append(v)
@@ -120,14 +122,25 @@ def _read(path: Path) -> dict:
         return {}
 
 
+def parameters(need: Need, exp: experiment.Experiment) -> dict:
+    """The parameters a run of the need has: its profile's, at least MIN_REPETITIONS, its --set; without
+    the service ports (0 in the profile means a free port per run: the bundle records the one taken)."""
+    ports = {s.port for s in exp.services if s.port}
+    wanted = {**exp.resolve(need.profile), "repetitions": repetitions(exp, need.profile), **need.overrides}
+    return {k: v for k, v in wanted.items() if k not in ports}
+
+
 def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, statuses=("complete",)) -> list[Path]:
-    """Bundles of the same commit, experiment, profile, view and machine with every variant needed."""
+    """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed."""
+    wanted = parameters(need, experiment.load(need.experiment))
     found = []
     for m_path in sorted((results_dir / need.experiment).glob("*/manifest.json")):
         m, b = _read(m_path), m_path.parent
         if not m or m.get("status") not in statuses or m.get("profile") != need.profile:
             continue
         if (m.get("tool") or {}).get("commit") != commit:
+            continue
+        if not _same_parameters(m.get("parameters") or {}, wanted):
             continue
         if ((_read(b / "run.json").get("matrix") or {}).get("name")) != need.view:
             continue
@@ -137,6 +150,17 @@ def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, 
             continue
         found.append(b)
     return found
+
+
+def _same_parameters(have: dict, wanted: dict) -> bool:
+    """The bundle ran with the wanted parameters; more repetitions than wanted is as good."""
+    for k, v in wanted.items():
+        got = have.get(k)
+        if k == "repetitions" and isinstance(got, int) and got >= v:
+            continue
+        if got != v:
+            return False
+    return True
 
 
 def step_seconds_here(need: Need, results_dir: Path, machine: dict) -> float | None:

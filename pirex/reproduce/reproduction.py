@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -40,6 +41,18 @@ class Options:
     resume: Path | None = None
     reuse_only: bool = False  # judge the bundles there are; run nothing
     yes: bool = True
+    sets: dict[str, dict[str, Any]] = field(default_factory=dict)  # experiment -> parameter overrides
+
+
+def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`--set EXPERIMENT.NAME=VALUE` pairs, typed and checked against each experiment's declarations."""
+    raw: dict[str, list[str]] = {}
+    for pair in pairs:
+        exp_id, dot, rest = pair.partition(".")
+        if not dot or "=" not in rest:
+            raise PirexError(f"--set {pair!r}: expected EXPERIMENT.NAME=VALUE, e.g. jmh.iterations=2")
+        raw.setdefault(exp_id, []).append(rest)
+    return {exp_id: experiment.load(exp_id).overrides(items) for exp_id, items in raw.items()}
 
 
 def _papers(names: list[str]) -> list[claims_mod.Paper]:
@@ -65,13 +78,13 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     out = _out_dir(opts, papers)
     state = json.loads((out / STATE).read_text()) if opts.resume else {}
     if state:
-        opts.level, opts.papers = state["level"], state["papers"]
+        opts.level, opts.papers, opts.sets = state["level"], state["papers"], state.get("sets", {})
         papers = _papers(opts.papers)
     claims = [c for p in papers for c in p.claims]
     commit = git_version()[1]
     here = machine.record(opts.results_dir if opts.results_dir.is_dir() else Path("."), docker=False)
     missing = plan.missing_capabilities()
-    needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level)
+    needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level, opts.sets)
     score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
     for n in needs:
         n.bundles = plan.matching_bundles(n, opts.results_dir, commit, here)
@@ -112,7 +125,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             exp = experiment.load(n.experiment)
             modules.write(modules.module(exp).tables(n.bundles, n.view), out / "tables" / n.key.replace("@", "-"))
     header = [f"Level: {opts.level} ({plan.LEVELS[opts.level]} profiles)" +
-              (" - verdicts are indicative (small counts)" if opts.level == "kick-the-tires" else ""),
+              (" - verdicts are indicative (small counts)" if opts.level == "kick-the-tires" else "") +
+              "".join(f"; {e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()),
               f"Machine: {_device(here)}", f"pirex commit: {commit or 'unknown'}",
               f"Confidence: {100 * opts.confidence:g} %" + (f", precision asked: ±{100 * opts.precision:g} %"
                                                               if opts.precision else "")]  # fmt: skip
@@ -138,10 +152,10 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
     if left:
         log.info("resuming %s", left[-1])
         return runner.resume(left[-1])
-    reps = {"repetitions": plan.repetitions(experiment.load(need.experiment), need.profile)}
+    overrides = {"repetitions": plan.repetitions(experiment.load(need.experiment), need.profile), **need.overrides}
     variants = None if need.view else ",".join(need.variants)
     return runner.run(runner.Options(need.experiment, need.profile, variants, results_dir=opts.results_dir,
-                                     tag=opts.tag, overrides=reps, matrix=need.view))  # fmt: skip
+                                     tag=opts.tag, overrides=overrides, matrix=need.view))  # fmt: skip
 
 
 def _device(record: dict) -> str:

@@ -175,7 +175,10 @@ def test_blocked_claims_say_what_this_machine_lacks():
 def _jmh_bundle(results, reps: int):
     record = machine.record(results, docker=False)
     steps = [(v, r) for r in range(reps) for v in ("native", "docker")]
-    b = Bundle.create(results, "jmh", "quick", {"repetitions": reps}, ["native", "docker"], steps, {},
+    from pirex import experiment
+
+    params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps, "sink_port": 40123}
+    b = Bundle.create(results, "jmh", "quick", params, ["native", "docker"], steps, {},
                       {"version": "t", "commit": git_version()[1]})  # fmt: skip
     b.write_machine(before=record, after=record)
     rng = np.random.default_rng(3)
@@ -227,3 +230,20 @@ def test_a_resumed_reproduction_does_not_rerun_what_finished(tmp_path):
     again = reproduction.reproduce(reproduction.Options([], results_dir=results, resume=first), run_one,
                                    echo=lambda *_: None)  # fmt: skip
     assert again == first and "jmh@quick" not in ran
+
+
+def test_set_changes_one_experiments_runs_and_a_bundle_of_other_parameters_is_not_reused(tmp_path):
+    sets = reproduction.parse_sets(["jmh.iterations=2", "jmh.time=100ms", "moobench.calls=500"])
+    assert sets == {"jmh": {"iterations": 2, "time": "100ms"}, "moobench": {"calls": 500}}
+    for bad, says in [("iterations=2", "EXPERIMENT.NAME=VALUE"), ("jmh.iterations=-1", "iterations"),
+                      ("jmh.frobnicate=1", "frobnicate"), ("nosuch.x=1", "no experiment")]:  # fmt: skip
+        with pytest.raises(PirexError, match=says):
+            reproduction.parse_sets([bad])
+    results = tmp_path / "results"
+    _jmh_bundle(results, 5)  # the quick profile's parameters
+    here = machine.record(results, docker=False)
+    (need,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires", sets) if n.experiment == "jmh"]
+    assert need.overrides == {"iterations": 2, "time": "100ms"}
+    assert plan.matching_bundles(need, results, git_version()[1], here) == []  # other parameters: not reused
+    (plain,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires") if n.experiment == "jmh"]
+    assert len(plan.matching_bundles(plain, results, git_version()[1], here)) == 1
