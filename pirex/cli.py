@@ -58,6 +58,7 @@ def cli(verbose: bool) -> None:
     help="Run another platform's image under QEMU (docker variants; function, not timing).",
 )
 @click.option("--matrix", default=None, help="Run a matrix of cases the experiment declares instead of its variants.")
+@click.option("--cases", default=None, metavar="A,B", help="With --matrix: only these of its cases.")
 @click.option("--trace", is_flag=True, help="ftrace around each step, as the experiment declares (needs root).")
 @click.option(
     "--soak",
@@ -72,7 +73,7 @@ def cli(verbose: bool) -> None:
 @click.option("--confidence", default="95%", show_default=True, help="With --precision: the confidence level.")
 @click.option("--budget", default=None, help="With --precision: at most this long in all (e.g. 13m, 2h).")
 def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
-        trace, soak, allow_concurrent, precision, confidence, budget) -> None:  # fmt: skip
+        cases, trace, soak, allow_concurrent, precision, confidence, budget) -> None:  # fmt: skip
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
@@ -98,6 +99,7 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
     for exp_id in ids:
         opts = runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
                               overrides[exp_id], force, platform_, matrix, trace, soak, allow_concurrent)  # fmt: skip
+        opts.cases = tuple(c.strip() for c in cases.split(",") if c.strip()) if cases else None
         if precision is None:
             runner.run(opts)
             continue

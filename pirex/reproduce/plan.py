@@ -37,6 +37,7 @@ class Need:
     variants: list[str]
     claims: list[str] = field(default_factory=list)
     overrides: dict = field(default_factory=dict)  # --set EXPERIMENT.NAME=VALUE of this experiment
+    cases: list[str] = field(default_factory=list)  # a view's (matrix's) cases the claims compare
     bundles: list[Path] = field(default_factory=list)  # complete bundles that answer it
     seconds: float | None = None  # estimated on this machine
     estimate_from: str = ""
@@ -106,6 +107,9 @@ def needs(claims: list[Claim], level: str, sets: dict[str, dict] | None = None) 
         for v in c.variants:
             if v not in n.variants:
                 n.variants.append(v)
+        for case in (c.numerator.variant, c.denominator.variant) if c.view else ():
+            if case not in n.cases:
+                n.cases.append(case)
         n.claims.append(c.id)
     return list(out.values())
 
@@ -144,7 +148,7 @@ def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, 
             continue
         if ((_read(b / "run.json").get("matrix") or {}).get("name")) != need.view:
             continue
-        if need.view is None and not set(need.variants) <= set(m.get("variants") or []):
+        if not set(need.cases if need.view else need.variants) <= set(m.get("variants") or []):
             continue
         if _machine_key(_read(b / "machine.json").get("before") or {}) != _machine_key(machine):
             continue
@@ -184,7 +188,7 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: float |
     bundles when there are some, else the reference's measured step scaled by the calibration
     scores (only the part that scales: a JMH iteration lasts its second on any machine)."""
     reps = repetitions(exp, need.profile)
-    columns = len(exp.matrices[need.view].cases) if need.view else len(need.variants)
+    columns = len(need.cases or exp.matrices[need.view].cases) if need.view else len(need.variants)
     need.steps = reps * columns
     if here is not None:
         need.seconds, need.estimate_from = need.steps * here, "bundles of this machine"

@@ -155,7 +155,8 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
     overrides = {"repetitions": plan.repetitions(experiment.load(need.experiment), need.profile), **need.overrides}
     variants = None if need.view else ",".join(need.variants)
     return runner.run(runner.Options(need.experiment, need.profile, variants, results_dir=opts.results_dir,
-                                     tag=opts.tag, overrides=overrides, matrix=need.view))  # fmt: skip
+                                     tag=opts.tag, overrides=overrides, matrix=need.view,
+                                     cases=tuple(need.cases) or None))  # fmt: skip
 
 
 def _device(record: dict) -> str:
@@ -207,7 +208,8 @@ def _plan_text(papers, claims, needs, missing, opts: Options) -> str:
             total += n.seconds
         else:
             t = "time unknown (no measured duration)"
-        lines.append(f"  {n.key:<28} variants {','.join(n.variants):<22} {n.steps} steps, {t}; "
+        runs = f"cases {','.join(n.cases)}" if n.cases else f"variants {','.join(n.variants)}"
+        lines.append(f"  {n.key:<28} {runs:<31} {n.steps} steps, {t}; "
                      f"needs {exp.needs.get('memory_mb', 0)} MB memory, {exp.needs.get('disk_mb', 0)} MB disk; "
                      f"claims {', '.join(n.claims)}")  # fmt: skip
     blocked = {}

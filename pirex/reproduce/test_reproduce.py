@@ -247,3 +247,16 @@ def test_set_changes_one_experiments_runs_and_a_bundle_of_other_parameters_is_no
     assert plan.matching_bundles(need, results, git_version()[1], here) == []  # other parameters: not reused
     (plain,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires") if n.experiment == "jmh"]
     assert len(plan.matching_bundles(plain, results, git_version()[1], here)) == 1
+
+
+def test_a_views_claims_run_only_the_cases_they_compare():
+    from pirex import experiment
+    from pirex.runner import run as runner
+
+    (view,) = [n for n in plan.needs(claims.load("icpe18").claims, "full") if n.view == "fluctuation"]
+    assert set(view.cases) == {"base", "parallel-gc", "ram-drive", "one-core", "max-clock", "depth-1"}
+    matrix = experiment.load("moobench").matrices["fluctuation"]
+    assert runner._chosen_cases(matrix, ("base", "depth-1")) == {"base", "depth-1"}
+    assert len(runner._chosen_cases(matrix, None)) == len(matrix.cases)
+    with pytest.raises(PirexError, match="--cases nosuch: the fluctuation matrix has the cases base, "):
+        runner._chosen_cases(matrix, ("base", "nosuch"))

@@ -52,6 +52,17 @@ class Options:
     precision: float | None = None  # --precision: the ratio's relative half-width a two-stage run aims at
     confidence: float = 0.95
     budget: float | None = None  # seconds
+    cases: tuple[str, ...] | None = None  # with matrix: only these of its cases (all when None)
+
+
+def _chosen_cases(matrix, names: tuple[str, ...] | None) -> set[str]:
+    known = [c.name for c in matrix.cases]
+    if not names:
+        return set(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise PirexError(f"--cases {','.join(unknown)}: the {matrix.name} matrix has the cases {', '.join(known)}")
+    return set(names)
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -137,6 +148,8 @@ def _run(opts: Options) -> Path:
             raise PirexError(f"--matrix {matrix.name} runs its cases on one variant: --variants native or docker")
         chosen = (base,)
     else:
+        if opts.cases:
+            raise PirexError("--cases chooses among a matrix's cases: give --matrix too")
         chosen = exp.pick_variants(opts.variants)
     skipped = {}
     for name in (v for v in chosen if experiment.aa_base(v) == "native"):  # native and its A/A copy
@@ -164,8 +177,9 @@ def _run(opts: Options) -> Path:
         if fallback:
             params.update({**(fallback.get("parameters") or {}), **overrides})
             matrix_info["fallback"] = fallback
+        wanted = _chosen_cases(matrix, opts.cases)
         cases = []
-        for case in matrix.cases:
+        for case in (c for c in matrix.cases if c.name in wanted):
             resolved, base = matrix.resolved(case.name), host.base_of(matrix, case.name)
             why = host.unavailable_reason(resolved, base=base)
             if fallback and case.name in (fallback.get("skip_cases") or []):
