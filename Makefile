@@ -98,6 +98,7 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 
 ##@ Development
 .PHONY: test
+test: export PIREX_TEST_TOOLS = 1
 test: host-ready lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=25 -m "not emulated_pi"
 

@@ -368,8 +368,13 @@ def _fraction(text: str | None, what: str) -> float | None:
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
 @click.option("--set", "sets", multiple=True, metavar="EXPERIMENT.NAME=VALUE",
               help="Change a parameter of one experiment's runs (e.g. jmh.iterations=2); repeatable.")  # fmt: skip
+@click.option(
+    "--aa/--no-aa",
+    default=None,
+    help="Run an A/A copy of each native variant, the noise floor beside each ratio (default: at full).",
+)
 def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag,
-              sets) -> None:  # fmt: skip
+              sets, aa) -> None:  # fmt: skip
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
     from pirex.reproduce import reproduction
@@ -377,7 +382,7 @@ def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only,
     opts = reproduction.Options(list(papers), level, _fraction(precision, "--precision"),
                                 _fraction(confidence, "--confidence"), _duration(budget), results_dir,
                                 tag or git_version()[0], resume_, reuse_only,
-                                sets=reproduction.parse_sets(sets))  # fmt: skip
+                                sets=reproduction.parse_sets(sets), aa=aa)  # fmt: skip
     reproduction.reproduce(opts, reproduction.run_with_runner)
 
 

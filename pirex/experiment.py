@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv", "csv")
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters", "profiles", "variants",
             "default_variants", "services", "needs", "outputs", "matrices", "tracing", "deployment", "analysis",
-            "soak", "durations"}  # fmt: skip
+            "soak", "durations", "metrics_parameter"}  # fmt: skip
 ANALYSIS = re.compile(r"^[a-z][a-z0-9_]*$")  # a module of pirex/analysis/
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
 CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
@@ -198,6 +198,8 @@ class Experiment:
     analysis: str = "generic"  # the module of pirex/analysis/ that reads its bundles
     soak: Soak | None = None
     durations: dict = field(default_factory=dict)  # measured seconds per step and profile, on a named machine
+    metrics_parameter: str = ""  # the list parameter whose items are the metrics a run measures (a reproduction
+    # sets it to those its claims compare: MooBench's configurations)
 
     def resolve(self, profile: str) -> dict[str, Any]:
         """The parameters of a profile: the experiment's, overridden by the profile's."""
@@ -401,12 +403,19 @@ def parse(doc: Any, path: Path) -> Experiment:
         raise c.fail("analysis", "the name of a module in pirex/analysis/ (or leave it out: generic)", analysis)
     durations = _durations(c, c.get(doc, "durations", dict, "seconds per profile as measured", required=False,
                                     default={}), profiles)  # fmt: skip
-    return Experiment(exp_id, title, source, image, command, dict(parameters),
+    metrics_parameter = c.get(doc, "metrics_parameter", str, "the name of a list parameter with choices",
+                              required=False, default="")  # fmt: skip
+    if metrics_parameter:
+        mp = declared.get(metrics_parameter)
+        if mp is None or mp.type != "list" or not mp.choices:
+            raise c.fail("metrics_parameter", "the name of a declared list parameter with choices", metrics_parameter)
+    exp = Experiment(exp_id, title, source, image, command, dict(parameters),
                       {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
                       dict(needs), tuple(outputs), path, privileges, matrices,
                       _tracing(c, doc.get("tracing"), known),
                       _deployment(c, doc.get("deployment"), all_params), declared, analysis,
                       _soak(c, doc.get("soak"), declared), dict(durations))  # fmt: skip
+    return replace(exp, metrics_parameter=metrics_parameter)
 
 
 def _durations(c, durations: dict, profiles: dict) -> dict:

@@ -45,6 +45,10 @@ APT_PACKAGES+=(
 	python3-scipy
 	python3-yaml
 )
+# What only `make test` needs (it sets PIREX_TEST_TOOLS=1): a real browser for the report test.
+if [[ ${PIREX_TEST_TOOLS:-0} == 1 ]]; then
+	APT_PACKAGES+=(chromium)
+fi
 # A test names a package that is not installed here to see what --ensure does then.
 # shellcheck disable=SC2206  # word splitting wanted: a space-separated list
 APT_PACKAGES+=(${PIREX_EXTRA_APT_PACKAGES:-})

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pirex import experiment
 from pirex.errors import PirexError
+from pirex.experiment import AA_SUFFIX
 from pirex.paths import REPO
 from pirex.reproduce.claims import Claim
 from pirex.runner import host
@@ -95,22 +96,45 @@ def blocked(claim: Claim, missing: dict[str, str], devices: int = 1) -> str | No
     return None
 
 
-def needs(claims: list[Claim], level: str, sets: dict[str, dict] | None = None) -> list[Need]:
-    """The runs the claims need, one per experiment, view and profile, variants united."""
+def needs(
+    claims: list[Claim],
+    level: str,
+    sets: dict[str, dict] | None = None,
+    aa: bool = False,
+    missing: dict[str, str] | None = None,
+) -> list[Need]:
+    """The runs the claims need, one per experiment, view and profile: the variants (or a view's
+    cases) they compare, with an A/A copy of each denominator when `aa`, and only the metrics they
+    compare where the experiment can choose (its metrics_parameter), unless --set chose them."""
     profile = LEVELS[level]
     out: dict[tuple, Need] = {}
+    metrics: dict[tuple, list[str]] = {}
     for c in claims:
         if not c.experiment or not c.judged:
             continue
         over = dict((sets or {}).get(c.experiment, {}))
-        n = out.setdefault((c.experiment, c.view), Need(c.experiment, c.view, profile, [], overrides=over))
-        for v in c.variants:
+        key = (c.experiment, c.view)
+        n = out.setdefault(key, Need(c.experiment, c.view, profile, [], overrides=over))
+        wanted = list(c.variants)
+        if aa and not c.view and c.numerator.variant != c.denominator.variant:
+            wanted.append(c.denominator.variant + AA_SUFFIX)  # the noise floor beside the ratio
+        for v in wanted:
             if v not in n.variants:
                 n.variants.append(v)
         for case in (c.numerator.variant, c.denominator.variant) if c.view else ():
             if case not in n.cases:
                 n.cases.append(case)
+        for side in (c.numerator, c.denominator):
+            metrics.setdefault(key, []).extend(m for m in side.metrics if m not in (missing or {}))
         n.claims.append(c.id)
+    for key, n in out.items():
+        exp = experiment.load(n.experiment)
+        param = exp.metrics_parameter
+        if param and param not in n.overrides:
+            choices = exp.declared[param].choices
+            chosen = [m for m in choices if m in metrics[key]]  # in the declared order
+            if chosen:
+                n.overrides[param] = ",".join(chosen)
     return list(out.values())
 
 

@@ -42,6 +42,7 @@ class Options:
     reuse_only: bool = False  # judge the bundles there are; run nothing
     yes: bool = True
     sets: dict[str, dict[str, Any]] = field(default_factory=dict)  # experiment -> parameter overrides
+    aa: bool | None = None  # an A/A copy of each denominator variant (None: at the full level only)
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -79,12 +80,15 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     state = json.loads((out / STATE).read_text()) if opts.resume else {}
     if state:
         opts.level, opts.papers, opts.sets = state["level"], state["papers"], state.get("sets", {})
+        opts.aa = state.get("aa", opts.aa)
         papers = _papers(opts.papers)
     claims = [c for p in papers for c in p.claims]
     commit = git_version()[1]
     here = machine.record(opts.results_dir if opts.results_dir.is_dir() else Path("."), docker=False)
     missing = plan.missing_capabilities()
-    needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level, opts.sets)
+    if opts.aa is None:
+        opts.aa = opts.level == "full"
+    needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level, opts.sets, opts.aa, missing)
     score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
     for n in needs:
         n.bundles = plan.matching_bundles(n, opts.results_dir, commit, here)

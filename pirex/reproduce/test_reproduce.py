@@ -260,3 +260,16 @@ def test_a_views_claims_run_only_the_cases_they_compare():
     assert len(runner._chosen_cases(matrix, None)) == len(matrix.cases)
     with pytest.raises(PirexError, match="--cases nosuch: the fluctuation matrix has the cases base, "):
         runner._chosen_cases(matrix, ("base", "nosuch"))
+
+
+def test_a_reproduction_runs_only_the_metrics_its_claims_compare_and_an_aa_copy_at_full():
+    icpe18 = claims.load("icpe18").claims
+    missing = {"spass-meter": "bring your own"}
+    by_key = {n.key: n for n in plan.needs(icpe18, "full", aa=True, missing=missing)}
+    assert by_key["moobench@paper"].overrides == {"configurations": "baseline,kieker-text"}
+    assert by_key["moobench[fluctuation]@paper"].overrides == {"configurations": "kieker-dump"}
+    assert by_key["moobench@paper"].variants == ["native", "docker", "native-aa"]
+    assert "native-aa" not in by_key["moobench[fluctuation]@paper"].variants  # cases, not variants, there
+    chosen = plan.needs(icpe18, "kick-the-tires", {"moobench": {"configurations": "baseline"}}, missing=missing)
+    assert {n.key: n.overrides for n in chosen}["moobench@quick"] == {"configurations": "baseline"}  # --set wins
+    assert all("native-aa" not in n.variants for n in chosen)  # no A/A unless asked
