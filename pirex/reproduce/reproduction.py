@@ -213,9 +213,9 @@ def _plan_text(papers, claims, needs, missing, opts: Options) -> str:
         else:
             t = "time unknown (no measured duration)"
         runs = f"cases {','.join(n.cases)}" if n.cases else f"variants {','.join(n.variants)}"
-        lines.append(f"  {n.key:<28} {runs:<31} {n.steps} steps, {t}; "
-                     f"needs {exp.needs.get('memory_mb', 0)} MB memory, {exp.needs.get('disk_mb', 0)} MB disk; "
-                     f"claims {', '.join(n.claims)}")  # fmt: skip
+        mem, disk, k = exp.needs.get("memory_mb", 0), exp.needs.get("disk_mb", 0), len(n.claims)
+        lines.append(f"  {n.key:<28} {runs}: {n.steps} steps, {t}; {mem} MB memory, {disk} MB disk; "
+                     f"{k} claim{'s' * (k > 1)}")  # fmt: skip
     blocked = {}
     for c in claims:
         if why := plan.blocked(c, missing):
