@@ -303,6 +303,7 @@ class Result:
     warmup: list[int]  # per run
     incomplete_runs: int
     in_flight: int = 0  # sent but unanswered when a --soak run's clock stopped: counted apart, not failed
+    run_keys: tuple = ()  # per run_means entry: (run, repetition), what pairs it with another configuration's run
 
     @property
     def key(self) -> Key:
@@ -352,7 +353,8 @@ def analyse(runs: Iterable[Run]) -> list[Result]:
                           [float(o.outside.mean()) for o in ors if o.outside.size],
                           [r.driver_us_per_request for r, _ in items if r.driver_us_per_request is not None],
                           [o.warmup for o in ors], sum(1 for r, _ in items if r.complete is False),
-                          sum(o.in_flight for o in ors)))  # fmt: skip
+                          sum(o.in_flight for o in ors),
+                          tuple((r.run, r.repetition) for r, o in items if o.steady.size)))  # fmt: skip
     return sorted(out, key=_order)
 
 
@@ -546,7 +548,8 @@ def _verdict(r: stats.Ratio, low: float, high: float, judged: bool, why: str) ->
 def compare(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str, int] | None = None
             ) -> list[Comparison]:  # fmt: skip
     """Ratios of means, which carry across hardware better than the means themselves, beside the paper's. Ours:
-    per-run means, bootstrap CI over runs (stats.ratio_ci; no interval below MIN_RUNS runs per side).
+    per repetition the ratio of the two sides' run means where the interleaved plan ran them in the same round
+    (stats.ratio_over_runs: paired, else the unpaired bootstrap; no interval below MIN_RUNS runs).
 
     - docker / native, per operation: a configuration mapped to (2), (4) or (6) over the one mapped to (1), (3) or
       (5) of the same device and storage. Judged against the paper's range over its three placements.
@@ -562,7 +565,8 @@ def compare(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str,
     out = []
 
     def add(num: Result, den: Result, name: str, value: float, rng: tuple[float, float], judged: bool, why: str):
-        ratio = stats.ratio_ci(num.run_means, den.run_means, level)
+        ratio = stats.ratio_over_runs(dict(zip(num.run_keys, num.run_means, strict=True)),
+                                      dict(zip(den.run_keys, den.run_means, strict=True)), level)  # fmt: skip
         out.append(Comparison(num.operation, name, config_text(num), value, *rng, ratio,
                               _verdict(ratio, *rng, judged, why)))  # fmt: skip
 

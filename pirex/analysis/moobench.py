@@ -142,6 +142,7 @@ class Stats:
     summary: stats.Summary
     peaks: int
     loop_means: tuple[float, ...]
+    loop_keys: tuple = ()  # per loop: (bundle, repetition), what pairs it with another configuration's loop
 
     @property
     def n(self) -> int:
@@ -212,11 +213,13 @@ def quantiles(arrays: Sequence[np.ndarray], probs: Sequence[float], mean: float)
     return [float(x) for x in np.percentile(pooled, [100 * p for p in probs], overwrite_input=True)]
 
 
-def statistics(steady: Sequence[np.ndarray]) -> Stats:
-    """Statistics over the steady-state durations (integer ns, one array per loop), in µs. The loops are pooled
-    without copying them into one array: exact integer sums for the means, a two-pass sum of squares for the sd."""
-    arrays = [np.asarray(a, dtype=np.int64) for a in steady]
-    arrays = [a for a in arrays if a.size]
+def statistics(steady: Sequence[np.ndarray], keys: Sequence | None = None) -> Stats:
+    """Statistics over the steady-state durations (integer ns, one array per loop; `keys` name the loops), in µs.
+    The loops are pooled without copying them into one array: exact integer sums for the means, a two-pass sum of
+    squares for the sd."""
+    named = [(k, np.asarray(a, dtype=np.int64)) for k, a in zip(keys or range(len(steady)), steady, strict=True)]
+    named = [(k, a) for k, a in named if a.size]
+    arrays = [a for _, a in named]
     n = sum(a.size for a in arrays)
     if n == 0:
         return Stats(stats.Summary(0, *([math.nan] * 7)), 0, ())
@@ -234,7 +237,15 @@ def statistics(steady: Sequence[np.ndarray]) -> Stats:
     lo, hi = min(int(a.min()) for a in arrays), max(int(a.max()) for a in arrays)
     summary = stats.Summary(n, mean * us, sd * us, med * us, q1 * us, q3 * us, lo * us, hi * us)
     loop_means = tuple(s / a.size * us for s, a in zip(sums, arrays, strict=True))
-    return Stats(summary, peaks, loop_means)
+    return Stats(summary, peaks, loop_means, tuple(k for k, _ in named))
+
+
+def paired(numerator: Stats, denominator: Stats, level: float = LEVEL) -> stats.Ratio:
+    """numerator/denominator paired by loop: a loop of each, same bundle and repetition, ran in the same step (two
+    configurations) or in the same interleaved round (two variants or cases); unpaired for loops of separate runs
+    (stats.ratio_over_runs)."""
+    num = dict(zip(numerator.loop_keys, numerator.loop_means, strict=True))
+    return stats.ratio_over_runs(num, dict(zip(denominator.loop_keys, denominator.loop_means, strict=True)), level)
 
 
 # --- bundles -------------------------------------------------------------------------------------------------------
@@ -303,13 +314,13 @@ def analyse_files(files: dict[Key, list[Path]], engine: str | None = None) -> li
             if i + 1 < len(keys):
                 reading.append([pool.submit(read_loop, f, engine) for f in files[keys[i + 1]]])
             loops = [r.result() for r in reading.pop(0)]
-            out.append(_analyse_one(key, loops))
+            out.append(_analyse_one(key, loops, [(str(f.parent.parent.parent), f.parent.name) for f in files[key]]))
             del loops
     return out
 
 
-def _analyse_one(key: Key, loops: list[Loop]) -> Result:
-    st = statistics([lp.steady for lp in loops])
+def _analyse_one(key: Key, loops: list[Loop], loop_keys: Sequence | None = None) -> Result:
+    st = statistics([lp.steady for lp in loops], loop_keys)
     series = [lp.blocks * 1e-3 for lp in loops]
     extremes = [(lp.block_min * 1e-3, lp.block_max * 1e-3) for lp in loops]
     return Result(*key, st, series, max((lp.steady_from for lp in loops), default=0), extremes)
@@ -329,7 +340,7 @@ class Overhead:
     variant: str
     configuration: str
     overhead: float  # µs: mean - baseline mean (pooled means)
-    ratio: stats.Ratio  # mean / baseline mean over loop means, bootstrap CI over loops
+    ratio: stats.Ratio  # over the baseline, paired by loop (paired())
 
 
 def overheads(results: list[Result], level: float = LEVEL) -> list[Overhead]:
@@ -340,7 +351,7 @@ def overheads(results: list[Result], level: float = LEVEL) -> list[Overhead]:
         b = base.get(r.key[:3])
         if r.configuration == BASELINE or b is None:
             continue
-        ratio = stats.ratio_ci(r.stats.loop_means, b.stats.loop_means, level)
+        ratio = paired(r.stats, b.stats, level)
         out.append(Overhead(*r.key, r.stats.mean - b.stats.mean, ratio))
     return out
 
@@ -521,8 +532,9 @@ def overhead_table(results: list[Result], digits: int = 1) -> Table:
         records.append({"device": o.device, "storage": o.storage, "variant": o.variant,
                         "configuration": o.configuration, "overhead_us": o.overhead, "ratio": o.ratio.value,
                         "ratio_low": o.ratio.low, "ratio_high": o.ratio.high})  # fmt: skip
-    note = (f"× baseline: mean over loop means / baseline's, 95 % bootstrap CI over loops (no interval below "
-            f"{stats.MIN_RUNS} loops).")  # fmt: skip
+    note = (f"× baseline: per loop, the configuration's mean over the baseline's in the same step; their geometric "
+            f"mean with a 95 % interval over loops (t or BCa on log ratios; no interval below {stats.MIN_RUNS} "
+            "loops).")  # fmt: skip
     return Table("Monitoring overhead over the baseline of the same device and variant", columns, rows, records,
                  [note], label_columns=3)  # fmt: skip
 
@@ -722,8 +734,8 @@ def verdict(ours: stats.Ratio, low: float, high: float) -> str:
 
 def compare_results(results: list[Result], level: float = LEVEL,
                     ratios: Sequence[PublishedRatio] | None = None) -> list[Comparison]:  # fmt: skip
-    """Our ratios (bootstrap CI over loops) beside the published ones. A verdict where our interval and the paper's
-    range (over its devices, widened by its rounding) overlap or not; none with fewer than MIN_RUNS loops."""
+    """Our ratios (paired by loop, 95 % interval over loops) beside the published ones. A verdict where our interval
+    and the paper's range (over its devices, widened by its rounding) overlap or not; none below MIN_RUNS loops."""
     by = {r.key: r for r in results}
     out = []
     for p in published_ratios() if ratios is None else ratios:
@@ -739,14 +751,14 @@ def compare_results(results: list[Result], level: float = LEVEL,
             for num, den in keys:
                 if num not in by or den not in by:
                     continue
-                r = stats.ratio_ci(by[num].stats.loop_means, by[den].stats.loop_means, level)
+                r = paired(by[num].stats, by[den].stats, level)
                 out.append(Comparison(p, f"{dev}, {sto}, {num[2]}", r, verdict(r, p.low, p.high)))
     return out
 
 
 def compare_markdown(result: list[Comparison]) -> str:
     out = ["| Source | Ratio | Our configuration | Published (range over devices, rounding) | "
-           "Ours (95 % bootstrap CI over loops) | Verdict |", "|---|---|---|---|---|---|"]  # fmt: skip
+           "Ours (95 % interval over paired loops) | Verdict |", "|---|---|---|---|---|---|"]  # fmt: skip
     for c in result:
         p = c.published
         out.append(f"| {p.source} | {p.name} | {c.config} | {p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}] | "
@@ -930,7 +942,7 @@ def compare_table(paths: Sequence[Path], level: float = LEVEL) -> Table:
     """Each published ratio with our bundles of the matching setup (or, where we have none, the others, said so)."""
     groups = {k: analyse(v) for k, v in _by_setup(paths).items()}
     columns = ["Source", "Ratio", "Paper's setup (profile)", "Our configuration", "Our setup",
-               "Published (range over devices, rounding)", "Ours (95 % bootstrap CI over loops)",
+               "Published (range over devices, rounding)", "Ours (95 % interval over paired loops)",
                "Verdict"]  # fmt: skip
     rows, records = [], []
     has_spass = any(r.configuration.startswith("spass-meter") for res in groups.values() for r in res)
@@ -991,13 +1003,13 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
                 if role == "instrumented" and not cfg.startswith("spass-meter"):
                     stand_in.add(cfg)
                 num, den = by[(dev, sto, case.ours, cfg)], by[(dev, sto, case.base, base_cfg)]
-                ours = stats.ratio_ci(num.stats.loop_means, den.stats.loop_means, level)
+                ours = paired(num.stats, den.stats, level)
                 pv, plo, phi = _ratio_range([(t5[(case.id, paper_cfg)], t5[(case.paper_base, paper_cfg)])])
                 p1 = t5[(case.id, paper_cfg)] / t5[(1, paper_cfg)]
                 vs1 = ""
                 if first:
                     key1 = (dev, sto, root.ours, BASELINE if role == "baseline" else first[1])
-                    r1 = stats.ratio_ci(num.stats.loop_means, by[key1].stats.loop_means, level)
+                    r1 = paired(num.stats, by[key1].stats, level)
                     vs1 = ratio_text(r1)
                 v = verdict(ours, plo, phi)
                 if case.ours in same:  # the case changed nothing on that machine: no effect to judge

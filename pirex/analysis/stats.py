@@ -4,8 +4,8 @@ The papers' own (kept for their tables, labelled as theirs):
 
 - summary(): mean, sd (n-1), median, quartiles, min, max, and CIs via the t distribution,
   as the papers computed them over every pooled value (ICPE'18 Table 1: 200 iterations).
-- ratio_ci(): the ratio of two variants' means with an unpaired percentile bootstrap over runs
-  (kept for the existing callers until they move to paired_ratio()).
+- ratio_ci(): the ratio of two variants' means with an unpaired percentile bootstrap over runs:
+  for runs that no plan paired (ratio_over_runs() picks it then).
 
 The project's (one Interval type, one rule for too few runs, intervals over independent runs only):
 
@@ -273,6 +273,17 @@ def paired_ratio(numerator: Mapping[Hashable, float], denominator: Mapping[Hasha
         return Interval(value, math.exp(low), math.exp(high), n, level, "bca-log", None, note)
     half = t_quantile(level, n - 1) * float(d.std(ddof=1)) / math.sqrt(n)
     return Interval(value, math.exp(d.mean() - half), math.exp(d.mean() + half), n, level, "t-log", None, note)
+
+
+def ratio_over_runs(numerator: Mapping[Hashable, float], denominator: Mapping[Hashable, float],
+                    level: float = 0.95) -> Ratio:  # fmt: skip
+    """numerator/denominator over runs keyed by (bundle, repetition): paired_ratio where the two sides
+    ran in the same rounds of an interleaved plan (shared keys), else (separate runs, e.g. two
+    placements run one after the other) the unpaired ratio_ci, the only honest interval there."""
+    if set(numerator) & set(denominator):
+        iv = paired_ratio(numerator, denominator, level)
+        return Ratio(iv.value, iv.low, iv.high, iv.n, iv.n)
+    return ratio_ci(list(numerator.values()), list(denominator.values()), level)
 
 
 def _bca_mean(d: np.ndarray, level: float, seed: int, resamples: int) -> tuple[float, float]:

@@ -2,6 +2,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats as sps
 
 from pirex.analysis import stats
 
@@ -177,3 +178,20 @@ def test_skewness_criterion():
     assert not stats.is_skewed([1.0] * 8)
     r = stats.paired_ratio(dict.fromkeys(range(6), 2.0), dict.fromkeys(range(6), 1.0))
     assert (r.value, r.low, r.high) == (pytest.approx(2.0), pytest.approx(2.0), pytest.approx(2.0))
+
+
+def test_ratio_over_runs_pairs_the_rounds_of_one_plan_and_only_those():
+    rng = np.random.default_rng(5)
+    drift = rng.normal(0, 0.05, 8)  # what one round shares: pairing removes it
+    num = {("b", j): 110 * math.exp(d + rng.normal(0, 0.002)) for j, d in enumerate(drift)}
+    den = {("b", j): 100 * math.exp(d + rng.normal(0, 0.002)) for j, d in enumerate(drift)}
+    paired = stats.ratio_over_runs(num, den, 0.95)
+    logs = np.log([num[k] / den[k] for k in num])  # the textbook t interval on the log ratios
+    half = sps.t.ppf(0.975, 7) * logs.std(ddof=1) / math.sqrt(8)
+    assert paired.low == pytest.approx(math.exp(logs.mean() - half)) and paired.high == pytest.approx(
+        math.exp(logs.mean() + half)
+    )
+    assert paired.high / paired.low < 1.01  # the shared drift is gone
+    separate = stats.ratio_over_runs(num, {("other", j): v for (_, j), v in den.items()}, 0.95)
+    assert separate == stats.ratio_ci(list(num.values()), list(den.values()), 0.95)  # no shared round: unpaired
+    assert separate.high / separate.low > paired.high / paired.low
