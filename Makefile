@@ -119,7 +119,7 @@ bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	$(VENV)/bin/python scripts/bench_analysis.py $(ARGS)
 
-bench-resolution: $(VENV)/.installed ## jmh B1 docker/native and native-aa/native half-widths per allocation, time spent, variance per level (ARGS="--allocations small" for a smoke run).
+bench-resolution: $(VENV)/.installed ## jmh B1 docker/native and native-aa/native half-widths per allocation, time spent, variance per level (ARGS="--allocations small": a smoke run; ARGS="--experiment moobench --metric kieker-text": another experiment).
 	$(VENV)/bin/python scripts/bench_resolution.py $(TAG_ARG) $(if $(VARIANTS),--variants $(VARIANTS)) $(ARGS)
 
 .PHONY: lint

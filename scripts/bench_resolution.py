@@ -23,6 +23,9 @@ For each allocation (repetitions x forks x (warm-up + measured iterations) x ite
     .venv/bin/python scripts/bench_resolution.py --allocations small          # smoke run: about 2 minutes
     .venv/bin/python scripts/bench_resolution.py --dry-run                    # the commands, nothing run
     .venv/bin/python scripts/bench_resolution.py --bundle results/bench-resolution/short/jmh/<run-id>
+    .venv/bin/python scripts/bench_resolution.py --experiment moobench --metric kieker-text --set repetitions=10 \
+        --set configurations=baseline,kieker-text                            # a MooBench configuration
+    .venv/bin/python scripts/bench_resolution.py --experiment jpa-rest --metric read --set repetitions=10
 
 Costs for K&J: one measured iteration costs its iteration time; a fork costs its warm-up plus one JVM start; a
 repetition one JVM start (JMH's host JVM). A JVM start is the step's time beyond its iterations divided by
@@ -223,6 +226,90 @@ def plan_lines(b: Bundle) -> list[str]:
             f"paper's for B1, 10 JVMs x 40 s x 2 variants): {p.text()}"]  # fmt: skip
 
 
+# --- any experiment, through its analysis module's run values (MooBench, JPA REST)
+
+
+def generic_report(path: Path, metric: str) -> list[str]:
+    """The same figures for another experiment: docker/native and the A/A paired by repetition over the run values
+    its analysis module reads (a MooBench loop's steady-state mean, a JPA step's mean response time), the variance
+    per level, and Stein's plan for +-0.5 %."""
+    from pirex import experiment
+    from pirex.analysis import modules
+
+    manifest = json.loads((path / "manifest.json").read_text())
+    exp = experiment.load(manifest["experiment"])
+    run = path / "run.json"
+    view = (json.loads(run.read_text()).get("matrix") or {}).get("name") if run.is_file() else None
+    every = modules.module(exp).run_values([path], view)
+    values = [v for v in every if v.metric == metric]
+    if not values:
+        raise SystemExit(
+            f"{path}: no run value of {metric!r} (metrics: {', '.join(sorted({v.metric for v in every}))})"
+        )
+    variants = list(dict.fromkeys(v.variant for v in values))
+    ended = manifest.get("ended") or manifest["completed"][-1]["ended"]
+    wall = (_when(ended) - _when(manifest["started"])).total_seconds()
+    step = {x: [(_when(s["ended"]) - _when(s["started"])).total_seconds() for s in manifest["completed"]
+                if s["variant"] == x] for x in variants}  # fmt: skip
+    out = [f"== {exp.id} {metric}: {path}", f"   {manifest['parameters']}",
+           f"time spent: {wall / 60:.1f} min (steps per variant, min: "
+           f"{', '.join(f'{x} {sum(t) / 60:.1f}' for x, t in step.items())})"]  # fmt: skip
+    pairs = [("docker/native", "docker", "native"), ("native-aa/native", precision.aa_name("native"), "native")]
+    for label, num, den in pairs:
+        if num in variants and den in variants:
+            for level in LEVELS:
+                iv = precision.paired_interval(values, metric, num, den, level)
+                out.append(f"  {label:<18} {stats.level_text(level):>6}: {iv.text(4)}  {iv.percent(2)} ({iv.method}, "
+                           f"{iv.n} paired)" + (f"; {iv.note}" if iv.note else ""))  # fmt: skip
+    out.append("variance decomposition (repetition > run > sample):")
+    for x in variants:
+        try:
+            d = precision.decompose_runs(values, metric, x)
+        except ValueError as e:
+            out.append(f"  {x}: {e}")
+            continue
+        out += [f"  {x}:"] + [f"    {line}" for line in d.lines()]
+    if "docker" in variants and "native" in variants:
+        _, d, _ = stats.log_ratios(precision.run_means(values, metric, "docker"),
+                                   precision.run_means(values, metric, "native"))  # fmt: skip
+        if d.size >= 2:
+            per_rep = sum(sum(step[x]) / len(step[x]) for x in ("docker", "native"))
+            p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=per_rep)
+            out.append(f"plan (this run as Stein's pilot, docker + native {per_rep:.0f} s per repetition): {p.text()}")
+    return out
+
+
+def run_generic(args) -> int:
+    results = args.results_dir / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{args.experiment}"
+    cmd = [sys.executable, "-m", "pirex", "run", args.experiment, "--profile", args.profile, "--variants",
+           args.variants, "--seed", str(args.seed), "--results-dir", str(results)]  # fmt: skip
+    for s in args.set:
+        cmd += ["--set", s]
+    cmd += ["--tag", args.tag] if args.tag else []
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    print(f"bench-resolution: {' '.join(cmd[2:])}", flush=True)
+    proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
+    try:
+        proc.wait(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"bench-resolution: over {args.timeout} s; interrupting the run", file=sys.stderr)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    bundles = sorted(p for p in (results / args.experiment).glob("*") if (p / "manifest.json").exists())
+    if not bundles:
+        raise SystemExit(f"bench-resolution: pirex run wrote no bundle under {results} (exit {proc.returncode})")
+    print("\n".join(generic_report(bundles[-1], args.metric)), flush=True)
+    return 0
+
+
 # --- running
 
 
@@ -269,7 +356,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="seed of the interleaving")
     ap.add_argument("--bundle", type=Path, action="append", default=[], help="report on existing bundles; no run")
     ap.add_argument("--dry-run", action="store_true", help="print the pirex commands; run nothing")
+    ap.add_argument("--experiment", default="jmh", help="another experiment than JMH's B1 (moobench, jpa-rest)")
+    ap.add_argument("--metric", help="with --experiment: the metric (a MooBench configuration, a JPA operation)")
+    ap.add_argument("--profile", default="quick", help="with --experiment: the profile")
+    ap.add_argument("--set", action="append", default=[], help="with --experiment: NAME=VALUE, repeatable")
+    ap.add_argument("--timeout", type=float, default=4 * 3600, help="with --experiment: seconds for the run")
     args = ap.parse_args(argv)
+    if args.experiment != "jmh":
+        if not args.metric:
+            raise SystemExit("bench-resolution: --experiment needs --metric (e.g. kieker-text, read)")
+        if args.bundle:
+            for path in args.bundle:
+                print("\n".join(generic_report(path, args.metric)), flush=True)
+            return 0
+        return run_generic(args)
     if args.bundle:
         for path in args.bundle:
             print("\n".join(report(read_bundle(path))), flush=True)

@@ -73,3 +73,24 @@ def test_dry_run_prints_the_pirex_commands(capsys):
     assert out[0].startswith("paper (10 repetitions x 1 fork x (20 + 20) x 1s): ")
     assert "--set benchmarks=RecursionBenchmark.b1_default" in out[0] and "--set repetitions=30" in out[1]
     assert bench.seconds("200ms") == 0.2 and bench.seconds("1s") == 1.0
+
+
+def test_another_experiments_metric_through_its_run_values(tmp_path, capsys):
+    """--experiment moobench --metric kieker-text on a bundle: docker/native and A/A paired by repetition."""
+    from pirex.analysis.test_moobench import make_bundle
+
+    rng = np.random.default_rng(2)
+
+    def files(v, r):
+        if r is None:
+            return [None] * 6
+        scale = {"docker": 1.05}.get(v, 1.0) * math.exp(rng.normal(0, 0.01))
+        calls = [int(100_000 * scale * math.exp(rng.normal(0, 0.02))) for _ in range(40)]
+        return {"baseline": [1000] * 40, "kieker-text": calls}
+
+    path = make_bundle(tmp_path, files, variants=("native", "docker", "native-aa"))
+    assert bench.main(["--experiment", "moobench", "--metric", "kieker-text", "--bundle", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "== moobench kieker-text" in out and "docker/native" in out and "native-aa/native" in out
+    assert "6 paired" in out and "variance decomposition (repetition > run > sample):" in out
+    assert "plan (this run as Stein's pilot" in out
