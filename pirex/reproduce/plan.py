@@ -158,9 +158,13 @@ def parameters(need: Need, exp: experiment.Experiment) -> dict:
     return {k: v for k, v in wanted.items() if k not in ports}
 
 
-def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, statuses=("complete",)) -> list[Path]:
-    """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed."""
+def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, statuses=("complete",),
+                     any_repetitions: bool = False) -> list[Path]:  # fmt: skip
+    """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed
+    (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is)."""
     wanted = parameters(need, experiment.load(need.experiment))
+    if any_repetitions:
+        wanted.pop("repetitions")
     found = []
     for m_path in sorted((results_dir / need.experiment).glob("*/manifest.json")):
         m, b = _read(m_path), m_path.parent

@@ -91,7 +91,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level, opts.sets, opts.aa, missing)
     score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
     for n in needs:
-        n.bundles = plan.matching_bundles(n, opts.results_dir, commit, here)
+        n.bundles = plan.matching_bundles(n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only)
         plan.estimate(n, experiment.load(n.experiment), score, plan.step_seconds_here(n, opts.results_dir, here))
 
     echo(_plan_text(papers, claims, needs, missing, opts))

@@ -273,3 +273,16 @@ def test_a_reproduction_runs_only_the_metrics_its_claims_compare_and_an_aa_copy_
     chosen = plan.needs(icpe18, "kick-the-tires", {"moobench": {"configurations": "baseline"}}, missing=missing)
     assert {n.key: n.overrides for n in chosen}["moobench@quick"] == {"configurations": "baseline"}  # --set wins
     assert all("native-aa" not in n.variants for n in chosen)  # no A/A unless asked
+
+
+def test_reuse_only_judges_bundles_with_fewer_repetitions_than_a_run_would_make(tmp_path):
+    results = tmp_path / "results"
+    _jmh_bundle(results, 3)  # make run's quick bundle: 3 repetitions
+    here = machine.record(results, docker=False)
+    (need,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires") if n.experiment == "jmh"]
+    assert plan.matching_bundles(need, results, git_version()[1], here) == []  # a reproduction runs 5
+    assert len(plan.matching_bundles(need, results, git_version()[1], here, any_repetitions=True)) == 1
+    out = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None,
+                                 echo=lambda *_: None)  # fmt: skip
+    verdict = json.loads((out / "state.json").read_text())["verdicts"]["icpe18:t1-b1-docker"]
+    assert verdict == INCONCLUSIVE  # judged on what there is: too few repetitions for an interval
