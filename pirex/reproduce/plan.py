@@ -162,7 +162,8 @@ def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, 
                      any_repetitions: bool = False) -> list[Path]:  # fmt: skip
     """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed
     (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is)."""
-    wanted = parameters(need, experiment.load(need.experiment))
+    exp = experiment.load(need.experiment)
+    wanted = parameters(need, exp)
     if any_repetitions:
         wanted.pop("repetitions")
     found = []
@@ -172,7 +173,7 @@ def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, 
             continue
         if (m.get("tool") or {}).get("commit") != commit:
             continue
-        if not _same_parameters(m.get("parameters") or {}, wanted):
+        if not _same_parameters(m.get("parameters") or {}, wanted, exp.metrics_parameter):
             continue
         if ((_read(b / "run.json").get("matrix") or {}).get("name")) != need.view:
             continue
@@ -184,11 +185,14 @@ def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, 
     return found
 
 
-def _same_parameters(have: dict, wanted: dict) -> bool:
-    """The bundle ran with the wanted parameters; more repetitions than wanted is as good."""
+def _same_parameters(have: dict, wanted: dict, metrics_parameter: str = "") -> bool:
+    """The bundle ran with the wanted parameters; more repetitions than wanted, or more metrics (a superset
+    of the metrics parameter's items), are as good."""
     for k, v in wanted.items():
         got = have.get(k)
         if k == "repetitions" and isinstance(got, int) and got >= v:
+            continue
+        if k == metrics_parameter and isinstance(got, str) and set(v.split(",")) <= set(got.split(",")):
             continue
         if got != v:
             return False

@@ -286,3 +286,12 @@ def test_reuse_only_judges_bundles_with_fewer_repetitions_than_a_run_would_make(
                                  echo=lambda *_: None)  # fmt: skip
     verdict = json.loads((out / "state.json").read_text())["verdicts"]["icpe18:t1-b1-docker"]
     assert verdict == INCONCLUSIVE  # judged on what there is: too few repetitions for an interval
+
+
+def test_a_bundle_with_more_metrics_than_the_claims_compare_is_as_good():
+    wanted = {"repetitions": 5, "configurations": "baseline,kieker-text", "calls": 100}
+    have = {"repetitions": 5, "configurations": "baseline,kieker-dump,kieker-text", "calls": 100}
+    assert plan._same_parameters(have, wanted, "configurations")
+    assert not plan._same_parameters({**have, "configurations": "baseline"}, wanted, "configurations")
+    assert not plan._same_parameters({**have, "calls": 99}, wanted, "configurations")
+    assert not plan._same_parameters(have, wanted)  # without a metrics parameter: exact
