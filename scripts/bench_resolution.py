@@ -290,22 +290,10 @@ def run_generic(args) -> int:
         print(" ".join(cmd))
         return 0
     print(f"bench-resolution: {' '.join(cmd[2:])}", flush=True)
-    proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
-    try:
-        proc.wait(timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        print(f"bench-resolution: over {args.timeout} s; interrupting the run", file=sys.stderr)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    code = run_pirex(cmd, args.timeout)
     bundles = sorted(p for p in (results / args.experiment).glob("*") if (p / "manifest.json").exists())
     if not bundles:
-        raise SystemExit(f"bench-resolution: pirex run wrote no bundle under {results} (exit {proc.returncode})")
+        raise SystemExit(f"bench-resolution: pirex run wrote no bundle under {results} (exit {code})")
     print("\n".join(generic_report(bundles[-1], args.metric)), flush=True)
     return 0
 
@@ -325,6 +313,17 @@ def run_allocation(a: Allocation, cmd: list[str], results: Path, variants: int) 
     """Run pirex under a time limit (its own process group: ended with SIGINT, then SIGKILL, on every exit
     path) and return the one bundle it wrote under results/jmh/."""
     limit = 600 + 3 * a.repetitions * variants * (a.step_seconds() + 30 * (a.forks + 1))
+    code = run_pirex(cmd, limit)
+    bundles = sorted(p for p in (results / "jmh").glob("*") if (p / "manifest.json").exists())
+    if not bundles:
+        raise SystemExit(f"bench-resolution: pirex run wrote no bundle under {results}/jmh (exit {code})")
+    if code:
+        print(f"bench-resolution: pirex run exited {code}; reporting what {bundles[-1]} holds", file=sys.stderr)
+    return bundles[-1]
+
+
+def run_pirex(cmd: list[str], limit: float) -> int | None:
+    """pirex under a time limit, in its own process group: ended with SIGINT, then SIGKILL, on every exit path."""
     proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
     try:
         proc.wait(timeout=limit)
@@ -338,13 +337,7 @@ def run_allocation(a: Allocation, cmd: list[str], results: Path, variants: int) 
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-    bundles = sorted(p for p in (results / "jmh").glob("*") if (p / "manifest.json").exists())
-    if not bundles:
-        raise SystemExit(f"bench-resolution: pirex run wrote no bundle under {results}/jmh (exit {proc.returncode})")
-    if proc.returncode:
-        print(f"bench-resolution: pirex run exited {proc.returncode}; reporting what {bundles[-1]} holds",
-              file=sys.stderr)  # fmt: skip
-    return bundles[-1]
+    return proc.returncode
 
 
 def main(argv: list[str] | None = None) -> int:
