@@ -158,7 +158,7 @@ def parameters(need: Need, exp: experiment.Experiment) -> dict:
     return {k: v for k, v in wanted.items() if k not in ports}
 
 
-def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, statuses=("complete",),
+def matching_bundles(need: Need, results_dir: Path, commit: str | None, machine: dict, statuses=("complete",),
                      any_repetitions: bool = False) -> list[Path]:  # fmt: skip
     """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed
     (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is)."""
@@ -171,7 +171,7 @@ def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, 
         m, b = _read(m_path), m_path.parent
         if not m or m.get("status") not in statuses or m.get("profile") != need.profile:
             continue
-        if (m.get("tool") or {}).get("commit") != commit:
+        if commit is not None and (m.get("tool") or {}).get("commit") != commit:
             continue
         if not _same_parameters(m.get("parameters") or {}, wanted, exp.metrics_parameter):
             continue
@@ -183,6 +183,10 @@ def matching_bundles(need: Need, results_dir: Path, commit: str, machine: dict, 
             continue
         found.append(b)
     return found
+
+
+def is_complete(bundle: Path) -> bool:
+    return _read(bundle / "manifest.json").get("status") == "complete"
 
 
 def _same_parameters(have: dict, wanted: dict, metrics_parameter: str = "") -> bool:

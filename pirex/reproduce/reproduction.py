@@ -90,8 +90,11 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         opts.aa = opts.level == "full"
     needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level, opts.sets, opts.aa, missing)
     score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
+    done = state.get("bundles", {})  # a resumed reproduction keeps what it ran, even from an earlier commit
     for n in needs:
-        n.bundles = plan.matching_bundles(n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only)
+        n.bundles = [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))] or plan.matching_bundles(
+            n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only
+        )
         plan.estimate(n, experiment.load(n.experiment), score, plan.step_seconds_here(n, opts.results_dir, here))
 
     echo(_plan_text(papers, claims, needs, missing, opts))
@@ -103,6 +106,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         "failed": {},
         "score": score,
         "estimates": {n.key: n.seconds for n in needs if not n.bundles},
+        "bundles": {n.key: [str(b) for b in n.bundles] for n in needs if n.bundles},
         "ran": state.get("ran", {}),
     }
     _save(out, state)
@@ -117,6 +121,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             started = time.monotonic()
             n.bundles = [run_one(n, opts)]
             state["ran"][n.key] = round(time.monotonic() - started, 1)
+            state["bundles"][n.key] = [str(b) for b in n.bundles]
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
@@ -152,7 +157,8 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
     from pirex.runner import run as runner
 
     here = machine.record(opts.results_dir, docker=False)
-    left = plan.matching_bundles(need, opts.results_dir, git_version()[1], here, statuses=("partial", "running"))
+    # a bundle a killed reproduction left is finished, whatever commit started it (its manifest says which)
+    left = plan.matching_bundles(need, opts.results_dir, None, here, statuses=("partial", "running"))
     if left:
         log.info("resuming %s", left[-1])
         return runner.resume(left[-1])

@@ -295,3 +295,21 @@ def test_a_bundle_with_more_metrics_than_the_claims_compare_is_as_good():
     assert not plan._same_parameters({**have, "configurations": "baseline"}, wanted, "configurations")
     assert not plan._same_parameters({**have, "calls": 99}, wanted, "configurations")
     assert not plan._same_parameters(have, wanted)  # without a metrics parameter: exact
+
+
+def test_a_resumed_reproduction_keeps_its_bundles_from_an_earlier_commit(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    ran = []
+
+    def run_one(need, opts):  # the first session: jmh completes, then the session ends
+        ran.append(need.key)
+        if need.experiment == "jmh":
+            return _jmh_bundle(results, 5)
+        raise PirexError("the session ended")
+
+    first = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
+    assert "jmh@quick" in ran
+    monkeypatch.setattr(reproduction, "git_version", lambda: ("v2", "a-later-commit"))  # the next session's code
+    ran.clear()
+    reproduction.reproduce(reproduction.Options([], results_dir=results, resume=first), run_one, echo=lambda *_: None)
+    assert "jmh@quick" not in ran and ran  # its bundle is kept; the rest is tried again
