@@ -102,6 +102,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     state = {
         "papers": [p.id for p in papers],
         "level": opts.level,
+        "sets": opts.sets,
+        "aa": opts.aa,
         "commit": commit,
         "failed": {},
         "score": score,

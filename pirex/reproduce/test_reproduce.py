@@ -307,9 +307,19 @@ def test_a_resumed_reproduction_keeps_its_bundles_from_an_earlier_commit(tmp_pat
             return _jmh_bundle(results, 5)
         raise PirexError("the session ended")
 
-    first = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
+    sets = {"moobench": {"calls": 500}}
+    first = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results, sets=sets, aa=True), run_one,
+                                   echo=lambda *_: None)  # fmt: skip
     assert "jmh@quick" in ran
     monkeypatch.setattr(reproduction, "git_version", lambda: ("v2", "a-later-commit"))  # the next session's code
     ran.clear()
-    reproduction.reproduce(reproduction.Options([], results_dir=results, resume=first), run_one, echo=lambda *_: None)
+    seen = {}
+
+    def run_again(need, opts):
+        seen[need.key] = (need.overrides, need.variants)
+        return run_one(need, opts)
+
+    reproduction.reproduce(reproduction.Options([], results_dir=results, resume=first), run_again, echo=lambda *_: None)
     assert "jmh@quick" not in ran and ran  # its bundle is kept; the rest is tried again
+    overrides, variants = seen["moobench@quick"]
+    assert overrides["calls"] == 500 and "native-aa" in variants  # --set and --aa kept across the resume
