@@ -173,9 +173,11 @@ def matching_bundles(need: Need, results_dir: Path, commit: str | None, machine:
             continue
         if commit is not None and (m.get("tool") or {}).get("commit") != commit:
             continue
-        if not _same_parameters(m.get("parameters") or {}, wanted, exp.metrics_parameter):
+        run = _read(b / "run.json")
+        asked = run.get("requested") or m.get("parameters") or {}  # older bundles: the resolved parameters
+        if not _same_parameters(asked, wanted, exp.metrics_parameter):
             continue
-        if ((_read(b / "run.json").get("matrix") or {}).get("name")) != need.view:
+        if ((run.get("matrix") or {}).get("name")) != need.view:
             continue
         if not set(need.cases if need.view else need.variants) <= set(m.get("variants") or []):
             continue

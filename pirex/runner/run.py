@@ -164,6 +164,7 @@ def _run(opts: Options) -> Path:
 
     overrides = P.check_values(exp.declared, opts.overrides or {}, "--set")
     params = {**exp.resolve(opts.profile), **(matrix.parameters_for(opts.profile) if matrix else {}), **overrides}
+    requested = dict(params)  # before what the runner resolves here (free ports, PMU events): what reuse compares
     _service_ports(exp, params)
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
 
@@ -231,7 +232,7 @@ def _run(opts: Options) -> Path:
         "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None, "trace": trace,
         "variants": {v.name: v.describe() for v in by_name.values()},
         "jvm": jvm_of(images[exp.deployment.web.image] if exp.deployment else image), "soak": soak,
-        "preflight": [f.to_dict() for f in findings],
+        "preflight": [f.to_dict() for f in findings], "requested": requested,
     }, indent=2) + "\n")  # fmt: skip
     bundle.write_machine(before=before)
     with leftovers.Owner(bundle.run_id, bundle.path):  # what the run starts, recorded before it starts
