@@ -230,5 +230,10 @@ def _plan_text(papers, claims, needs, missing, opts: Options) -> str:
             blocked.setdefault(why, []).append(f"{c.paper}:{c.id}")
     for why, ids in blocked.items():
         lines.append(f"  cannot here: {why}: {', '.join(ids)}")
-    lines.append(f"  total to run: about {total / 60:.0f} min" + (" (reusing bundles only)" if opts.reuse_only else ""))
+    unknown = sum(1 for n in needs if not n.bundles and n.seconds is None)
+    if opts.reuse_only:
+        lines.append("  total to run: nothing (--reuse-only: judging the bundles there are)")
+    else:
+        lines.append(f"  total to run: about {total / 60:.0f} min" +
+                     (f" and {unknown} run{'s' * (unknown > 1)} of unknown duration" if unknown else ""))  # fmt: skip
     return "\n".join(lines)
