@@ -594,14 +594,19 @@ def pull_cmd(registry_file: Path, platform_: str, names: tuple[str, ...]) -> Non
 @click.option("--platforms", default="host", show_default=True, help="host, or the one platform to run.")
 @click.option("--offline", default="auto", show_default=True, type=click.Choice(["auto", "1", "0"]))
 @click.option("--tag", default=None, help="Image tag of local builds (default: git describe of the checkout).")
+@click.option("--experiment", "experiments", multiple=True, help="The images this experiment runs (repeatable).")
 @click.argument("targets", nargs=-1)
-def ensure_cmd(platforms: str, offline: str, tag: str | None, targets: tuple[str, ...]) -> None:
+def ensure_cmd(platforms: str, offline: str, tag: str | None, experiments: tuple[str, ...],
+               targets: tuple[str, ...]) -> None:  # fmt: skip
     """make run's first step: pull what registry.yaml publishes for this platform (verified), build the rest."""
+    from pirex import experiment
     from pirex.images import sources
 
     [p] = _platforms(platforms)
+    targets += tuple(name for e in experiments for name in experiment.load(e).images)
     with localregistry.local_registry():
-        rest = sources.ensure(list(targets) or [t.name for t in bake.catalog()], tag or git_version()[0], p)
+        rest = sources.ensure(list(dict.fromkeys(targets)) or [t.name for t in bake.catalog()],
+                              tag or git_version()[0], p)  # fmt: skip
     if rest:
         build_cmd.callback(str(p), offline, tag, False, tuple(rest))
 

@@ -234,6 +234,11 @@ class Experiment:
     soak: Soak | None = None
     durations: dict[str, float] = field(default_factory=dict)  # measured seconds per profile, on a named machine
 
+    @property
+    def images(self) -> tuple[str, ...]:
+        """Every image a run uses: the experiment's, then its deployment's roles'."""
+        return tuple(dict.fromkeys((self.image, *(self.deployment.images if self.deployment else ()))))
+
     def resolve(self, profile: str) -> dict[str, Any]:
         """The parameters of a profile: the experiment's, overridden by the profile's."""
         if profile not in self.profiles:

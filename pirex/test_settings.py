@@ -68,6 +68,6 @@ def test_compose_names_the_experiments_with_a_deployment():
         PirexError, match="jmh declares no deployment with compose files.*experiments that do: jpa-rest"
     ):
         compose.deployment_of("jmh")
-    assert compose.images("jpa-rest") == ("postgres", "jpa-rest", "locust")
+    assert compose.images("jpa-rest") == ("locust", "postgres", "jpa-rest")
     assert compose.one_host_file("jpa-rest") == REPO / "compose" / "jpa-rest.yml"
     assert set(compose.host_files("jpa-rest")) == {"db", "web", "driver"}

@@ -40,9 +40,8 @@ def deployment_of(experiment_id: str) -> tuple[experiment.Experiment, experiment
 
 
 def images(experiment_id: str) -> tuple[str, ...]:
-    """The images a compose run of the experiment uses: its roles' and the driver's."""
-    exp, dep = deployment_of(experiment_id)
-    return tuple(dict.fromkeys((*dep.images, exp.image)))
+    """The images a compose run of the experiment uses: the driver's and its roles'."""
+    return deployment_of(experiment_id)[0].images
 
 
 def one_host_file(experiment_id: str) -> Path:

@@ -155,7 +155,7 @@ def _run(opts: Options) -> Path:
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
 
     soak = _soak(exp, opts.soak, params)  # the arguments are checked before any image is looked for
-    images = {name: image_for(name, opts.tag, platform) for name in (exp.image, *_deployment_images(exp))}
+    images = {name: image_for(name, opts.tag, platform) for name in exp.images}
     image = images[exp.image]
     matrix_info: dict = {}
     if matrix:
@@ -222,10 +222,6 @@ def _run(opts: Options) -> Path:
     bundle.write_machine(before=before)
     with leftovers.Owner(bundle.run_id, bundle.path):  # what the run starts, recorded before it starts
         return _execute(bundle, exp, images, params)
-
-
-def _deployment_images(exp: experiment.Experiment) -> tuple[str, ...]:
-    return tuple(n for n in exp.deployment.images if n != exp.image) if exp.deployment else ()
 
 
 def _jvm(exp: experiment.Experiment, images: dict[str, dict]) -> dict | None:
