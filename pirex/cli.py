@@ -207,6 +207,8 @@ def env_cmd(experiment_id, profile, sets, write_to) -> None:
     from pirex import experiment, settings
 
     if write_to:
+        if sets:
+            raise PirexError("--write renders the profile as experiment.yaml has it: no --set with it")
         (paths.REPO / write_to).write_text(settings.rendered(experiment_id, profile, write_to))
         return
     click.echo(settings.text(settings.of(experiment.load(experiment_id), profile, sets)), nl=False)

@@ -121,3 +121,10 @@ def test_the_images_stand_alone_default_is_the_quick_profile():
     assert int(profile[names["q_loops"]]) == quick["repetitions"]
     assert standalone == {k: v for k, v in rendered.items() if k not in ("--output", "--workdir")}
     assert rendered["--jvm-options"] == ""  # the image's default: no JVM options
+
+
+def test_the_image_knows_exactly_the_declared_configurations():
+    """pirex-moobench's KNOWN (how to run each) and experiment.yaml's choices (what may be asked) name the same."""
+    script = (REPO / "images" / "moobench" / "pirex-moobench").read_text()
+    known = re.search(r'^KNOWN="([^"]*)"$', script, re.M).group(1).split()
+    assert known == list(experiment.load("moobench").declared["configurations"].choices)
