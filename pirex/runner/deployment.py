@@ -100,6 +100,10 @@ class Servers:
                 self._stack.callback(proc.run, ["docker", "network", "rm", self.network], timeout=120, check=False)
             if self.dep.setup:
                 self._setup(self.dep.setup)
+            else:  # data directories without a setup: the servers fill them themselves, kept across steps
+                for name, d in self.data.items():
+                    if not d.is_dir():
+                        prepare_data_dir(d, self.images[self.dep.roles[name].image]["reference"])
         except BaseException:
             self._stack.close()
             raise
