@@ -12,9 +12,10 @@ import pytest
 from pirex import experiment, settings
 from pirex.runner import compose
 
-HAS_COMPOSE = bool(shutil.which("docker")) and subprocess.run(
-    ["docker", "compose", "version"], capture_output=True, timeout=60
-).returncode == 0
+HAS_COMPOSE = (
+    bool(shutil.which("docker"))
+    and subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=60).returncode == 0
+)
 FILES = {"one_host": compose.one_host_file("jpa-rest"), **compose.host_files("jpa-rest")}
 
 
