@@ -49,10 +49,13 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 	for i in 1 2 3; do GOBIN=$(abspath $(VENV)/bin) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 
 ##@ Experiments
+#: the experiments `make run` runs, space-separated (default: every folder of experiments/)
+EXPERIMENTS ?=
+
 .PHONY: run
-run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, run the quick profile of every experiment natively and in Docker, then judge the papers' claims on those bundles.
-	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG)
-	$(PIREX) run --profile quick $(TAG_ARG)
+run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, run the quick profile of every experiment (or EXPERIMENTS) natively and in Docker, then judge the papers' claims on those bundles.
+	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e))
+	$(PIREX) run --profile quick $(TAG_ARG) $(EXPERIMENTS)
 	$(PIREX) reproduce all --level kick-the-tires --reuse-only $(TAG_ARG)
 
 #: a paper of analysis/ (icpe18, ssp17, fork24) or all (make reproduce)

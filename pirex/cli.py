@@ -143,58 +143,77 @@ def service_cmd(experiment_id, name, profile, sets, tag, hours) -> None:
 
 
 @cli.command("compose")
-@click.argument("experiment_id", metavar="EXPERIMENT", type=click.Choice(["jpa-rest"]))
-@click.option("--profile", default="quick", show_default=True, type=click.Choice(["quick", "paper"]))
-@click.option("--customers", type=int, default=None, help="Rows to load (default: the profile's, experiment.yaml).")
-@click.option("--users", type=int, default=16, show_default=True, help="Concurrent Locust users (the paper's 16).")
+@click.argument("experiment_id", metavar="EXPERIMENT")
+@click.option("--profile", default="quick", show_default=True, help="A profile of experiment.yaml (quick or paper).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="A parameter of experiment.yaml (checked).")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
 @click.option(
-    "--role",
-    type=click.Choice(["db", "web", "driver"]),
-    default=None,
-    help="This host's role of the split run (compose/<role>.yml), with its machine record.",
+    "--role", default=None, help="This host's role of the split run (its compose file), with its machine record."
 )
 @click.option("--env-file", type=click.Path(path_type=Path), default=None, help="With --role: the run's .env file.")
 @click.option("--down", is_flag=True, help="With --role: stop this host's role (native or docker).")
-@click.option("--native", is_flag=True, help="With --role db|web: natively (chroot, host network).")
+@click.option("--native", is_flag=True, help="With --role and a server: natively (chroot, host network).")
 @click.option("--foreground", is_flag=True, hidden=True, help="With --native: hold the role in this process.")
-def compose_cmd(experiment_id, profile, customers, users, results_dir, tag, role, env_file, down, native,
-                foreground) -> None:  # fmt: skip
-    """Run ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3;
-    or, with --role, this host's part of the run split over two Pis and a laptop (--native: the database
-    or the service natively, the paper's configurations 1, 3 and 5)."""
+def compose_cmd(experiment_id, profile, sets, results_dir, tag, role, env_file, down, native, foreground) -> None:
+    """Run an experiment's deployment on this machine with docker compose (experiment.yaml:
+    deployment.compose, e.g. compose/jpa-rest.yml), then its tables; or, with --role, this host's part
+    of the run split over several hosts (--native: a server natively, the paper's configurations 1, 3
+    and 5 of ICPE'18 Experiment 3)."""
     from pirex.runner import compose, native_role
 
+    compose.deployment_of(experiment_id)  # an experiment without one: which have one
     if role or env_file or down or native:
         if not (role and env_file):
             raise PirexError("--role and --env-file go together (e.g. --role db --env-file compose/pair.env)")
         if not env_file.is_file():
             raise PirexError(f"--env-file {env_file}: no such file (copy compose/example.env and fill it in)")
-        if native and role == "driver":
-            raise PirexError("--native is for the db and web roles; the driver is the same container for all")
-        if down and role != "driver" and native_role.stop(role, env_file):
+        if down and native_role.stop(experiment_id, role, env_file):
             click.echo(f"{role}: native role stopped")
             return
         if native and foreground:
-            native_role.serve(role, env_file)
+            native_role.serve(experiment_id, role, env_file)
             return
         if native:
-            out = native_role.start(role, env_file)
+            out = native_role.start(experiment_id, role, env_file)
             click.echo(f"{role}: serving natively; machine record and what ran in {out}")
             return
-        out = compose.role(role, env_file, down)
+        out = compose.role(experiment_id, role, env_file, down)
         if down:
             click.echo(f"{role}: down")
-        elif role == "driver":  # the run has ended: its table, naming the placement from the records beside it
-            click.echo(f"driver: done; results in {out}\n")
+        elif role == compose.DRIVER:  # the run has ended: its table, naming the placement from the records beside it
+            click.echo(f"{role}: done; results in {out}\n")
             _print_tables(experiment_id, [out], results_dir)
         else:
             click.echo(f"{role}: up; machine record and images in {out}")
         return
-    out = compose.run(tag or git_version()[0], results_dir, profile, customers, users)
+    out = compose.run(experiment_id, tag or git_version()[0], results_dir, profile, sets)
     click.echo(f"results: {out}\n")
     _print_tables(experiment_id, [out], results_dir)
+
+
+@cli.command("env")
+@click.argument("experiment_id", metavar="EXPERIMENT")
+@click.option("--profile", default="quick", show_default=True, help="A profile of experiment.yaml.")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="A parameter of experiment.yaml (checked).")
+@click.option(
+    "--write",
+    "write_to",
+    default=None,
+    metavar="PATH",
+    help="Write the profile into this file of the checkout, headed by this command (images/*/profiles/).",
+)
+def env_cmd(experiment_id, profile, sets, write_to) -> None:
+    """The experiment's numbers as NAME=VALUE lines, as compose files and images read them: start a
+    split run's .env file with them for plain `docker compose` (pirex compose fills them itself)."""
+    from pirex import experiment, settings
+
+    if write_to:
+        if sets:
+            raise PirexError("--write renders the profile as experiment.yaml has it: no --set with it")
+        (paths.REPO / write_to).write_text(settings.rendered(experiment_id, profile, write_to))
+        return
+    click.echo(settings.text(settings.of(experiment.load(experiment_id), profile, sets)), nl=False)
 
 
 @cli.command("swarm")
@@ -588,14 +607,19 @@ def pull_cmd(registry_file: Path, platform_: str, names: tuple[str, ...]) -> Non
 @click.option("--platforms", default="host", show_default=True, help="host, or the one platform to run.")
 @click.option("--offline", default="auto", show_default=True, type=click.Choice(["auto", "1", "0"]))
 @click.option("--tag", default=None, help="Image tag of local builds (default: git describe of the checkout).")
+@click.option("--experiment", "experiments", multiple=True, help="The images this experiment runs (repeatable).")
 @click.argument("targets", nargs=-1)
-def ensure_cmd(platforms: str, offline: str, tag: str | None, targets: tuple[str, ...]) -> None:
+def ensure_cmd(platforms: str, offline: str, tag: str | None, experiments: tuple[str, ...],
+               targets: tuple[str, ...]) -> None:  # fmt: skip
     """make run's first step: pull what registry.yaml publishes for this platform (verified), build the rest."""
+    from pirex import experiment
     from pirex.images import sources
 
     [p] = _platforms(platforms)
+    targets += tuple(name for e in experiments for name in experiment.load(e).images)
     with localregistry.local_registry():
-        rest = sources.ensure(list(targets) or [t.name for t in bake.catalog()], tag or git_version()[0], p)
+        rest = sources.ensure(list(dict.fromkeys(targets)) or [t.name for t in bake.catalog()],
+                              tag or git_version()[0], p)  # fmt: skip
     if rest:
         build_cmd.callback(str(p), offline, tag, False, tuple(rest))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,12 @@ EXPERIMENTS = REPO / "experiments"
 # The variants the runner knows (DESIGN.md): the image's own files outside any container, a
 # default `docker run`, and Docker taken apart one mechanism at a time.
 KNOWN_VARIANTS = ("native", "docker", "docker-host-network", "docker-bind-workdir", "docker-seccomp-unconfined")
-# Names the runner fills in for every step (web_url: where a deployment's service answers).
-RUNTIME_NAMES = ("output", "workdir", "variant", "repetition", "web_url")
-# Names the runner fills in for the roles of a deployment (their ports and where the database is).
-DEPLOYMENT_NAMES = ("port", "db_host", "db_port", "listen")
+# Names the runner fills in for every step.
+RUNTIME_NAMES = ("output", "workdir", "variant", "repetition")
+# Names the runner fills in for a role of a deployment: its own port and listen address; beside
+# them <role>_host and <role>_port of every role (where the other roles reach it), and for the
+# experiment's command <role>_url of every role with an HTTP health check (where this host reaches it).
+ROLE_NAMES = ("port", "listen")
 # The raw formats the runner checks after a step and the analysis reads; "csv" is any table
 # with a header whose numeric columns pirex/analysis/generic.py summarises per variant.
 OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv", "csv")
@@ -95,30 +98,62 @@ class Tracing:
 
 @dataclass(frozen=True)
 class Role:
-    """A server of a deployment, started fresh for every step under the variant measured."""
+    """A server of a deployment, started fresh for every step under the variant measured. It is
+    ready once its log shows `ready_line`, or once its `health` path answers {"status": "UP"}; a
+    role with a health path is also published on this host, where the driver reaches it."""
 
+    name: str
     image: str
     command: tuple[str, ...]
     port: int  # where it listens in its container
     environment: dict[str, str]
-    ready_line: str = ""  # printed once it accepts connections (the database)
-    health: str = ""  # HTTP path that answers {"status":"UP"} once it serves (the web service)
+    ready_line: str = ""  # printed once it accepts connections (a database)
+    health: str = ""  # HTTP path that answers {"status":"UP"} once it serves (a web service)
     data: str = ""  # its data directory, bind-mounted from the host disk and kept across steps
+    samples: tuple[str, ...] = ()  # sampler kinds (pirex/runner/samplers.py) run while each step runs
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A one-shot command run once per run before the first step, in one role's image with that
+    role's environment, while the roles it needs are up (e.g. a table loaded into a database's data
+    directory, which every variant then opens). Each time it ran goes into <record>.json."""
+
+    what: str  # what it makes, for messages ("customer table")
+    record: str
+    runs_in: str
+    needs: tuple[str, ...]
+    command: tuple[str, ...]
+    timeout_s: int
 
 
 @dataclass(frozen=True)
 class Deployment:
     """A client-server experiment (ICPE'18 Experiment 3): the experiment's image and command are
-    the load driver, run against a database and a web service that every step starts under its
-    variant; the loader fills the database once per run, shared by every variant."""
+    the load driver, run against servers (roles) that every step starts under its variant, in
+    the order declared, and stops in reverse. `compose` names the docker compose files of the
+    same deployment (`pirex compose`): one_host, and per host the file of each role and the driver."""
 
-    db: Role
-    web: Role
-    loader: tuple[str, ...]  # run in the web image with the web's environment
+    roles: dict[str, Role]
+    setup: Setup | None = None
+    compose: dict[str, Any] = field(default_factory=dict)
 
     @property
     def images(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.db.image, self.web.image)))
+        return tuple(dict.fromkeys(r.image for r in self.roles.values()))
+
+    def names(self) -> set[str]:
+        """The placeholders a role's command and environment may use beside the parameters."""
+        return role_names(self.roles)
+
+    def urls(self) -> set[str]:
+        """The placeholders the experiment's command (the driver) may use: <role>_url of each role
+        with a health path."""
+        return {f"{r.name}_url" for r in self.roles.values() if r.health}
+
+
+def role_names(roles: Iterable[str]) -> set[str]:
+    return set(ROLE_NAMES) | {f"{r}_{k}" for r in roles for k in ("host", "port")}
 
 
 @dataclass(frozen=True)
@@ -200,6 +235,11 @@ class Experiment:
     durations: dict = field(default_factory=dict)  # measured seconds per step and profile, on a named machine
     metrics_parameter: str = ""  # the list parameter whose items are the metrics a run measures (a reproduction
     # sets it to those its claims compare: MooBench's configurations)
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        """Every image a run uses: the experiment's, then its deployment's roles'."""
+        return tuple(dict.fromkeys((self.image, *(self.deployment.images if self.deployment else ()))))
 
     def resolve(self, profile: str) -> dict[str, Any]:
         """The parameters of a profile: the experiment's, overridden by the profile's."""
@@ -384,8 +424,8 @@ def parse(doc: Any, path: Path) -> Experiment:
         if out.get("format") not in OUTPUT_FORMATS:
             raise c.fail(f"outputs[{i}].format", f"one of {', '.join(OUTPUT_FORMATS)}", out.get("format"))
 
-    known = set(declared) | set(RUNTIME_NAMES)
-    all_params = known
+    deployment = _deployment(c, doc.get("deployment"), set(declared))
+    known = set(declared) | set(RUNTIME_NAMES) | (deployment.urls() if deployment else set())
     matrices = {name: _matrix(c, name, m, declared)
                 for name, m in (c.get(doc, "matrices", dict, "a mapping of matrix name to {runs_as, cases}",
                                       required=False, default={}) or {}).items()}  # fmt: skip
@@ -395,7 +435,7 @@ def parse(doc: Any, path: Path) -> Experiment:
         if missing:
             raise PirexError(
                 f"{path}: command names {', '.join(sorted(missing))}, which neither parameters nor "
-                f"profiles.{prof_name} define (nor the runner: {', '.join(RUNTIME_NAMES)})"
+                f"profiles.{prof_name} define (nor the runner: {', '.join(sorted(known - set(declared)))})"
             )
 
     analysis = c.get(doc, "analysis", str, "a module of pirex/analysis/", required=False, default="generic")
@@ -413,7 +453,7 @@ def parse(doc: Any, path: Path) -> Experiment:
                       {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
                       dict(needs), tuple(outputs), path, privileges, matrices,
                       _tracing(c, doc.get("tracing"), known),
-                      _deployment(c, doc.get("deployment"), all_params), declared, analysis,
+                      deployment, declared, analysis,
                       _soak(c, doc.get("soak"), declared), dict(durations))  # fmt: skip
     return replace(exp, metrics_parameter=metrics_parameter)
 
@@ -472,42 +512,83 @@ def _soak(c: _Checker, doc: Any, declared: dict[str, P.Param]) -> Soak | None:
     return Soak(sets, args, tuple(codes), why)
 
 
-def _deployment(c: _Checker, doc: Any, known: set[str]) -> Deployment | None:
+ROLE_KEYS = ("image", "command", "port", "environment", "ready_line", "health", "data", "samples")
+SETUP_KEYS = ("what", "record", "runs_in", "needs", "command", "timeout_s")
+
+
+def _deployment(c: _Checker, doc: Any, declared: set[str]) -> Deployment | None:
     if doc is None:
         return None
-    if not isinstance(doc, dict) or set(doc) != {"db", "web", "loader"}:
-        raise c.fail("deployment", "a mapping with db, web and loader", doc)
-    names = known | set(DEPLOYMENT_NAMES)
+    if not isinstance(doc, dict) or not isinstance(doc.get("roles"), dict) or not doc["roles"]:
+        raise c.fail("deployment", "a mapping with roles (name -> server, in start order), setup and compose", doc)
+    if unknown := sorted(set(doc) - {"roles", "setup", "compose"}):
+        raise c.fail("deployment", "keys among roles, setup, compose", unknown)
+    for name in doc["roles"]:
+        if not isinstance(name, str) or not ANALYSIS.match(name):
+            raise c.fail(f"deployment.roles.{name}", "a role name of lowercase letters, digits and _", name)
+    names = declared | role_names(doc["roles"])
+    roles = {name: _role(c, name, d, names) for name, d in doc["roles"].items()}
+    setup = _setup(c, doc.get("setup"), roles, names)
+    compose = c.get(doc, "compose", dict, "one_host (a compose file) and hosts (role -> compose file)",
+                    prefix="deployment.", required=False, default={})  # fmt: skip
+    if unknown := sorted(set(compose) - {"one_host", "hosts"}):
+        raise c.fail("deployment.compose", "keys among one_host, hosts", unknown)
+    files = [compose.get("one_host")] if "one_host" in compose else []
+    files += list((compose.get("hosts") or {}).values())
+    for f in files:
+        if not isinstance(f, str) or not (REPO / f).is_file():
+            raise c.fail("deployment.compose", "paths of compose files in this checkout", f)
+    return Deployment(roles, setup, dict(compose))
 
-    def role(name: str, needs: str) -> Role:
-        d = doc[name]
-        if not isinstance(d, dict):
-            raise c.fail(f"deployment.{name}", "a mapping (image, command, port, environment, ...)", d)
-        unknown = set(d) - {"image", "command", "port", "environment", "ready_line", "health", "data"}
-        if unknown:
-            raise c.fail(f"deployment.{name}", "keys among image, command, port, environment, ready_line, health, "
-                         "data", sorted(unknown))  # fmt: skip
-        prefix = f"deployment.{name}."
-        image = c.get(d, "image", str, "an image name from docker-bake.hcl", prefix=prefix)
-        command = c.strings(d.get("command"), prefix + "command")
-        port = c.get(d, "port", int, "the TCP port it listens on in its container", prefix=prefix)
-        env = c.get(d, "environment", dict, "a mapping of name to text", required=False, default={}, prefix=prefix)
-        if not all(isinstance(v, str) for v in env.values()):
-            raise c.fail(prefix + "environment", "text values (quote numbers)", env)
-        if not d.get(needs):
-            raise c.fail(prefix + needs, "set for the " + name, d.get(needs))
-        r = Role(image, command, port, dict(env), str(d.get("ready_line", "")), str(d.get("health", "")),
-                 str(d.get("data", "")))  # fmt: skip
-        missing = (placeholders(command) | placeholders(tuple(env.values()))) - names
-        if missing:
-            raise c.fail(prefix + "command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
-        return r
 
-    db, web = role("db", "ready_line"), role("web", "health")
-    loader = c.strings(doc["loader"], "deployment.loader")
-    if missing := placeholders(loader) - names:
-        raise c.fail("deployment.loader", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
-    return Deployment(db, web, loader)
+def _role(c: _Checker, name: str, d: Any, names: set[str]) -> Role:
+    prefix = f"deployment.roles.{name}."
+    if not isinstance(d, dict):
+        raise c.fail(prefix[:-1], "a mapping (image, command, port, environment, ...)", d)
+    if unknown := sorted(set(d) - set(ROLE_KEYS)):
+        raise c.fail(prefix[:-1], f"keys among {', '.join(ROLE_KEYS)}", unknown)
+    image = c.get(d, "image", str, "an image name from docker-bake.hcl", prefix=prefix)
+    command = c.strings(d.get("command"), prefix + "command")
+    port = c.get(d, "port", int, "the TCP port it listens on in its container", prefix=prefix)
+    env = c.get(d, "environment", dict, "a mapping of name to text", required=False, default={}, prefix=prefix)
+    if not all(isinstance(v, str) for v in env.values()):
+        raise c.fail(prefix + "environment", "text values (quote numbers)", env)
+    ready = {k: c.get(d, k, str, "text", prefix=prefix, required=False, default="") for k in ("ready_line", "health")}
+    if bool(ready["ready_line"]) == bool(ready["health"]):
+        raise c.fail(prefix + "ready_line", "either ready_line (a log line) or health (an HTTP path), not both",
+                     ready)  # fmt: skip
+    from pirex.runner import samplers  # the registry of sampler kinds
+
+    samples = tuple(c.get(d, "samples", list, "a list of sampler kinds", prefix=prefix, required=False, default=[]))
+    if unknown := [k for k in samples if k not in samplers.KINDS]:
+        raise c.fail(prefix + "samples", f"sampler kinds among {', '.join(samplers.KINDS)}", unknown)
+    if samples and not ready["health"]:
+        raise c.fail(prefix + "samples", "samplers on a role with a health path (they ask its URL)", samples)
+    missing = (placeholders(command) | placeholders(tuple(env.values()))) - names
+    if missing:
+        raise c.fail(prefix + "command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
+    return Role(name, image, command, port, dict(env), ready["ready_line"], ready["health"],
+                str(d.get("data", "")), samples)  # fmt: skip
+
+
+def _setup(c: _Checker, doc: Any, roles: dict[str, Role], names: set[str]) -> Setup | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict) or set(doc) - set(SETUP_KEYS):
+        raise c.fail("deployment.setup", f"a mapping with {', '.join(SETUP_KEYS)}", doc)
+    get = {k: c.get(doc, k, str, "text", prefix="deployment.setup.") for k in ("what", "record", "runs_in")}
+    if get["runs_in"] not in roles:
+        raise c.fail("deployment.setup.runs_in", f"a role ({', '.join(roles)})", get["runs_in"])
+    if not NAME.match(get["record"]):
+        raise c.fail("deployment.setup.record", "a file name stem (lowercase letters, digits, - and _)", get["record"])
+    needs = c.get(doc, "needs", list, "the roles up while it runs", prefix="deployment.setup.")
+    if not all(n in roles for n in needs):
+        raise c.fail("deployment.setup.needs", f"roles among {', '.join(roles)}", needs)
+    command = c.strings(doc.get("command"), "deployment.setup.command")
+    if missing := placeholders(command) - names:
+        raise c.fail("deployment.setup.command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
+    timeout = c.get(doc, "timeout_s", int, "seconds it may take at most", prefix="deployment.setup.")
+    return Setup(get["what"], get["record"], get["runs_in"], tuple(needs), command, timeout)
 
 
 def _tracing(c: _Checker, doc: Any, known: set[str]) -> Tracing | None:

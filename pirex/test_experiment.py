@@ -18,7 +18,8 @@ def test_every_committed_experiment_loads():
         exp = experiment.load(exp_id)
         for profile in exp.profiles:
             # every name the runner may supply, so a name neither it nor the profile defines fails
-            runtime = {name: f"<{name}>" for name in experiment.RUNTIME_NAMES}
+            names = (*experiment.RUNTIME_NAMES, *(exp.deployment.urls() if exp.deployment else ()))
+            runtime = {name: f"<{name}>" for name in names}
             experiment.render(exp.command, {**exp.resolve(profile), **runtime})
 
 

@@ -2,7 +2,7 @@
 one folder (images/foo/Dockerfile) plus its target and group membership in docker-bake.hcl, and
 an experiment foo is one folder (experiments/foo/experiment.yaml); nothing under pirex/, tests/,
 the Makefile or .github/ changes. `pirex images list`, the image tests, the release workflow's
-build graph, `pirex run` and the generic `pirex table` all take them up."""
+build graph, `pirex run`, the generic `pirex table` and `make run` all take them up."""
 
 from __future__ import annotations
 
@@ -134,3 +134,19 @@ def test_pirex_run_and_the_generic_table_take_the_experiment(built, checkout, tm
     assert "Per variant: mean over runs (steps) of each measured column" in table
     assert "| size | docker | 2 | 7 | no interval: 2 runs, 5 needed |" in table
     assert (results / "tables" / "foo" / "summary.csv").is_file()
+
+
+def test_make_run_takes_it(built, checkout):
+    """`make run` derives its steps from experiments/: limited to foo (EXPERIMENTS, a setting of the
+    Makefile that names no experiment) it builds foo's image alone and runs foo, with this session's tag
+    (HOST_SETUP=0: the host is set up; VENV: this checkout's, whose Python runs the copy's pirex)."""
+    tag = f"{built.tag}-foo"
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1"}
+    r = subprocess.run(["make", "run", "EXPERIMENTS=foo", f"TAG={tag}", "HOST_SETUP=0", f"VENV={REPO / '.venv'}",
+                        "OFFLINE=1"], cwd=checkout, env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "--experiment foo" in r.stdout and f"run --profile quick --tag {tag} foo" in r.stdout
+    (bundle,) = (checkout / "results" / "foo").glob("*/manifest.json")
+    manifest = json.loads(bundle.read_text())
+    assert manifest["status"] == "complete" and manifest["profile"] == "quick"
+    assert [s["params"]["size"] for s in manifest["plan"]] == [3, 3], "quick: 2 repetitions of the docker variant"

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pirex import proc
+from pirex import experiment, proc, settings
 from pirex.analysis import jpa
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
@@ -28,7 +28,7 @@ def requests(out):
 
 
 def test_quick_run_has_no_failed_request_and_gives_table3(built, tmp_path):
-    out = compose.run(TEST_TAG, tmp_path, "quick", customers=2000)
+    out = compose.run("jpa-rest", TEST_TAG, tmp_path, "quick", ("customers=2000",))
     rows = requests(out)
     assert len(rows) == 3 * 2000 and all(r["ok"] == "1" for r in rows)
     assert {r["operation"] for r in rows} == {"create-random", "read", "change-name"}
@@ -44,14 +44,16 @@ def test_quick_run_has_no_failed_request_and_gives_table3(built, tmp_path):
 
 def test_database_restart_mid_run_is_recorded_and_survived(built, tmp_path):
     with localregistry.local_registry():
-        for name in compose.IMAGES:
+        for name in compose.images("jpa-rest"):
             publish.load_local(name, TEST_TAG, plat.host())
     out = tmp_path / "out"
     out.mkdir()
     out.chmod(0o777)
     project = f"pirex-jpa-rest-test-{int(time.time())}"
-    env = {"PIREX_TAG": TEST_TAG, "CUSTOMERS": "2000", "RESULTS_DIR": str(out)}
-    base = ["docker", "compose", "-p", project, "-f", str(compose.COMPOSE_FILE)]
+    # the compose file's numbers, as `pirex compose` passes them (experiment.yaml's quick profile)
+    env = {**settings.of(experiment.load("jpa-rest"), "quick"), "PIREX_TAG": TEST_TAG, "CUSTOMERS": "2000",
+           "RESULTS_DIR": str(out)}  # fmt: skip
+    base = ["docker", "compose", "-p", project, "-f", str(compose.one_host_file("jpa-rest"))]
     try:
         proc.run([*base, "up", "-d", "--wait", "db", "loader", "web"], timeout=600, env=env)
         web = json.loads(proc.run([*base, "ps", "--format", "json", "web"], timeout=60, env=env).stdout.splitlines()[0])

@@ -36,7 +36,7 @@ def three_hosts(built):
     if os.geteuid() != 0 or missing:
         pytest.fail(f"the three-host test needs root and {', '.join(missing) or 'nothing else'}")
     with localregistry.local_registry():
-        for name in compose.IMAGES:
+        for name in compose.images("jpa-rest"):
             publish.load_local(name, TEST_TAG, plat.host())
     with netns.hosts(list(ROLES)) as hosts:
         for name, (_, images) in ROLES.items():
@@ -57,9 +57,10 @@ def test_db_web_and_driver_on_three_hosts(three_hosts, tmp_path):
         f"DB_PASSWORD=split-test\nCUSTOMERS=2000\nPROFILE=quick\nRESULTS_DIR={results}\n"
     )
 
-    def compose_on(host: str, *args: str, timeout: float = 600):
+    def compose_on(host: str, *args: str, timeout: float = 600):  # with the numbers pirex compose adds
+        env = compose.split_env("jpa-rest", compose.read_env_file(env_file))
         return h[host].docker("compose", "-f", str(REPO / "compose" / ROLES[host][0]), "--env-file", str(env_file),
-                              *args, timeout=timeout, check=False)  # fmt: skip
+                              *args, timeout=timeout, check=False, env=env)  # fmt: skip
 
     def pirex_role(host: str, role: str):  # what a user types on each host: one command
         return proc.run([sys.executable, "-m", "pirex", "compose", "jpa-rest", "--role", role, "--env-file",

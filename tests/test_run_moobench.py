@@ -106,16 +106,25 @@ def test_fluctuation_matrix_records_its_cases(built, tmp_path):
 
 
 def test_the_images_stand_alone_default_is_the_quick_profile():
-    """`docker run IMAGE` runs QUICK_LOOPS loops of QUICK_RUN (images/moobench/pirex-moobench): the one copy of
-    experiment.yaml's quick profile in the image. Every option it gives must be what the runner would render."""
-    script = (REPO / "images" / "moobench" / "pirex-moobench").read_text()
-    loops = int(re.search(r"^QUICK_LOOPS=(\d+)$", script, re.M).group(1))
-    words = shlex.split(re.search(r'^QUICK_RUN="([^"]*)"$', script, re.M).group(1))
-    standalone = dict(zip(words[::2], words[1::2], strict=True))
+    """`docker run IMAGE` runs the quick profile's loops (images/moobench/pirex-moobench's standalone) with
+    the numbers of profiles/quick.env, rendered from experiment.yaml (pirex/test_settings.py checks the
+    file is current). Every option it gives must be what the runner would render."""
+    body = (REPO / "images" / "moobench" / "pirex-moobench").read_text().split("standalone() {", 1)[1]
+    names = dict(re.findall(r"(q_\w+)=\$([A-Z_]+)\b", body))  # q_calls -> CALLS, the profile file's name
+    lines = (REPO / "images" / "moobench" / "profiles" / "quick.env").read_text().splitlines()
+    profile = {k: (shlex.split(v) or [""])[0] for k, _, v in (ln.partition("=") for ln in lines if ln[:1] != "#")}
+    standalone = {opt: profile[names[q]] for opt, q in re.findall(r'(--[\w-]+) "\$(q_\w+)"', body)}
     exp = experiment.load("moobench")
     quick = exp.resolve("quick")
     argv = experiment.render(exp.command, {**quick, "output": "/results", "workdir": "/work"})
     rendered = dict(zip(argv[2::2], argv[3::2], strict=True))  # after "pirex-moobench run"
-    assert loops == quick["repetitions"]
-    assert standalone == {k: v for k, v in rendered.items() if k not in ("--output", "--workdir", "--jvm-options")}
+    assert int(profile[names["q_loops"]]) == quick["repetitions"]
+    assert standalone == {k: v for k, v in rendered.items() if k not in ("--output", "--workdir")}
     assert rendered["--jvm-options"] == ""  # the image's default: no JVM options
+
+
+def test_the_image_knows_exactly_the_declared_configurations():
+    """pirex-moobench's KNOWN (how to run each) and experiment.yaml's choices (what may be asked) name the same."""
+    script = (REPO / "images" / "moobench" / "pirex-moobench").read_text()
+    known = re.search(r'^KNOWN="([^"]*)"$', script, re.M).group(1).split()
+    assert known == list(experiment.load("moobench").declared["configurations"].choices)

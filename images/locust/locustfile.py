@@ -85,14 +85,15 @@ IN_FLIGHT = "in-flight: the run's time ran out before the response came"
 @events.init_command_line_parser.add_listener
 def _arguments(parser):
     group = parser.add_argument_group("pirex (ICPE'18 Experiment 3)")
-    group.add_argument("--requests-per-operation", type=int, default=2000, help="invocations of each operation")
+    # no defaults: pirex-locust passes the profile's numbers (experiments/jpa-rest/experiment.yaml)
+    group.add_argument("--requests-per-operation", type=int, default=None, help="invocations of each operation")
     group.add_argument(
         "--warmup-per-operation",
         type=int,
         default=-1,
         help="the first invocations of each operation that summary.json leaves out (default: half)",
     )
-    group.add_argument("--customers", type=int, default=10000, help="ids are drawn uniformly from 1..customers")
+    group.add_argument("--customers", type=int, default=None, help="ids are drawn uniformly from 1..customers")
     group.add_argument("--operations", default=",".join(OPERATIONS), help="comma-separated, in this order")
     group.add_argument("--mix", choices=("sequential", "interleaved"), default="sequential", help="see the top")
     group.add_argument("--seed", type=int, default=1, help="seeds the ids and names of each user")
@@ -294,6 +295,10 @@ def _check(environment, **_kwargs):
     unknown = [op for op in _operations(o) if op not in OPERATIONS]
     if unknown or not _operations(o):
         sys.exit(f"pirex-locust: unknown operations {unknown}; choose from {list(OPERATIONS)}")
+    if o.requests_per_operation is None or o.customers is None:
+        sys.exit(
+            "pirex-locust: --requests-per-operation and --customers are required (pirex-locust gives the profile's)"
+        )
     if o.requests_per_operation < 1 or o.customers < 1:
         sys.exit("pirex-locust: --requests-per-operation and --customers must be at least 1")
 

@@ -4,13 +4,13 @@ comparison with the published table (analysis/icpe18/table1.csv)."""
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pirex.analysis import precision, stats
+from pirex.analysis import tables as T
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row, device_of, storage_of
@@ -72,10 +72,6 @@ def table1(rows: list[Row]) -> list[Line]:
     return [Line(*k, stats.summary(v)) for k, v in sorted(pooled.items())]
 
 
-def _fmt(x: float, digits: int = 3) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
-
-
 # --- the analysis interface (pirex/analysis/interface.py) --------------------------------------
 
 VIEWS: dict[str, str] = {}
@@ -89,8 +85,8 @@ def _table1(lines: list[Line]) -> Table:
     cells, records = [], []
     for ln in lines:
         lo, hi = ln.summary.ci(LEVEL)
-        cells.append([ln.benchmark, ln.config, _fmt(ln.summary.mean), f"[{_fmt(lo)} ; {_fmt(hi)}]",
-                      _fmt(ln.summary.sd), str(ln.summary.n)])  # fmt: skip
+        cells.append([ln.benchmark, ln.config, T.number(ln.summary.mean, 3), f"[{T.number(lo, 3)} ; {T.number(hi, 3)}]",
+                      T.number(ln.summary.sd, 3), str(ln.summary.n)])  # fmt: skip
         records.append({"benchmark": ln.benchmark, "device": ln.device, "storage": ln.storage, "variant": ln.variant,
                         "n": ln.summary.n, "mean": ln.summary.mean, "ci999_low": lo, "ci999_high": hi,
                         "sd": ln.summary.sd})  # fmt: skip

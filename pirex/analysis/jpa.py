@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from pirex.analysis import stats
+from pirex.analysis import tables as T
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (the tables' common output)
 from pirex.analysis.tidy import device_of, storage_of
@@ -396,13 +397,7 @@ def _order(r: Result) -> tuple:
 # --- tables --------------------------------------------------------------------------------------------------------
 
 
-def _f(x: float | None, digits: int = 1) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
-
-
-def _ci(lo_hi: tuple[float, float], digits: int = 1) -> str:
-    lo, hi = lo_hi
-    return "n/a" if math.isnan(lo) else f"[{_f(lo, digits)} ; {_f(hi, digits)}]"
+SEP = " ; "  # between an interval's bounds, as Table 3 prints them
 
 
 def config_text(r: Result) -> str:
@@ -468,9 +463,10 @@ def table3(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str, 
     rows, records = [], []
     for i, r in enumerate(sorted(results, key=_order), start=1):
         line = _paper_line(r, paper)
-        rows.append([str(i), OPERATIONS.get(r.operation, r.operation), config_text(r), _f(r.summary.mean, digits),
-                     _ci(r.ci(level), digits), _f(r.summary.sd, digits), f"{r.summary.n:,}", str(r.runs),
-                     _ci(r.run_ci(level), digits) if r.run_interval(level).has_interval
+        rows.append([str(i), OPERATIONS.get(r.operation, r.operation), config_text(r),
+                     T.number(r.summary.mean, digits), T.bounds(r.ci(level), digits, SEP),
+                     T.number(r.summary.sd, digits), f"{r.summary.n:,}", str(r.runs),
+                     T.bounds(r.run_ci(level), digits, SEP) if r.run_interval(level).has_interval
                      else r.run_interval(level).reason, _failed_text(r),
                      "" if line is None else f"line {line}"])  # fmt: skip
         records.append(_record(r, level, paper))
@@ -494,8 +490,9 @@ def overhead_table(results: Sequence[Result], level: float = LEVEL, digits: int 
         cpu = float(np.mean(r.driver_us_per_request)) if r.driver_us_per_request else math.nan
         response = r.service.mean + o.mean if o.n else math.nan  # of the same requests
         rows.append([OPERATIONS.get(r.operation, r.operation), config_text(r), f"{o.n:,} of {r.summary.n:,}",
-                     _f(response, digits), _f(r.service.mean, digits), _f(o.mean, digits), _ci((lo, hi), digits),
-                     _f(o.sd, digits), _ci((rlo, rhi), digits), _f(cpu, digits)])  # fmt: skip
+                     T.number(response, digits), T.number(r.service.mean, digits), T.number(o.mean, digits),
+                     T.bounds((lo, hi), digits, SEP), T.number(o.sd, digits), T.bounds((rlo, rhi), digits, SEP),
+                     T.number(cpu, digits)])  # fmt: skip
         records.append({"operation": r.operation, "device": r.device, "storage": r.storage,
                         "configuration": r.configuration, "n_service": o.n, "n": r.summary.n,
                         "response_us": response, "service_us": r.service.mean, "outside_us": o.mean,
@@ -592,18 +589,13 @@ def compare(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str,
     return out
 
 
-def ratio_text(r: stats.Ratio, digits: int = 3) -> str:
-    if not r.has_interval:
-        return f"{r.value:,.{digits}f} (no interval: {min(r.n_num, r.n_den)} runs, {stats.MIN_RUNS} needed)"
-    return f"{r.value:,.{digits}f} [{r.low:,.{digits}f} ; {r.high:,.{digits}f}]"
-
-
 def compare_markdown(result: Sequence[Comparison], level: float = LEVEL) -> str:
     out = [f"| Operation | Ratio | Our configuration | ICPE'18 | ICPE'18 range | Ours ({100 * level:g} % bootstrap CI "
            "over runs) | Verdict |", "|---|---|---|---:|---|---|---|"]  # fmt: skip
     for c in result:
         out.append(f"| {OPERATIONS.get(c.operation, c.operation)} | {c.name} | {c.config} | {c.published:,.3f} | "
-                   f"[{c.low:,.3f} ; {c.high:,.3f}] | {ratio_text(c.ours)} | {c.verdict} |")  # fmt: skip
+                   f"{T.bounds((c.low, c.high), 3, SEP)} | {T.ratio_text(c.ours, sep=SEP)} | "
+                   f"{c.verdict} |")  # fmt: skip
     out += ["", "ICPE'18 range: the paper's ratio over its three placements (docker / native) or its six "
             "configurations (operation / create-random), widened by its rounding to 0.1 µs. The paper ran "
             "Raspberry Pi 3 devices with USB hard disks, PostgreSQL 9.6.5 and a 10-million-row table."]  # fmt: skip
@@ -681,9 +673,10 @@ def memory_table(trends: Sequence[MemoryTrend], digits: int = 1) -> Table:
     columns = ["Configuration", "Run", "Duration (s)", "Samples", "RSS first min (MB)", "RSS last min (MB)",
                "RSS slope (MB/min)", "Heap floor first min (MB)", "Heap floor last min (MB)",
                "Heap floor slope (MB/min)"]  # fmt: skip
-    rows = [[t.configuration, f"{t.run}/{t.repetition}", _f(t.seconds, 0), str(t.samples), _f(t.rss_first_mb, digits),
-             _f(t.rss_last_mb, digits), _trend_text(t.rss_slope_mb_per_min), _f(t.heap_floor_first_mb, digits),
-             _f(t.heap_floor_last_mb, digits), _trend_text(t.heap_floor_slope_mb_per_min)]
+    rows = [[t.configuration, f"{t.run}/{t.repetition}", T.number(t.seconds, 0), str(t.samples),
+             T.number(t.rss_first_mb, digits), T.number(t.rss_last_mb, digits), _trend_text(t.rss_slope_mb_per_min),
+             T.number(t.heap_floor_first_mb, digits), T.number(t.heap_floor_last_mb, digits),
+             _trend_text(t.heap_floor_slope_mb_per_min)]
             for t in trends]  # fmt: skip
     notes = [f"The service's resident memory (its process tree) and JVM heap, sampled every few seconds while the "
              f"driver ran; per minute: RSS mean, heap floor = lowest heap use (what survives garbage collection). "
@@ -738,7 +731,7 @@ def compare_table(result: Sequence[Comparison], level: float = LEVEL) -> Table:
     head, *notes = compare_markdown(result, level).split("\n\n")
     columns = [c.strip() for c in head.splitlines()[0].strip("|").split("|")]
     cells = [[OPERATIONS.get(c.operation, c.operation), c.name, c.config, f"{c.published:,.3f}",
-              f"[{c.low:,.3f} ; {c.high:,.3f}]", ratio_text(c.ours), c.verdict] for c in result]  # fmt: skip
+              T.bounds((c.low, c.high), 3, SEP), T.ratio_text(c.ours, sep=SEP), c.verdict] for c in result]  # fmt: skip
     records = [{"operation": c.operation, "ratio": c.name, "configuration": c.config, "published": c.published,
                 "published_low": c.low, "published_high": c.high, "ours": c.ours.value, "low": c.ours.low,
                 "high": c.ours.high, "verdict": c.verdict} for c in result]  # fmt: skip

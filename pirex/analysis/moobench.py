@@ -45,6 +45,7 @@ import numpy as np
 from scipy import stats as sps
 
 from pirex.analysis import stats
+from pirex.analysis import tables as T
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.moobench_read import BLOCK, Loop, default_engine, read_loop
 from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (moobench.markdown etc.)
@@ -359,19 +360,10 @@ def overheads(results: list[Result], level: float = LEVEL) -> list[Overhead]:
 # --- tables --------------------------------------------------------------------------------------------------------
 
 
-def _f(x: float | None, digits: int = 1) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
-
-
-def _ci(lo_hi: tuple[float, float], digits: int = 1) -> str:
-    lo, hi = lo_hi
-    return "n/a" if math.isnan(lo) else f"[{_f(lo, digits)}; {_f(hi, digits)}]"
-
-
 def _loop_text(s: Stats, digits: int = 1) -> str:
     """The interval over loops, or how many loops there are and are needed (the one rule of stats.too_few)."""
     i = s.loop_interval()
-    return _ci((i.low, i.high), digits) if i.has_interval else i.reason
+    return T.bounds((i.low, i.high), digits) if i.has_interval else i.reason
 
 
 def _record(r: Result, level: float = LEVEL) -> dict:
@@ -407,7 +399,7 @@ def table2(results: list[Result], digits: int = 1) -> Table:
             if r is None:
                 row += ["", "", "", ""]
                 continue
-            row += [_f(r.stats.mean, digits), _ci(r.stats.ci(), digits), _f(r.stats.sd, digits),
+            row += [T.number(r.stats.mean, digits), T.bounds(r.stats.ci(), digits), T.number(r.stats.sd, digits),
                     _loop_text(r.stats, digits)]  # fmt: skip
         rows.append(row)
     return Table("MooBench stable state response times in µs (ICPE'18 Table 2 layout)", columns, rows,
@@ -431,7 +423,7 @@ def table1(results: list[Result], digits: int = 1) -> Table:
         row = [name]
         for dev in devices:
             r = by.get((dev, sto, var, cfg))
-            row += ["", "", ""] if r is None else [_ci(r.stats.ci(), digits), _f(r.stats.sd, digits),
+            row += ["", "", ""] if r is None else [T.bounds(r.stats.ci(), digits), T.number(r.stats.sd, digits),
                                                    _loop_text(r.stats, digits)]  # fmt: skip
         rows.append(row)
     return Table("Raw stable state response times in µs as CI and σ (SSP'17 Table 1 layout)", columns, rows,
@@ -496,8 +488,9 @@ def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: i
             row = [str(case.id), case.experiment + paper_base, ours, f"{dev}, {sto}", label(cfg)]
             for r in (base, inst):
                 s = r.stats
-                row += [_f(s.mean, digits), _f(s.sd, digits), _f(s.summary.min, digits), _f(s.summary.max, digits),
-                        _ci(s.ci(), digits), f"{s.peaks:,}", _loop_text(s, digits)]  # fmt: skip
+                row += [T.number(s.mean, digits), T.number(s.sd, digits), T.number(s.summary.min, digits),
+                        T.number(s.summary.max, digits), T.bounds(s.ci(), digits), f"{s.peaks:,}",
+                        _loop_text(s, digits)]  # fmt: skip
                 records.append({"id": case.id, "experiment": case.experiment, "paper_base": case.paper_base,
                                 "case": case.ours, "base_case": case.base, "base_id": case.base_id,
                                 "role": "baseline" if r is base else "instrumented", **_record(r)})  # fmt: skip
@@ -527,8 +520,8 @@ def overhead_table(results: list[Result], digits: int = 1) -> Table:
     rows, records = [], []
     for o in ov:
         r = by[(o.device, o.storage, o.variant, o.configuration)]
-        rows.append([f"{o.device}, {o.storage}", o.variant, label(o.configuration), _f(r.stats.mean, digits),
-                     _f(o.overhead, digits), ratio_text(o.ratio)])  # fmt: skip
+        rows.append([f"{o.device}, {o.storage}", o.variant, label(o.configuration), T.number(r.stats.mean, digits),
+                     T.number(o.overhead, digits), T.ratio_text(o.ratio, "loops")])  # fmt: skip
         records.append({"device": o.device, "storage": o.storage, "variant": o.variant,
                         "configuration": o.configuration, "overhead_us": o.overhead, "ratio": o.ratio.value,
                         "ratio_low": o.ratio.low, "ratio_high": o.ratio.high})  # fmt: skip
@@ -537,12 +530,6 @@ def overhead_table(results: list[Result], digits: int = 1) -> Table:
             "loops).")  # fmt: skip
     return Table("Monitoring overhead over the baseline of the same device and variant", columns, rows, records,
                  [note], label_columns=3)  # fmt: skip
-
-
-def ratio_text(r: stats.Ratio, digits: int = 3) -> str:
-    if not r.has_interval:
-        return f"{r.value:,.{digits}f} (no interval: {min(r.n_num, r.n_den)} loops, {stats.MIN_RUNS} needed)"
-    return f"{r.value:,.{digits}f} [{r.low:,.{digits}f}; {r.high:,.{digits}f}]"
 
 
 # --- figure --------------------------------------------------------------------------------------------------------
@@ -762,7 +749,7 @@ def compare_markdown(result: list[Comparison]) -> str:
     for c in result:
         p = c.published
         out.append(f"| {p.source} | {p.name} | {c.config} | {p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}] | "
-                   f"{ratio_text(c.ours)} | {c.verdict} |")  # fmt: skip
+                   f"{T.ratio_text(c.ours, 'loops')} | {c.verdict} |")  # fmt: skip
     out += ["", JVM_NOTE]
     return "\n".join(out)
 
@@ -956,7 +943,8 @@ def compare_table(paths: Sequence[Path], level: float = LEVEL) -> Table:
                 v = c.verdict if setup == want else (f"{c.verdict}, but at another setup than the paper's: run "
                                                      f"--profile {p.profile}")  # fmt: skip
                 rows.append([p.source, p.name, f"{setup_text(want)} ({p.profile})", c.config, setup_text(setup),
-                             f"{p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}]", ratio_text(c.ours), v])  # fmt: skip
+                             f"{p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}]", T.ratio_text(c.ours, "loops"),
+                             v])  # fmt: skip
                 records.append({"source": p.source, "ratio": p.name, "profile": p.profile, "configuration": c.config,
                                 "calls": setup[0], "recursion_depth": setup[1], "published": p.value,
                                 "published_low": p.low, "published_high": p.high, "ours": c.ours.value,
@@ -1010,7 +998,7 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
                 if first:
                     key1 = (dev, sto, root.ours, BASELINE if role == "baseline" else first[1])
                     r1 = paired(num.stats, by[key1].stats, level)
-                    vs1 = ratio_text(r1)
+                    vs1 = T.ratio_text(r1, "loops")
                 v = verdict(ours, plo, phi)
                 if case.ours in same:  # the case changed nothing on that machine: no effect to judge
                     v = f"no verdict: {SAME_MARK.strip(' []')} (notes)"
@@ -1019,7 +1007,7 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
                              f"{case.ours} ({case.base}: Id {case.base_id}){SAME_MARK if case.ours in same else ''}",
                              f"{dev}, {sto}", cfg_text,
                              f"{pv:,.3f} [{plo:,.3f}; {phi:,.3f}] (Id {case.id} / Id {case.paper_base})",
-                             ratio_text(ours), v, f"{p1:,.3f} (Id {case.id} / Id 1)", vs1])  # fmt: skip
+                             T.ratio_text(ours, "loops"), v, f"{p1:,.3f} (Id {case.id} / Id 1)", vs1])  # fmt: skip
                 records.append({"id": case.id, "paper_base": case.paper_base, "case": case.ours, "base": case.base,
                                 "device": dev, "storage": sto, "role": role, "configuration": cfg,
                                 "base_configuration": base_cfg, "published": pv, "published_low": plo,

@@ -1,11 +1,15 @@
 """Tables in a paper's layout (MooBench's, Table 3's): the printed cells, the numbers behind
-them for CSV, and Markdown and LaTeX renderings."""
+them for CSV, and Markdown and LaTeX renderings; and the cells' text every analysis module shares
+(a number, an interval's bounds, a ratio with its interval or why there is none)."""
 
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pirex.analysis import stats
 
 
 @dataclass
@@ -18,6 +22,26 @@ class Table:
     records: list[dict]
     notes: list[str] = field(default_factory=list)
     label_columns: int = 1  # left-aligned leading columns
+
+
+def number(x: float | None, digits: int = 1) -> str:
+    """1234.5 -> "1,234.5"; None or NaN -> "n/a"."""
+    return "n/a" if x is None or math.isnan(x) else f"{x:,.{digits}f}"
+
+
+def bounds(low_high: tuple[float, float], digits: int = 1, sep: str = "; ") -> str:
+    """An interval's bounds, "[1.0; 2.0]" (Table 3's layout: sep " ; "), or "n/a" without one (NaN)."""
+    low, high = low_high
+    return "n/a" if math.isnan(low) else f"[{number(low, digits)}{sep}{number(high, digits)}]"
+
+
+def ratio_text(r: stats.Ratio, what: str = "runs", digits: int = 3, sep: str = "; ") -> str:
+    """A ratio over independent `what` with its bootstrap interval, "1.003 [0.991; 1.015]", or with
+    the reason there is none, "1.003 (no interval: 3 runs, 5 needed)"."""
+    value = f"{r.value:,.{digits}f}"
+    if not r.has_interval:
+        return f"{value} ({stats.too_few(min(r.n_num, r.n_den), what) or 'no interval'})"
+    return f"{value} {bounds((r.low, r.high), digits, sep)}"
 
 
 def markdown(t: Table) -> str:

@@ -1,7 +1,12 @@
-"""ICPE'18 Experiment 3 on one machine through docker compose (compose/jpa-rest.yml): this
-machine's platform of the postgres, jpa-rest and locust images put into the engine, the
-machine recorded, `docker compose up --exit-code-from driver`, and `down -v` on every exit
-path. The driver writes requests.csv and summary.json into the run's folder."""
+"""An experiment's deployment through docker compose, on one machine or split over hosts
+(experiment.yaml: deployment.compose; ICPE'18 Experiment 3 is one, compose/jpa-rest.yml): this
+machine's platform of the roles' and the driver's images put into the engine, the machine
+recorded, `docker compose up --exit-code-from driver`, and `down -v` on every exit path. The
+driver writes its results (jpa-rest: requests.csv and summary.json) into the run's folder.
+
+The compose files hold no number of the experiment: each comes from the environment, which
+pirex fills from experiment.yaml (pirex/settings.py: the profile, and --set; in a split run the
+.env file's own settings win)."""
 
 from __future__ import annotations
 
@@ -9,64 +14,87 @@ import json
 import logging
 from pathlib import Path
 
-from pirex import experiment, machine, proc
+from pirex import experiment, machine, proc, settings
 from pirex.bundle import sha256, utcnow
 from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import REPO
 from pirex.runner import leftovers
-from pirex.runner.deployment import masked
+from pirex.runner.deployment import SECRET, masked
 
 log = logging.getLogger(__name__)
 
-COMPOSE_FILE = REPO / "compose" / "jpa-rest.yml"
-IMAGES = ("postgres", "jpa-rest", "locust")
-TIMEOUT = {"quick": 1800, "paper": 6 * 3600}
+TIMEOUT = {"quick": 1800, "paper": 6 * 3600}  # the driver's run, per profile (another profile: the paper's)
+DRIVER = "driver"  # the host file of the driver: the one that runs to its end
 
 
-def run(tag: str, results_dir: Path, profile: str = "quick", customers: int | None = None, users: int = 16,
+def deployment_of(experiment_id: str) -> tuple[experiment.Experiment, experiment.Deployment]:
+    """The experiment and its deployment with compose files, or an error naming those that have one."""
+    exp = experiment.load(experiment_id)
+    if exp.deployment is None or not exp.deployment.compose:
+        offered = [e for e in experiment.available() if (d := experiment.load(e).deployment) and d.compose]
+        raise PirexError(f"{exp.id} declares no deployment with compose files (experiment.yaml: deployment.compose); "
+                         f"experiments that do: {', '.join(offered) or 'none'}")  # fmt: skip
+    return exp, exp.deployment
+
+
+def images(experiment_id: str) -> tuple[str, ...]:
+    """The images a compose run of the experiment uses: the driver's and its roles'."""
+    return deployment_of(experiment_id)[0].images
+
+
+def one_host_file(experiment_id: str) -> Path:
+    exp, dep = deployment_of(experiment_id)
+    if "one_host" not in dep.compose:
+        raise PirexError(f"{exp.id} declares no one_host compose file (experiment.yaml: deployment.compose)")
+    return REPO / dep.compose["one_host"]
+
+
+def run(experiment_id: str, tag: str, results_dir: Path, profile: str = "quick", sets: tuple[str, ...] = (),
         timeout: float | None = None) -> Path:  # fmt: skip
-    if profile not in TIMEOUT:
-        raise PirexError(f"--profile {profile!r}: expected one of {', '.join(TIMEOUT)}")
-    customers = customers or experiment.load("jpa-rest").resolve(profile)["customers"]  # one source of the numbers
+    exp, _ = deployment_of(experiment_id)
+    numbers = settings.of(exp, profile, sets)  # checked before anything starts
+    file = one_host_file(experiment_id)
     platform = plat.host()
-    images = {}
+    refs = {}
     with localregistry.local_registry():
-        for name in IMAGES:
+        for name in images(experiment_id):
             ref, local = publish.load_local(name, tag, platform)
-            images[name] = {"reference": local, "digest": ref.split("@", 1)[1], "platform": str(platform)}
+            refs[name] = {"reference": local, "digest": ref.split("@", 1)[1], "platform": str(platform)}
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-    out = results_dir / "jpa-rest" / f"compose-{stamp}"
+    out = results_dir / exp.id / f"compose-{stamp}"
     out.mkdir(parents=True)
     out.chmod(0o777)  # the driver runs as the image's user
     (out / "machine.json").write_text(json.dumps({"before": machine.record(out)}, indent=2) + "\n")
-    env = {"PIREX_TAG": tag, "PIREX_IMAGES": f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
-           "RESULTS_DIR": str(out.resolve()), "PROFILE": profile, "CUSTOMERS": str(customers),
-           "USERS": str(users)}  # fmt: skip
+    env = {**numbers, "PIREX_TAG": tag, "PIREX_IMAGES": f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
+           "RESULTS_DIR": str(out.resolve())}  # fmt: skip
     (out / "compose.json").write_text(json.dumps({
-        "compose_file": str(COMPOSE_FILE.relative_to(REPO)), "compose_file_sha256": sha256(COMPOSE_FILE),
-        "images": images, "environment": env, "profile": profile, "deployment": "docker (one host, compose network)",
+        "compose_file": str(file.relative_to(REPO)), "compose_file_sha256": sha256(file),
+        "images": refs, "environment": masked(env), "profile": profile,
+        "deployment": "docker (one host, compose network)",
     }, indent=2) + "\n")  # fmt: skip
-    project = f"pirex-jpa-rest-{stamp.lower()}"
-    base = ["docker", "compose", "-p", project, "-f", str(COMPOSE_FILE)]
+    project = f"pirex-{exp.id}-{stamp.lower()}"
+    base = ["docker", "compose", "-p", project, "-f", str(file)]
     with leftovers.Owner(project, out):  # a kill leaves the project up: recorded, for doctor --reap
         leftovers.note("compose", project=project)
         try:
-            r = proc.run([*base, "up", "--exit-code-from", "driver"], timeout=timeout or TIMEOUT[profile],
+            r = proc.run([*base, "up", "--exit-code-from", DRIVER], timeout=timeout or _timeout(profile),
                          check=False, env=env)  # fmt: skip
             (out / "compose.log").write_text(r.stdout + r.stderr)
         finally:
             proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, check=False, env=env)
-    if r.returncode != 0 or not (out / "requests.csv").exists():
+    if r.returncode != 0 or not any(out.glob(exp.outputs[0]["path"])):
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
-        raise PirexError(f"the jpa-rest run failed (exit {r.returncode}); log in {out / 'compose.log'}:\n{tail}")
+        raise PirexError(f"the {exp.id} run failed (exit {r.returncode}); log in {out / 'compose.log'}:\n{tail}")
     return out
 
 
-# --- one role of the split run: two Pis and a laptop, one command per host ---------------------------------------
+def _timeout(profile: str) -> float:
+    return TIMEOUT.get(profile, TIMEOUT["paper"])
 
-ROLE_FILES = {"db": "db.yml", "web": "web.yml", "driver": "driver.yml"}
+
+# --- one host of a split run: e.g. two Pis and a laptop, one command per host ------------------------------------
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -92,50 +120,68 @@ def read_env_file(path: Path) -> dict[str, str]:
     return out
 
 
-def results_dir_of(env: dict[str, str]) -> Path:
+def results_dir_of(experiment_id: str, env: dict[str, str]) -> Path:
     """RESULTS_DIR as compose resolves it: relative to the compose files' folder."""
-    d = Path(env.get("RESULTS_DIR", "../results/jpa-rest/split"))
-    return d if d.is_absolute() else (COMPOSE_FILE.parent / d).resolve()
+    d = Path(env.get("RESULTS_DIR", f"../results/{experiment_id}/split"))
+    return d if d.is_absolute() else (REPO / "compose" / d).resolve()
 
 
-def role(name: str, env_file: Path, down: bool = False, timeout: float | None = None) -> Path:
-    """This host's role of the split run: `up` (db and web wait until healthy and stay up; the
+def host_files(experiment_id: str) -> dict[str, Path]:
+    """Each host's compose file of the split run: role (or driver) -> file."""
+    _, dep = deployment_of(experiment_id)
+    return {name: REPO / f for name, f in (dep.compose.get("hosts") or {}).items()}
+
+
+def split_env(experiment_id: str, env: dict[str, str]) -> dict[str, str]:
+    """What docker compose reads for a host of the split run: the experiment's settings for the .env
+    file's PROFILE, under the file's own settings; secrets (the database's password) only from the file."""
+    exp, _ = deployment_of(experiment_id)
+    profile = env.get("PROFILE", "quick")
+    settings.parameters(exp, env, profile)  # the file's values checked against their declarations
+    numbers = {k: v for k, v in settings.of(exp, profile).items() if not SECRET.search(k)}
+    return {**numbers, **env}
+
+
+def role(experiment_id: str, name: str, env_file: Path, down: bool = False, timeout: float | None = None) -> Path:
+    """This host's role of the split run: `up` (the servers wait until healthy and stay up; the
     driver runs to its end) with this host's machine record and what it ran written to the run's
     results folder (RESULTS_DIR) as machine-<role>.json and compose-<role>.json; `down` stops it.
-    Copy the db and web hosts' records beside the driver's requests.csv (or share the folder) for
-    `pirex table jpa-rest` to name the placement."""
-    if name not in ROLE_FILES:
-        raise PirexError(f"--role {name!r}: expected one of {', '.join(ROLE_FILES)}")
+    Copy the server hosts' records beside the driver's results (or share the folder) for
+    `pirex table` to name the placement."""
+    files = host_files(experiment_id)
+    if name not in files:
+        raise PirexError(f"--role {name!r}: expected one of {', '.join(files)}")
     if not env_file.is_file():
         raise PirexError(f"--env-file {env_file}: no such file (copy compose/example.env and fill it in)")
     env = read_env_file(env_file)
-    file = COMPOSE_FILE.parent / ROLE_FILES[name]
+    full = split_env(experiment_id, env)
+    file = files[name]
     base = ["docker", "compose", "-f", str(file), "--env-file", str(env_file.resolve())]
     if down:
-        proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300)
+        proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, env=full)
         return file
-    out = results_dir_of(env)
+    out = results_dir_of(experiment_id, env)
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)  # the driver runs as the image's user
     record = {"role": name, "before": machine.record(out)}
     (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
-    args = ["up", "--exit-code-from", "driver"] if name == "driver" else ["up", "-d", "--wait"]
+    args = ["up", "--exit-code-from", DRIVER] if name == DRIVER else ["up", "-d", "--wait"]
     r = None
     try:
-        r = proc.run([*base, *args], timeout=timeout or TIMEOUT["paper"], check=False)
-        images = _images_of(base)
+        r = proc.run([*base, *args], timeout=timeout or TIMEOUT["paper"], check=False, env=full)
+        used = _images_of(base, full)
     finally:
-        if r is None or r.returncode != 0 or name == "driver":  # a failed role is not left running
+        if r is None or r.returncode != 0 or name == DRIVER:  # a failed role is not left running
             if r is not None and r.returncode != 0:  # the services' own logs say why (e.g. the database DOWN)
-                logs = proc.run([*base, "logs", "--no-color", "--tail", "200"], timeout=120, check=False)
+                logs = proc.run([*base, "logs", "--no-color", "--tail", "200"], timeout=120, check=False, env=full)
                 (out / f"compose-{name}-services.log").write_text(logs.stdout + logs.stderr)
-            proc.run([*base, "down", "--timeout", "30"], timeout=300, check=False)
-    if name == "driver":
+            proc.run([*base, "down", "--timeout", "30"], timeout=300, check=False, env=full)
+    if name == DRIVER:
         record["after"] = machine.record(out)
         (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
     (out / f"compose-{name}.json").write_text(json.dumps({
         "role": name, "compose_file": str(file.relative_to(REPO)), "compose_file_sha256": sha256(file),
-        "environment": masked(env), "images": images,
+        "environment": masked(full), "images": used,
         "command": args, "exit_code": r.returncode,
     }, indent=2) + "\n")  # fmt: skip
     (out / f"compose-{name}.log").write_text(r.stdout + r.stderr)
@@ -148,10 +194,10 @@ def role(name: str, env_file: Path, down: bool = False, timeout: float | None = 
     return out
 
 
-def _images_of(base: list[str]) -> dict[str, dict]:
+def _images_of(base: list[str], env: dict[str, str]) -> dict[str, dict]:
     """The image each service of the role's project ran: reference and image ID."""
     images = {}
-    for c in proc.run([*base, "ps", "-a", "-q"], timeout=60, check=False).stdout.split():
+    for c in proc.run([*base, "ps", "-a", "-q"], timeout=60, check=False, env=env).stdout.split():
         info = json.loads(proc.run(["docker", "inspect", c], timeout=60).stdout)[0]
         images[info["Config"]["Labels"].get("com.docker.compose.service", c)] = {
             "reference": info["Config"]["Image"], "image_id": info["Image"]}  # fmt: skip

@@ -1,29 +1,27 @@
-"""A client-server experiment as a runner experiment (ICPE'18 Experiment 3, experiments/jpa-rest):
-for every step the database and the web service start fresh under the variant measured, the
-same driver runs against them, and both stop again; their logs, how they ran and the service's
-heap and RSS over time go into the step's folder.
+"""A deployment of several servers as a runner experiment (experiment.yaml: deployment; ICPE'18
+Experiment 3 is one): for every step the roles (e.g. a database and a web service) start fresh,
+in the order declared, under the variant measured, the same driver runs against them, and they
+stop again in reverse; their logs, how they ran and what they sample go into the step's folder.
 
   native               each role chroot-ed into its image's exported files, on loopback ports
-  docker               a container each on a network of the run (the database reached by name,
-                       the service's port published on 127.0.0.1), as compose/jpa-rest.yml does
+  docker               a container each on a network of the run (a role reached by its name,
+                       one with a health path published on 127.0.0.1), as compose files do
   docker-host-network  a container each on the host's network (the paper's lesson, section 4.4)
 
 The driver runs in a container on the host network for every variant alike: it stands where the
-paper's laptop stood and is not part of what is compared. The database's data directory lives on
-the host disk beside the bundle: the loader fills it once per run, and every variant's database
-opens the same files (the same PostgreSQL binaries in both), so the variants meet the same table.
+paper's laptop stood and is not part of what is compared. The roles' data directories live on the
+host disk beside the bundle: the setup (a loader) fills them once per run, and every variant's
+servers open the same files (the same binaries in both), so the variants meet the same data.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import os
 import re
 import socket
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,20 +32,16 @@ from pathlib import Path
 from pirex import proc
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
-from pirex.experiment import Deployment, Role, render
-from pirex.runner import leftovers, native, variants
+from pirex.experiment import Deployment, Role, Setup, render
+from pirex.runner import leftovers, native, samplers, variants
 
 log = logging.getLogger(__name__)
 
 DRIVER = variants.Variant("driver", host_network=True)  # the same for every variant
 LOOPBACK = "127.0.0.1"
-LOAD_TIMEOUT = 6 * 3600  # the loader: the paper's 10,000,000 rows on a Pi with a hard disk
 READY_TIMEOUT = 300  # a database recovering or a JVM starting on a Pi 3 is ready well within this
 STOP_GRACE = 60  # seconds between SIGTERM and SIGKILL: PostgreSQL's shutdown checkpoint, Tomcat's graceful stop
-SAMPLE_S = 5  # the service's heap and RSS, every this many seconds
 SECRET = re.compile(r"PASSWORD|SECRET|TOKEN", re.I)  # settings whose values no record shows
-LOAD_LINE = re.compile(r"pirex-load-customers: (status=\S+(?: \w+=\S+)*)")
-MEMORY_COLUMNS = ("t_s", "rss_bytes", "heap_used_bytes", "heap_committed_bytes")
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -86,8 +80,8 @@ class Started:
 
 
 class Servers:
-    """What the steps of one run share: the images, a Docker network, the database's data
-    directory with the table loaded once. Entered once per run (and again on --resume)."""
+    """What the steps of one run share: the images, a Docker network, the roles' data directories
+    filled once by the setup. Entered once per run (and again on --resume)."""
 
     def __init__(self, dep: Deployment, images: dict[str, dict], params: dict, bundle: Bundle,
                  workdir: Path, by_name: dict[str, variants.Variant]):  # fmt: skip
@@ -95,7 +89,7 @@ class Servers:
         self.workdir, self.by_name = workdir, by_name
         self.prefix = f"pirex-{bundle.run_id}"
         self.network = f"{self.prefix}-net"
-        self.data = workdir / "db-data"
+        self.data = {name: workdir / f"{name}-data" for name, r in dep.roles.items() if r.data}
         self._stack = ExitStack()
 
     def __enter__(self) -> Servers:
@@ -104,7 +98,12 @@ class Servers:
                 leftovers.note("network", name=self.network)
                 proc.run(["docker", "network", "create", *leftovers.docker_args(), self.network], timeout=120)
                 self._stack.callback(proc.run, ["docker", "network", "rm", self.network], timeout=120, check=False)
-            self._load()
+            if self.dep.setup:
+                self._setup(self.dep.setup)
+            else:  # data directories without a setup: the servers fill them themselves, kept across steps
+                for name, d in self.data.items():
+                    if not d.is_dir():
+                        prepare_data_dir(d, self.images[self.dep.roles[name].image]["reference"])
         except BaseException:
             self._stack.close()
             raise
@@ -113,47 +112,47 @@ class Servers:
     def __exit__(self, *exc) -> None:
         self._stack.close()
 
-    # --- the table, once per run --------------------------------------------------------------------------------
+    # --- the data, once per run ---------------------------------------------------------------------------------
 
-    def _load(self) -> None:
-        """Fill the data directory with the first variant of the plan; record how fast it went."""
-        record = self.bundle.path / "db-load.json"
+    def _setup(self, setup: Setup) -> None:
+        """Fill the data directories with the first variant of the plan; record how fast it went."""
+        record = self.bundle.path / f"{setup.record}.json"
         loads = json.loads(record.read_text())["loads"] if record.exists() else []
-        if (self.data / "PG_VERSION").exists() and loads:
-            return
+        if loads and all(d.is_dir() and any(d.iterdir()) for d in self.data.values()):
+            return  # a resumed run: set up before its interruption
         v = self.by_name[self.bundle.manifest["plan"][0]["variant"]]
-        self._prepare_data_dir()
-        out = self.bundle.path / "load"
+        for name, d in self.data.items():
+            proc.run(["rm", "-rf", d], timeout=600)
+            prepare_data_dir(d, self.images[self.dep.roles[name].image]["reference"])
+        out = self.bundle.path / "setup"
         out.mkdir(exist_ok=True)
-        with self.deployed(v, out, web=False) as ports:
-            values = {**self.params, **ports, "port": 0}
-            argv = render(self.dep.loader, values)
-            env = environment(self.dep.web, values)
+        runs_in = self.dep.roles[setup.runs_in]
+        with self.deployed(v, out, setup.needs) as where:
+            values = {**self.params, **where, "port": 0}
+            argv = render(setup.command, values)
             started = time.monotonic()
-            r = self._run_to_end(v, self.images[self.dep.web.image], argv, env, f"{self.prefix}-loader")
+            r = self._run_to_end(v, self.images[runs_in.image], argv, environment(runs_in, values),
+                                 f"{self.prefix}-setup", setup.timeout_s)  # fmt: skip
             seconds = time.monotonic() - started
-        result = load_result(r, out / "loader.log")
+        result = setup_result(r, out / "setup.log", setup)
         loads.append({"variant": v.name, "data_dir": "on the host disk beside the bundle, removed after the run",
                       "shared_by": list(self.bundle.manifest["variants"]), "wall_seconds": round(seconds, 3),
                       **result})  # fmt: skip
         record.write_text(json.dumps({"loads": loads}, indent=2) + "\n")
-        print(f"customer table: {result.get('status', '?')}, {result.get('rows', '?')} rows, "
-              f"{result.get('rows_per_s', '?')} rows/s (loaded once, shared by every variant)", flush=True)  # fmt: skip
+        said = ", ".join(f"{k} {v}" for k, v in result.items())
+        print(f"{setup.what}: {said or 'done'} in {seconds:.1f} s (once per run, shared by every variant)", flush=True)
 
-    def _prepare_data_dir(self) -> None:
-        proc.run(["rm", "-rf", self.data], timeout=600)
-        prepare_data_dir(self.data, self.images[self.dep.db.image]["reference"])
-
-    def _run_to_end(self, v: variants.Variant, image: dict, argv: list[str], env: dict, name: str) -> proc.Result:
+    def _run_to_end(self, v: variants.Variant, image: dict, argv: list[str], env: dict, name: str,
+                    timeout: float) -> proc.Result:  # fmt: skip
         if v.is_native:
-            return run_native(image["reference"], argv, env, LOAD_TIMEOUT)
+            return run_native(image["reference"], argv, env, timeout)
         cmd = ["docker", "run", "--rm", "--name", name, *leftovers.docker_args(), "--platform", image["platform"],
                *self._network_args(v)]  # fmt: skip
         leftovers.note("container", name=name)
         for k, val in env.items():
             cmd += ["-e", f"{k}={val}"]
         try:
-            return proc.run([*cmd, image["reference"], *argv], timeout=LOAD_TIMEOUT, check=False)
+            return proc.run([*cmd, image["reference"], *argv], timeout=timeout, check=False)
         finally:
             proc.run(["docker", "rm", "-f", name], timeout=120, check=False)
 
@@ -163,32 +162,40 @@ class Servers:
     # --- one step -----------------------------------------------------------------------------------------------
 
     @contextmanager
-    def deployed(self, v: variants.Variant, out: Path, web: bool = True) -> Iterator[dict]:
-        """The database (and the web service) up under v; yields the ports and, with web, the URL the
-        driver uses. Both stop on every exit path, their logs and how they ran in out/."""
+    def deployed(self, v: variants.Variant, out: Path, only: tuple[str, ...] | None = None) -> Iterator[dict]:
+        """The roles (or `only` these) up under v, in order, each ready before the next starts; yields
+        where they are: <role>_host and <role>_port as the roles reach each other, <role>_url where
+        this host reaches a role with a health path. All stop on every exit path, their logs and how
+        they ran in out/."""
         bridged = not v.is_native and not v.host_network
-        db_port = self.dep.db.port if bridged else free_port()
-        ports = {"db_host": "db" if bridged else LOOPBACK, "db_port": db_port}
+        roles = [r for r in self.dep.roles.values() if only is None or r.name in only]
+        where: dict = {}
+        for r in roles:
+            where[f"{r.name}_host"] = r.name if bridged else LOOPBACK
+            where[f"{r.name}_port"] = r.port if bridged else free_port()
+        urls = {}
         how: dict = {"variant": v.name}
         with ExitStack() as stack:
             stack.callback(lambda: (out / "deployment.json").write_text(json.dumps(how, indent=2) + "\n"))
-            db_values = {**self.params, "port": db_port, "listen": "*" if bridged else LOOPBACK, **ports}
-            db = self._start(stack, "db", self.dep.db, v, db_values, out, {self.data: self.dep.db.data}, how)
-            self._wait_line(db, self.dep.db.ready_line)
-            if web:
-                web_port = self.dep.web.port if bridged else free_port()
-                host_port = free_port() if bridged else web_port
-                w = self._start(stack, "web", self.dep.web, v, {**self.params, **ports, "port": web_port}, out, {},
-                                how, publish=(host_port, web_port) if bridged else None)  # fmt: skip
-                url = f"http://{LOOPBACK}:{host_port}"
-                self._wait_health(w, url + self.dep.web.health)
-                stack.enter_context(MemorySampler(w, url, out / "web-memory.csv"))
-                ports["web_url"] = url
-            yield ports
+            for r in roles:
+                port = where[f"{r.name}_port"]
+                values = {**self.params, **where, "port": port, "listen": "*" if bridged else LOOPBACK}
+                publish = (free_port(), port) if bridged and r.health else None
+                binds = {self.data[r.name]: r.data} if r.data else {}
+                s = self._start(stack, r, v, values, out, binds, how, publish)
+                if not r.health:
+                    wait_line(s, r.ready_line)
+                    continue
+                url = f"http://{LOOPBACK}:{publish[0] if publish else port}"
+                wait_health(s, url + r.health, float(self.params.get("ready_timeout_s", READY_TIMEOUT)))
+                for kind in r.samples:
+                    stack.enter_context(samplers.sampler(kind, r.name, s.pid(), url, out))
+                urls[f"{r.name}_url"] = url
+            yield {**where, **urls}
 
-    def _start(self, stack: ExitStack, name: str, role: Role, v: variants.Variant, values: dict, out: Path,
+    def _start(self, stack: ExitStack, role: Role, v: variants.Variant, values: dict, out: Path,
                binds: dict[Path, str], how: dict, publish: tuple[int, int] | None = None) -> Started:  # fmt: skip
-        image = self.images[role.image]
+        name, image = role.name, self.images[role.image]
         argv = render(role.command, values)
         env = environment(role, values)
         log_path = out / f"{name}.log"
@@ -215,12 +222,6 @@ class Servers:
                      "argv": argv}  # fmt: skip
         return Started(name, log_path, container=container)
 
-    def _wait_line(self, s: Started, line: str) -> None:
-        wait_line(s, line)
-
-    def _wait_health(self, s: Started, url: str) -> None:
-        wait_health(s, url, float(self.params.get("ready_timeout_s", READY_TIMEOUT)))
-
 
 def run_native(reference: str, argv: list[str], env: dict[str, str], timeout: float) -> proc.Result:
     """A command run to its end chroot-ed into the image's exported files (its mounts undone after)."""
@@ -230,14 +231,15 @@ def run_native(reference: str, argv: list[str], env: dict[str, str], timeout: fl
                         started=lambda pid: leftovers.note_process(pid, f"native {argv[0]}"))  # fmt: skip
 
 
-def load_result(r: proc.Result, log_path: Path) -> dict[str, str]:
-    """The loader's output kept in log_path; its closing line (status, rows, rate, PostgreSQL's version...)
-    as a dict, or a clear error when it failed."""
+def setup_result(r: proc.Result, log_path: Path, setup: Setup) -> dict[str, str]:
+    """The setup's output kept in log_path; its closing line `<program>: status=... key=value ...` (the
+    loader's: status, rows, rate, the server's version) as a dict, or a clear error when it failed."""
     log_path.write_text(r.stdout + r.stderr)
     if not r.ok:
-        raise PirexError(f"loading the customer table failed (exit {r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
-    m = LOAD_LINE.search(r.stdout + r.stderr)
-    return dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
+        raise PirexError(f"the setup ({setup.what}) failed (exit {r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
+    program = re.escape(Path(setup.command[0]).name)
+    found = re.findall(rf"{program}: (status=\S+(?: \w+=\S+)*)", r.stdout + r.stderr)
+    return dict(kv.split("=", 1) for kv in found[-1].split()) if found else {}
 
 
 def masked(env: dict[str, str]) -> dict[str, str]:
@@ -330,72 +332,6 @@ def _stop_container(name: str, log_path: Path) -> None:
 
 def _tail(text: str, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
-
-
-def tree_rss_bytes(pid: int, procfs: Path = Path("/proc")) -> int | None:
-    """Resident memory of a process and all its descendants (a container's init and the JVM)."""
-    pids, i, total = [pid], 0, 0
-    while i < len(pids):
-        for children in (procfs / str(pids[i]) / "task").glob("*/children"):
-            try:
-                pids += [int(c) for c in children.read_text().split()]
-            except OSError:
-                pass
-        i += 1
-    found = False
-    for p in pids:
-        try:
-            for line in (procfs / str(p) / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-                    found = True
-        except OSError:
-            continue  # gone meanwhile
-    return total if found else None
-
-
-def jvm_heap(url: str) -> tuple[float | None, float | None]:
-    """Heap used and committed, bytes, from Spring Boot actuator's metrics endpoint."""
-    out = []
-    for metric in ("jvm.memory.used", "jvm.memory.committed"):
-        try:
-            with urllib.request.urlopen(f"{url}/actuator/metrics/{metric}?tag=area:heap", timeout=5) as r:
-                out.append(float(json.loads(r.read())["measurements"][0]["value"]))
-        except (OSError, ValueError, KeyError, IndexError):
-            out.append(None)
-    return out[0], out[1]
-
-
-class MemorySampler:
-    """The service's RSS (process tree) and JVM heap every SAMPLE_S seconds while the step runs,
-    into web-memory.csv (a soak run shows them flat or growing)."""
-
-    def __init__(self, s: Started, url: str, path: Path, every: float = SAMPLE_S):
-        self.s, self.url, self.path, self.every = s, url, path, every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="pirex-memory-sampler")
-
-    def __enter__(self) -> MemorySampler:
-        self.pid = self.s.pid()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def _run(self) -> None:
-        start = time.monotonic()
-        with open(self.path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(MEMORY_COLUMNS)
-            while True:
-                rss = tree_rss_bytes(self.pid) if self.pid else None
-                used, committed = jvm_heap(self.url)
-                w.writerow([round(time.monotonic() - start, 1), rss, used, committed])
-                f.flush()
-                if self._stop.wait(self.every):
-                    return
 
 
 def _masked(arg: str) -> str:

@@ -1,15 +1,21 @@
-"""One role of the split run (two Pis and a laptop) natively: the database or the web service of
-compose/db.yml or web.yml, from the same image and .env file, chroot-ed into the image's exported
-files on the host's own network, as the runner's `native` variant runs it. With the docker
-compose roles this gives the paper's configurations both ways: web and database native (1, 3,
-5) or in containers (2, 4, 6), on whichever host each role is started.
+"""One role of a split run natively (e.g. ICPE'18 Experiment 3 over two Pis and a laptop): a
+server of the experiment's deployment, as its host's compose file (compose/db.yml, web.yml) runs it,
+from the same image and .env file, chroot-ed into the image's exported files on the host's own
+network, as the runner's `native` variant runs it. With the docker compose roles this gives the
+paper's configurations both ways: web and database native (1, 3, 5) or in containers (2, 4, 6),
+on whichever host each role is started.
 
-`pirex compose jpa-rest --role db|web --native --env-file F` starts the role in the background
-and returns once it serves (the database loaded, the service healthy), like `up -d --wait`;
-`--down` stops it. The background process is pirex itself (`--foreground`): it holds the
-server, its mounts and the service's memory sampler, and undoes them all when it is stopped.
-Its pid, log and readiness are files in the run's results folder beside the host's machine
-record (native-<role>.pid, native-<role>.log, native-<role>.json)."""
+`pirex compose EXPERIMENT --role ROLE --native --env-file F` starts the role in the background and
+returns once it serves (ready, and the deployment's setup done where its last needed role runs: the
+database loaded), like `up -d --wait`; `--down` stops it. The background process is pirex itself
+(`--foreground`): it holds the server, its mounts and its samplers, and undoes them all when it is
+stopped. Its pid, log and readiness are files in the run's results folder beside the host's machine
+record (native-<role>.pid, native-<role>.log, native-<role>.json).
+
+The .env file gives the experiment's parameters by their upper-case names (over the profile named
+by PROFILE), each role's address and port as <ROLE>_HOST and <ROLE>_PORT (default: the port in
+experiment.yaml), and per role <ROLE>_DATA_DIR (its data directory, kept: default
+/var/lib/pirex/<experiment>-<role>), <ROLE>_JAVA_OPTS and <ROLE>_HEALTH_TIMEOUT_S (default 180)."""
 
 from __future__ import annotations
 
@@ -23,33 +29,35 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from pirex import experiment, machine, proc
+from pirex import experiment, machine, proc, settings
 from pirex.bundle import utcnow
 from pirex.errors import PirexError
-from pirex.runner import compose, deployment, leftovers, native
+from pirex.experiment import Deployment, Role
+from pirex.runner import compose, deployment, leftovers, native, samplers
 
-DEFAULT_DATA_DIR = "/var/lib/pirex/jpa-rest-db"  # per database host, kept: the table is loaded once
-READY_TIMEOUT = deployment.LOAD_TIMEOUT  # the database role loads the table before it serves
+HEALTH_TIMEOUT = 180  # seconds: a clear error, not a hang, when the database stays away
 
 
 def _files(out: Path, role: str) -> dict[str, Path]:
     return {k: out / f"native-{role}.{k}" for k in ("pid", "log", "json")}
 
 
-def _settings(env: dict[str, str]) -> dict:
-    """The .env file's settings (compose/example.env), with compose's defaults."""
-    values = {
-        "db_user": env.get("DB_USER", "pirex"), "db_name": env.get("DB_NAME", "pirex"),
-        "db_password": env.get("DB_PASSWORD", ""), "pool_size": env.get("DB_POOL_SIZE", "16"),
-        "customers": env.get("CUSTOMERS", "10000"), "db_host": env.get("DB_HOST", ""),
-        "db_port": env.get("DB_PORT", "5432"), "web_port": env.get("WEB_PORT", "8080"),
-    }  # fmt: skip
-    for name in ("PIREX_TAG", "DB_PASSWORD", "DB_HOST"):
+def _settings(exp: experiment.Experiment, role: str, env: dict[str, str]) -> dict:
+    """The values a role's command and environment take: the parameters (the .env file's over the
+    profile's), every role's host and port; a missing or malformed setting named."""
+    dep = exp.deployment
+    values = settings.parameters(exp, env, env.get("PROFILE", "quick"))
+    needed = ["PIREX_TAG"] + [n.upper() for n in exp.declared if deployment.SECRET.search(n)]
+    used = experiment.placeholders(dep.roles[role].command + tuple(dep.roles[role].environment.values()))
+    needed += [f"{r.upper()}_HOST" for r in dep.roles if r != role and f"{r}_host" in used]
+    for name in needed:
         if not env.get(name):
             raise PirexError(f"set {name} in the .env file (compose/example.env documents it)")
-    for key in ("db_port", "web_port", "customers", "pool_size"):
-        if not values[key].isdigit():
-            raise PirexError(f"{key.upper()} in the .env file must be a positive integer, not {values[key]!r}")
+    for r in dep.roles.values():
+        port = env.get(f"{r.name.upper()}_PORT", str(r.port))
+        if not port.isdigit():
+            raise PirexError(f"{r.name.upper()}_PORT in the .env file must be a positive integer, not {port!r}")
+        values.update({f"{r.name}_host": env.get(f"{r.name.upper()}_HOST", ""), f"{r.name}_port": int(port)})
     return values
 
 
@@ -65,13 +73,16 @@ def _image(env: dict[str, str], name: str) -> dict:
     return {"reference": ref, "image_id": info["Id"], "digests": info.get("RepoDigests") or []}
 
 
-def start(role: str, env_file: Path, timeout: float = READY_TIMEOUT) -> Path:
+def start(experiment_id: str, role: str, env_file: Path) -> Path:
     """Start the role in the background; return the results folder once it serves."""
     if reason := native.unavailable_reason():
         raise PirexError(reason)
+    exp = _experiment(experiment_id, role)
     env = compose.read_env_file(env_file)
-    _settings(env)  # bad settings fail here, not in the background
-    out = compose.results_dir_of(env)
+    _settings(exp, role, env)  # bad settings fail here, not in the background
+    out = compose.results_dir_of(exp.id, env)
+    setup = exp.deployment.setup
+    timeout = setup.timeout_s if setup and role == setup.needs[-1] else deployment.READY_TIMEOUT + HEALTH_TIMEOUT
     out.mkdir(parents=True, exist_ok=True)
     files = _files(out, role)
     if files["pid"].exists() and _alive(int(files["pid"].read_text())):
@@ -79,7 +90,7 @@ def start(role: str, env_file: Path, timeout: float = READY_TIMEOUT) -> Path:
                          "stop it with --down first")  # fmt: skip
     files["json"].unlink(missing_ok=True)
     with open(files["log"], "wb") as log:
-        p = subprocess.Popen([sys.executable, "-m", "pirex", "compose", "jpa-rest", "--role", role, "--native",
+        p = subprocess.Popen([sys.executable, "-m", "pirex", "compose", exp.id, "--role", role, "--native",
                               "--foreground", "--env-file", str(env_file.resolve())],
                              stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              start_new_session=True)  # fmt: skip
@@ -97,9 +108,9 @@ def start(role: str, env_file: Path, timeout: float = READY_TIMEOUT) -> Path:
         time.sleep(0.5)
 
 
-def stop(role: str, env_file: Path) -> bool:
+def stop(experiment_id: str, role: str, env_file: Path) -> bool:
     """Stop the native role started here with this .env file; False when none runs."""
-    out = compose.results_dir_of(compose.read_env_file(env_file))
+    out = compose.results_dir_of(experiment_id, compose.read_env_file(env_file))
     pid_file = _files(out, role)["pid"]
     if not pid_file.exists():
         return False
@@ -133,13 +144,20 @@ def _stop_pid(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def serve(role: str, env_file: Path) -> None:
+def _experiment(experiment_id: str, role: str) -> experiment.Experiment:
+    exp, dep = compose.deployment_of(experiment_id)
+    if role not in dep.roles:
+        raise PirexError(f"--native runs a server of the deployment ({', '.join(dep.roles)}), not {role!r}")
+    return exp
+
+
+def serve(experiment_id: str, role: str, env_file: Path) -> None:
     """The role in the foreground until SIGTERM or SIGINT: start, wait until it serves, record, hold, undo."""
+    exp = _experiment(experiment_id, role)
     env = compose.read_env_file(env_file)
-    values = _settings(env)
-    out = compose.results_dir_of(env)
+    values = _settings(exp, role, env)
+    out = compose.results_dir_of(exp.id, env)
     files = _files(out, role)
-    dep = experiment.load("jpa-rest").deployment
     stopping = threading.Event()
 
     def on_signal(signum, _frame):  # while starting: unwind what was started; once serving: stop holding
@@ -157,13 +175,10 @@ def serve(role: str, env_file: Path) -> None:
     with ExitStack() as stack:
         # its servers and mounts recorded: a SIGKILL leaves them to `pirex doctor --reap`
         stack.enter_context(leftovers.Owner(f"native-{role}-{os.getpid()}"))
-        if role == "db":
-            _serve_db(stack, dep, env, values, out, ran)
-        else:
-            _serve_web(stack, dep, env, values, out, ran)
+        _serve(stack, exp, exp.deployment.roles[role], env, values, out, ran)
         ran["state"] = "serving"
         files["json"].write_text(json.dumps(ran, indent=2) + "\n")
-        print(f"{role}: serving natively; stop with `pirex compose jpa-rest --role {role} --down`", flush=True)
+        print(f"{role}: serving natively; stop with `pirex compose {exp.id} --role {role} --down`", flush=True)
         while not stopping.wait(1):
             pass
         print(f"{role}: stopping", flush=True)
@@ -172,40 +187,49 @@ def serve(role: str, env_file: Path) -> None:
     files["json"].write_text(json.dumps(ran, indent=2) + "\n")
 
 
-def _serve_db(stack: ExitStack, dep, env: dict, values: dict, out: Path, ran: dict) -> None:
-    db_image, web_image = _image(env, dep.db.image), _image(env, dep.web.image)
-    data = Path(env.get("DB_DATA_DIR") or DEFAULT_DATA_DIR)
-    if not (data / "PG_VERSION").exists():
-        deployment.prepare_data_dir(data, db_image["reference"])
-    port = int(values["db_port"])
-    db_values = {**values, "port": port, "listen": "*"}  # every address of the host, as compose's db publishes
-    argv = experiment.render(dep.db.command, db_values)
-    db = deployment.start_native(stack, "db", db_image["reference"], argv, deployment.environment(dep.db, db_values),
-                                 {data: dep.db.data}, out / "db.log")  # fmt: skip
-    deployment.wait_line(db, dep.db.ready_line)
-    load_values = {**values, "db_host": deployment.LOOPBACK, "db_port": port, "port": 0}
-    started = time.monotonic()
-    r = deployment.run_native(web_image["reference"], experiment.render(dep.loader, load_values),
-                              deployment.environment(dep.web, load_values), deployment.LOAD_TIMEOUT)  # fmt: skip
-    result = deployment.load_result(r, out / "loader.log")
-    ran["load"] = {"wall_seconds": round(time.monotonic() - started, 3), "data_dir": str(data), **result}
+def _serve(stack: ExitStack, exp: experiment.Experiment, role: Role, env: dict, values: dict, out: Path,
+           ran: dict) -> None:  # fmt: skip
+    """The role's server on every address of the host (as the compose file publishes it), ready; then the
+    deployment's setup when this is the last role it needs (e.g. the loader, once the database is up)."""
+    dep: Deployment = exp.deployment
+    key = role.name.upper()
+    image = _image(env, role.image)
+    port = values[f"{role.name}_port"]
+    role_values = {**values, "port": port, "listen": "*"}
+    role_env = deployment.environment(role, role_values)
+    if env.get(f"{key}_JAVA_OPTS"):
+        role_env["JAVA_OPTS"] = env[f"{key}_JAVA_OPTS"]
+    binds: dict[Path, str] = {}
+    if role.data:
+        data = Path(env.get(f"{key}_DATA_DIR") or f"/var/lib/pirex/{exp.id}-{role.name}")  # kept: set up once
+        if not data.is_dir() or not any(data.iterdir()):
+            deployment.prepare_data_dir(data, image["reference"])
+        binds = {data: role.data}
+    argv = experiment.render(role.command, role_values)
+    server = deployment.start_native(stack, role.name, image["reference"], argv, role_env, binds,
+                                     out / f"{role.name}.log")  # fmt: skip
     ran["listens"] = f"*:{port}"
-    ran["images"] = {"db": db_image, "loader": web_image}
+    ran["images"] = {role.name: image}
     ran["argv"] = argv
-
-
-def _serve_web(stack: ExitStack, dep, env: dict, values: dict, out: Path, ran: dict) -> None:
-    image = _image(env, dep.web.image)
-    port = int(values["web_port"])
-    web_values = {**values, "port": port}
-    web_env = deployment.environment(dep.web, web_values)
-    if env.get("WEB_JAVA_OPTS"):
-        web_env["JAVA_OPTS"] = env["WEB_JAVA_OPTS"]
-    argv = experiment.render(dep.web.command, web_values)
-    w = deployment.start_native(stack, "web", image["reference"], argv, web_env, {}, out / "web.log")
-    url = f"http://{deployment.LOOPBACK}:{port}"
-    deployment.wait_health(w, url + dep.web.health, float(env.get("WEB_HEALTH_TIMEOUT_S", 180)))
-    stack.enter_context(deployment.MemorySampler(w, url, out / "web-memory.csv"))
-    ran["listens"] = f"*:{port}"
-    ran["images"] = {"web": image}
-    ran["argv"] = argv
+    if role.health:
+        url = f"http://{deployment.LOOPBACK}:{port}"
+        deployment.wait_health(server, url + role.health, float(env.get(f"{key}_HEALTH_TIMEOUT_S", HEALTH_TIMEOUT)))
+        for kind in role.samples:
+            stack.enter_context(samplers.sampler(kind, role.name, server.pid(), url, out))
+    else:
+        deployment.wait_line(server, role.ready_line)
+    setup = dep.setup
+    if setup and setup.needs[-1] == role.name:
+        runs_in = dep.roles[setup.runs_in]
+        setup_image = _image(env, runs_in.image)
+        setup_values = {**values, f"{role.name}_host": deployment.LOOPBACK, f"{role.name}_port": port, "port": 0}
+        started = time.monotonic()
+        r = deployment.run_native(setup_image["reference"], experiment.render(setup.command, setup_values),
+                                  deployment.environment(runs_in, setup_values), setup.timeout_s)  # fmt: skip
+        result = deployment.setup_result(r, out / "setup.log", setup)
+        ran["load"] = {
+            "wall_seconds": round(time.monotonic() - started, 3),
+            "data_dir": ", ".join(map(str, binds)),
+            **result,
+        }
+        ran["images"]["setup"] = setup_image

@@ -169,7 +169,7 @@ def _run(opts: Options) -> Path:
     seed = opts.seed if opts.seed is not None else secrets.randbits(32)
 
     soak = _soak(exp, opts.soak, params)  # the arguments are checked before any image is looked for
-    images = {name: image_for(name, opts.tag, platform) for name in (exp.image, *_deployment_images(exp))}
+    images = {name: image_for(name, opts.tag, platform) for name in exp.images}
     image = images[exp.image]
     matrix_info: dict = {}
     if matrix:
@@ -231,7 +231,7 @@ def _run(opts: Options) -> Path:
     (bundle.path / "run.json").write_text(json.dumps({
         "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None, "trace": trace,
         "variants": {v.name: v.describe() for v in by_name.values()},
-        "jvm": jvm_of(images[exp.deployment.web.image] if exp.deployment else image), "soak": soak,
+        "jvm": _jvm(exp, images), "soak": soak,
         "preflight": [f.to_dict() for f in findings], "requested": requested,
     }, indent=2) + "\n")  # fmt: skip
     bundle.write_machine(before=before)
@@ -239,8 +239,12 @@ def _run(opts: Options) -> Path:
         return _execute(bundle, exp, images, params)
 
 
-def _deployment_images(exp: experiment.Experiment) -> tuple[str, ...]:
-    return tuple(n for n in exp.deployment.images if n != exp.image) if exp.deployment else ()
+def _jvm(exp: experiment.Experiment, images: dict[str, dict]) -> dict | None:
+    """The JVM that ran: the image's, or that of the first role of a deployment that has one."""
+    for name in (*(exp.deployment.images if exp.deployment else ()), exp.image):
+        if found := jvm_of(images[name]):
+            return found
+    return None
 
 
 def _service_ports(exp: experiment.Experiment, params: dict) -> None:

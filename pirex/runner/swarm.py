@@ -24,12 +24,12 @@ from pathlib import Path
 
 import yaml
 
-from pirex import experiment, proc
+from pirex import experiment, proc, settings
 from pirex.bundle import sha256, utcnow
 from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.paths import REPO
-from pirex.runner import deployment, lock
+from pirex.runner import deployment, lock, samplers
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +53,11 @@ def environment(profile: str, sets: tuple[str, ...] = (), network: str = "host",
                 hosts: dict[str, str] | None = None) -> dict[str, str]:  # fmt: skip
     """What `docker stack deploy -c compose/stack.yml` reads: the experiment's parameters for the
     profile (overridden by --set, checked against their declarations), the images, the hosts."""
-    exp = experiment.load("jpa-rest")
-    p = {**exp.resolve(profile), **exp.overrides(list(sets))}
     if network not in NETWORKS:
         raise PirexError(f"--network {network!r}: expected one of {', '.join(NETWORKS)}")
-    env = {"PROFILE": profile, "CUSTOMERS": p["customers"], "REQUESTS_PER_OPERATION": p["requests_per_operation"],
-           "USERS": p["users"], "MIX": p["mix"], "DRIVER_SEED": p["driver_seed"], "POOL_SIZE": p["pool_size"],
-           "DB_USER": p["db_user"], "DB_PASSWORD": p["db_password"], "DB_NAME": p["db_name"],
-           "DB_PORT": 5432, "WEB_PORT": 8080, "NETWORK": "host" if network == "host" else OVERLAY,
-           "PIREX_TAG": tag, "PIREX_IMAGES": images or f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}"}  # fmt: skip
+    env = {**settings.of(experiment.load("jpa-rest"), profile, sets), "PIREX_TAG": tag,
+           "NETWORK": "host" if network == "host" else OVERLAY,
+           "PIREX_IMAGES": images or f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}"}  # fmt: skip
     if network == "overlay":  # service names resolve on the overlay
         env.update(DB_HOST="db", WEB_HOST="web")
     elif hosts:
@@ -245,13 +241,6 @@ def _overlay(create: bool) -> None:
         _docker("network", "rm", OVERLAY, check=False)
 
 
-class _Remote:
-    """The service's process is on another node: the memory sampler reads its heap over HTTP only."""
-
-    def pid(self) -> None:
-        return None
-
-
 def _write(path: Path, doc: dict) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
@@ -321,8 +310,10 @@ def _run_stages(stack: Stack, roles: dict[str, dict], all_nodes: list[dict], out
     stack.wait("loader", "complete", 1, left())  # the table is loaded
     stack.deploy("web")
     stack.wait("web", "running", 1, left())  # a task with a health check runs once healthy
-    url = f"http://{env['WEB_HOST']}:{env.get('WEB_PORT', '8080')}"
-    sampler = deployment.MemorySampler(_Remote(), url, out / "web-memory.csv") if network == "host" else None
+    url = f"http://{env['WEB_HOST']}:{env['WEB_PORT']}"
+    # the service's process is on another node: its heap over HTTP only, no RSS (pid None)
+    web = experiment.load("jpa-rest").deployment.roles["web"]
+    sampler = samplers.sampler(web.samples[0], "web", None, url, out) if network == "host" else None
     stack.deploy("driver")
     if sampler:
         sampler.__enter__()

@@ -1,0 +1,69 @@
+"""An experiment's numbers as NAME=VALUE settings, the one form in which they leave
+experiment.yaml: the compose files and the swarm stack file read them from their environment, and
+an image's stand-alone defaults (`docker run IMAGE`, without the tool) are a file of them rendered
+here and committed (images/<image>/profiles/<profile>.env), never numbers written out by hand.
+
+Each parameter of the profile (overridden by --set, checked against its declaration) is its name
+in upper case (customers -> CUSTOMERS), PROFILE the profile's name, and each role of a deployment
+adds <ROLE>_PORT, the port it listens on (db -> DB_PORT=5432). `pirex env EXPERIMENT` prints them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from pirex import experiment
+from pirex.errors import PirexError
+from pirex.paths import REPO
+
+# The first lines of a rendered file: the command that writes it (pirex/test_settings.py checks it is current).
+HEADER = ("# written by `pirex env {experiment} --profile {profile} --write {path}`\n"
+          "# from experiments/{experiment}/experiment.yaml: edit that file, then rerun the command")  # fmt: skip
+GENERATED = re.compile(
+    r"^# written by `pirex env (?P<experiment>\S+) --profile (?P<profile>\S+) --write (?P<path>\S+)`"
+)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def of(exp: experiment.Experiment, profile: str, sets: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
+    """The settings of a profile, --set NAME=VALUE pairs applied (checked)."""
+    values = {**exp.resolve(profile), **exp.overrides(list(sets))}
+    out = {"PROFILE": profile, **{name.upper(): _text(v) for name, v in values.items()}}
+    if exp.deployment:
+        out.update({f"{name.upper()}_PORT": str(r.port) for name, r in exp.deployment.roles.items()})
+    return out
+
+
+def parameters(exp: experiment.Experiment, env: dict[str, str], profile: str) -> dict[str, Any]:
+    """The other way round: the parameters an env file gives (its upper-case names, checked against
+    their declarations), over the profile's."""
+    given = [f"{name}={env[name.upper()]}" for name in exp.declared if name.upper() in env]
+    try:
+        return {**exp.resolve(profile), **exp.overrides(given)}
+    except PirexError as e:
+        raise PirexError(f"{e} (in the .env file, as its upper-case name)") from None
+
+
+def text(values: dict[str, str], header: str = "") -> str:
+    """NAME=VALUE lines, quoted as a POSIX shell and docker compose's env files both read them."""
+    lines = [header] if header else []
+    return "\n".join(lines + [f"{k}={shlex.quote(v)}" for k, v in values.items()]) + "\n"
+
+
+def rendered(experiment_id: str, profile: str, path: str) -> str:
+    """A committed file's content (path: relative to the checkout): the header, then the profile's settings."""
+    exp = experiment.load(experiment_id)
+    return text(of(exp, profile), HEADER.format(experiment=experiment_id, profile=profile, path=path))
+
+
+def generated_files(root: Path = REPO) -> list[Path]:
+    """Every committed file rendered here (images/*/profiles/*.env), found by its header."""
+    return sorted(p for p in root.glob("images/*/profiles/*.env") if GENERATED.match(p.read_text()))
