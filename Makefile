@@ -42,7 +42,17 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	scripts/venv.sh install $(VENV) analysis,dev
+	scripts/venv.sh install $(VENV) analysis,dev,fleet
+	touch $@
+
+# A fleet's host needs only the runner (the tables are made on the controller): no numpy, scipy, matplotlib.
+$(VENV)/.runner-installed: pyproject.toml constraints.txt
+	scripts/venv.sh create $(PYTHON) $(VENV) $(SYSTEM_PYTHON_PACKAGES)
+	scripts/venv.sh install $(VENV) ""
+	touch $@
+
+$(VENV)/.fleet-installed: $(VENV)/.installed
+	scripts/venv.sh install $(VENV) analysis,fleet
 	touch $@
 
 $(VENV)/bin/actionlint: | $(VENV)/.installed
@@ -69,6 +79,18 @@ reproduce: host-ready $(VENV)/.installed ## Reproduce PAPER at LEVEL: the plan w
 jpa-rest: $(VENV)/.installed ## ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3.
 	$(PIREX) images build --platforms host --offline $(OFFLINE) $(TAG_ARG) postgres jpa-rest locust
 	$(PIREX) compose jpa-rest --profile $(PROFILE) $(TAG_ARG)
+
+#: the experiment of make fleet
+EXP ?= jmh
+#: the Ansible inventory of make fleet (fleet/hosts.yml: three Pis and a server)
+INVENTORY ?= fleet/hosts.yml
+
+.PHONY: fleet
+fleet: $(VENV)/.fleet-installed ## Run EXP on every host of INVENTORY through Ansible (fleet/run.yml), fetch and verify the bundles, then one column per device (ARGS="--serial").
+	$(PIREX) fleet run --inventory $(INVENTORY) $(EXP) --profile $(PROFILE) $(TAG_ARG) $(ARGS)
+
+.PHONY: runner
+runner: $(VENV)/.runner-installed ## Only the runner (click, PyYAML) in the virtualenv: what a host of a fleet needs (fleet/run.yml).
 
 ##@ Images
 .PHONY: build

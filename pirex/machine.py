@@ -643,6 +643,23 @@ def write_interrupts(path: Path, before: dict[str, Any] | None, after: dict[str,
 # Reading the system
 
 
+DEVICE_ENV, LABELS_ENV = "PIREX_DEVICE", "PIREX_DEVICE_LABELS"
+
+
+def device_identity(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The name this machine has in an inventory, and its labels: `pirex fleet` sets PIREX_DEVICE to
+    the host's inventory name (Pis' hostnames often collide: raspberrypi) and PIREX_DEVICE_LABELS to
+    its labels (a JSON object); tables name the device by it. None when unset."""
+    env = os.environ if env is None else env
+    name = env.get(DEVICE_ENV, "").strip()
+    if not name:
+        return None
+    labels = json.loads(env.get(LABELS_ENV) or "{}")
+    if not isinstance(labels, dict):
+        raise ValueError(f"{LABELS_ENV} is not a JSON object: {env.get(LABELS_ENV)!r}")
+    return {"name": name, "labels": {str(k): v for k, v in labels.items()}}
+
+
 class _Reader:
     """File and command reads that never raise: failures log and are noted in `unavailable`."""
 
@@ -859,6 +876,7 @@ def record(work_dir: Path, docker: bool = True, peers: list[str] | None = None) 
         "taken_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "pirex_version": __version__,
         "hostname": r.section("hostname", socket.gethostname),
+        "device": r.section("device", device_identity),
     }
     uname = os.uname()
     rec["kernel"] = {"sysname": uname.sysname, "release": uname.release, "version": uname.version}

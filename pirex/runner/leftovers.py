@@ -173,9 +173,12 @@ def live_runs() -> dict[str, dict]:
 
 
 def dead_records() -> dict[str, dict]:
-    """run id -> record of runs whose process ended without removing its file (killed)."""
+    """run id -> record of this host's runs whose process ended without removing its file (killed). Hosts
+    that share the disk (network namespaces) share the directory: another host's run is its own to reap."""
     d = runs_dir()
-    return {f.stem: _read_json(f) for f in sorted(d.glob("*.json")) if d.is_dir() and not _held(f)}
+    me = lock.host_identity()
+    out = {f.stem: _read_json(f) for f in sorted(d.glob("*.json")) if d.is_dir() and not _held(f)}
+    return {rid: doc for rid, doc in out.items() if doc.get("host", me) == me}
 
 
 def read_resources(bundle: Path) -> list[dict]:
