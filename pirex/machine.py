@@ -765,7 +765,7 @@ def _disk_of(name: str) -> str:
     return parent_disk(name)
 
 
-def _storage(r: _Reader, work_dir: Path) -> dict[str, Any]:
+def _storage(r: _Reader, work_dir: Path, dev: Path = Path("/dev")) -> dict[str, Any]:
     target = _existing(work_dir)
     out: dict[str, Any] = {
         "work_dir": str(Path(work_dir).resolve()),
@@ -796,7 +796,7 @@ def _storage(r: _Reader, work_dir: Path) -> dict[str, Any]:
         return out
     disk = _disk_of(device)
     out["device"], out["disk"] = device, disk
-    text = r.command(["lsblk", "-dnbP", "-o", "NAME,TRAN,MODEL,ROTA,SIZE", f"/dev/{disk}"], "storage.lsblk")
+    text = r.command(["lsblk", "-dnbP", "-o", "NAME,TRAN,MODEL,ROTA,SIZE", str(dev / disk)], "storage.lsblk")
     if text:
         info = parse_lsblk(text)
         out.update(
@@ -865,11 +865,14 @@ def _device_tree(name: str) -> str | None:
     return None
 
 
-def record(work_dir: Path, docker: bool = True, peers: list[str] | None = None) -> dict[str, Any]:
+def record(
+    work_dir: Path, docker: bool = True, peers: list[str] | None = None, dev: Path = Path("/dev")
+) -> dict[str, Any]:
     """Read this machine: identity, CPU, frequency, memory, load, Pi firmware state, the storage under
     work_dir, the network (and the route to each peer: another host the experiment talks to), the
     services the papers stopped, and Docker. Never raises for an unreadable source: its key is null
-    and `unavailable` says why."""
+    and `unavailable` says why. `dev`: where the block device nodes are (a container that has the
+    host's / bind-mounted reads the host's disk through <mount>/dev)."""
     r = _Reader()
     rec: dict[str, Any] = {
         "schema": SCHEMA,
@@ -950,7 +953,7 @@ def record(work_dir: Path, docker: bool = True, peers: list[str] | None = None) 
         return int(text.strip()) / 1000 if text is not None else None
 
     rec["thermal_zone0_c"] = r.section("thermal_zone0_c", thermal)
-    rec["storage"] = r.section("storage", lambda: _storage(r, work_dir))
+    rec["storage"] = r.section("storage", lambda: _storage(r, work_dir, dev))
     rec["network"] = r.section("network", lambda: _network(r, list(peers or [])))
     rec["services"] = r.section("services", lambda: _services(r))
 
