@@ -32,7 +32,7 @@ def message(res: dict) -> str:
         errors = [ln.split("pirex: error:", 1)[1].strip() for ln in lines if "pirex: error:" in ln]
         if errors:
             return errors[-1][:MAX_MESSAGE]
-    msg = " ".join(str(res.get("msg") or "").split())
+    msg = " ".join(str(res.get("msg") or "").split()).removeprefix("Task failed: ")
     last = [ln.strip() for ln in str(res.get("stderr") or res.get("stdout") or "").splitlines() if ln.strip()][-3:]
     if last and msg in ("", "non-zero return code"):
         return " / ".join(last)[:MAX_MESSAGE]
