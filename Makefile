@@ -127,7 +127,7 @@ test: host-ready lint ## Lint, then every test (Docker tests skip without an eng
 test-emulated-pi: host-ready $(VENV)/.dev-installed ## pirex itself on emulated arm64 and armhf Pis (QEMU; ~9 min cached, 30+ fresh).
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra -m emulated_pi tests/test_emulated_pi.py
 
-.PHONY: bench-analysis bench-soak bench-driver bench-resolution
+.PHONY: bench-analysis bench-soak bench-driver bench-resolution bench-fleet
 bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for SOAK (default 10m) in Docker; its heap and RSS per minute.
 	$(PIREX) run jpa-rest --variants $(or $(VARIANTS),docker) --soak $(or $(SOAK),10m) --set repetitions=1 $(TAG_ARG)
 	$(PIREX) table jpa-rest
@@ -135,6 +135,9 @@ bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for
 bench-driver: $(VENV)/.installed ## jpa-rest: Locust's throughput and CPU against wrk's on the same endpoint (installs wrk).
 	command -v wrk >/dev/null || for i in 1 2 3; do { apt-get update -q && apt-get install -y -q wrk; } && break; [ $$i -lt 3 ] || { echo "bench-driver needs wrk: apt-get install wrk (as root)"; exit 1; }; sleep $$((i * 5)); done
 	$(VENV)/bin/python scripts/bench_driver.py $(TAG_ARG) $(ARGS)
+
+bench-fleet: $(VENV)/.fleet-installed ## Fleet wall time of three hosts (network namespaces, sshd and dockerd each), all at once vs --serial (root; ARGS="--rounds 3").
+	$(VENV)/bin/python scripts/bench_fleet.py $(TAG_ARG) $(ARGS)
 
 bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
