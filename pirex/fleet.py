@@ -188,19 +188,20 @@ def _check(req: Request) -> experiment.Experiment:
 
 def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = None) -> Outcome:
     """A fleet run (or the rest of one): the playbook over the hosts still without a verified bundle."""
-    hosts = inventory_hosts(req.inventory)
-    if resume is not None:
-        fleet_dir = Path(resume)
-        doc = read_manifest(fleet_dir)
+    doc = read_manifest(Path(resume)) if resume is not None else None
+    if doc is not None:
         req = _resumed(doc, req)
+    exp = _check(req)  # before any host is contacted
+    hosts = inventory_hosts(req.inventory)
+    if doc is not None:
+        fleet_dir = Path(resume)
         todo = [h for h in hosts if (doc["hosts"].get(h) or {}).get("state") != VERIFIED]
         if not todo:
             say(f"every host of {fleet_dir} has a verified bundle: nothing to resume")
             return _outcome(fleet_dir, doc)
     else:
         fleet_dir = new_dir(req.results_dir, req.experiment)
-        doc, todo = None, list(hosts)
-    exp = _check(req)
+        todo = list(hosts)
     version = _checkout_note(say)
     (fleet_dir / WORK).mkdir(parents=True, exist_ok=True)
     if doc is None:
