@@ -221,8 +221,15 @@ def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = 
     say(f"fleet run {fleet_dir} ({exp.id}, {req.profile}, {mode}): {', '.join(todo)}")
     started = time.monotonic()
     limit = req.host_timeout * (len(todo) if req.serial else 1) + PREPARE_TIMEOUT
-    r = proc.run(command(req, vars_file, todo), timeout=limit, check=False, capture=False,
-                 env=environment(status, fleet_dir / "ansible.log"), what="ansible-playbook")  # fmt: skip
+    try:
+        r = proc.run(command(req, vars_file, todo), timeout=limit, check=False, capture=False,
+                     env=environment(status, fleet_dir / "ansible.log"), what="ansible-playbook")  # fmt: skip
+    except BaseException as e:  # a time limit, Ctrl-C: the manifest says so, --resume goes on from there
+        for h in todo:
+            doc["hosts"][h].update(why=f"the fleet run was stopped ({type(e).__name__}: {e}); a host's run may go on "
+                                   "there: --resume takes it over")  # fmt: skip
+        write_manifest(fleet_dir, doc)
+        raise
     wall = time.monotonic() - started
     ended = read_status(status)
     for h in todo:
