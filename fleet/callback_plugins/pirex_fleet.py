@@ -55,9 +55,9 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_ok(self, result) -> None:
         h, name, res = self._host(result), result.task.get_name(), result.result
-        if name.startswith(RUN_TASK):
-            lines = [ln for ln in str(res.get("stdout") or "").splitlines() if ln.startswith(BUNDLE_LINE)]
-            h["bundle"] = lines[-1][len(BUNDLE_LINE) :].strip() if lines else None
+        lines = [ln for ln in str(res.get("stdout") or "").splitlines() if ln.startswith(BUNDLE_LINE)]
+        if name.startswith(RUN_TASK) and lines:
+            h["bundle"] = lines[-1][len(BUNDLE_LINE) :].strip()
         elif name.startswith(VERIFY_TASK):
             h["verified"] = True
 
@@ -69,8 +69,10 @@ class CallbackModule(CallbackBase):
         self._failed(result, unreachable=True)
 
     def _failed(self, result, unreachable: bool) -> None:
-        self._host(result)["failed"] = {"task": result.task.get_name(), "unreachable": unreachable,
-                                        "message": message(result.result)}  # fmt: skip
+        h = self._host(result)
+        if not h["failed"]:  # the first failure is the reason; what follows it is a consequence
+            h["failed"] = {"task": result.task.get_name(), "unreachable": unreachable,
+                           "message": message(result.result)}  # fmt: skip
         self._write()
 
     def v2_playbook_on_stats(self, stats) -> None:
