@@ -186,3 +186,14 @@ def test_resume_needs_a_fleet_run(tmp_path):
     with pytest.raises(PirexError, match="is not pirex-fleet/1"):
         fleet.read_manifest(tmp_path)
     assert os.listdir(tmp_path) == [fleet.MANIFEST]
+
+
+def test_pirex_table_without_bundles_reads_the_newest_fleet_run(tmp_path):
+    from pirex import experiment
+
+    single = jmh_bundle(tmp_path / "results" / "jmh", "20261101T000000Z-000001", "h", [1.0])
+    os.utime(single / B.MANIFEST, (1, 1))  # an older run of one machine
+    fleet_dir = tmp_path / "results" / "jmh" / "fleet-x"
+    hosts = [jmh_bundle(fleet_dir, h, "h", [1.0]) for h in ("pi-a", "pi-b")]
+    fleet.write_manifest(fleet_dir, {"schema": fleet.SCHEMA})
+    assert modules.bundles(experiment.load("jmh"), [], tmp_path / "results", None) == hosts
