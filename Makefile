@@ -42,7 +42,17 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	scripts/venv.sh install $(VENV) analysis,dev
+	scripts/venv.sh install $(VENV) analysis,dev,fleet
+	touch $@
+
+# A fleet's host needs only the runner (the tables are made on the controller): no numpy, scipy, matplotlib.
+$(VENV)/.runner-installed: pyproject.toml constraints.txt
+	scripts/venv.sh create $(PYTHON) $(VENV) $(SYSTEM_PYTHON_PACKAGES)
+	scripts/venv.sh install $(VENV) ""
+	touch $@
+
+$(VENV)/.fleet-installed: $(VENV)/.installed
+	scripts/venv.sh install $(VENV) analysis,fleet
 	touch $@
 
 $(VENV)/bin/actionlint: | $(VENV)/.installed
@@ -72,6 +82,18 @@ reproduce: host-ready $(VENV)/.installed ## Reproduce PAPER at LEVEL: the plan w
 jpa-rest: $(VENV)/.installed ## ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3.
 	$(PIREX) images build --platforms host --offline $(OFFLINE) $(TAG_ARG) postgres jpa-rest locust
 	$(PIREX) compose jpa-rest --profile $(PROFILE) $(TAG_ARG)
+
+#: the experiment of make fleet
+EXP ?= jmh
+#: the Ansible inventory of make fleet (fleet/hosts.yml: three Pis and a server)
+INVENTORY ?= fleet/hosts.yml
+
+.PHONY: fleet
+fleet: $(VENV)/.fleet-installed ## Run EXP on every host of INVENTORY through Ansible (fleet/run.yml), fetch and verify the bundles, then one column per device (ARGS="--serial").
+	$(PIREX) fleet run --inventory $(INVENTORY) $(EXP) --profile $(PROFILE) $(TAG_ARG) $(ARGS)
+
+.PHONY: runner
+runner: $(VENV)/.runner-installed ## Only the runner (click, PyYAML) in the virtualenv: what a host of a fleet needs (fleet/run.yml).
 
 ##@ Images
 .PHONY: build
@@ -109,7 +131,7 @@ test: host-ready lint ## Lint, then every test (Docker tests skip without an eng
 test-emulated-pi: host-ready $(VENV)/.dev-installed ## pirex itself on emulated arm64 and armhf Pis (QEMU; ~9 min cached, 30+ fresh).
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra -m emulated_pi tests/test_emulated_pi.py
 
-.PHONY: bench-analysis bench-soak bench-driver bench-resolution
+.PHONY: bench-analysis bench-soak bench-driver bench-resolution bench-fleet
 bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for SOAK (default 10m) in Docker; its heap and RSS per minute.
 	$(PIREX) run jpa-rest --variants $(or $(VARIANTS),docker) --soak $(or $(SOAK),10m) --set repetitions=1 $(TAG_ARG)
 	$(PIREX) table jpa-rest
@@ -117,6 +139,9 @@ bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for
 bench-driver: $(VENV)/.installed ## jpa-rest: Locust's throughput and CPU against wrk's on the same endpoint (installs wrk).
 	command -v wrk >/dev/null || for i in 1 2 3; do { apt-get update -q && apt-get install -y -q wrk; } && break; [ $$i -lt 3 ] || { echo "bench-driver needs wrk: apt-get install wrk (as root)"; exit 1; }; sleep $$((i * 5)); done
 	$(VENV)/bin/python scripts/bench_driver.py $(TAG_ARG) $(ARGS)
+
+bench-fleet: $(VENV)/.fleet-installed ## Fleet wall time of three hosts (network namespaces, sshd and dockerd each), all at once vs --serial (root; ARGS="--rounds 3").
+	$(VENV)/bin/python scripts/bench_fleet.py $(TAG_ARG) $(ARGS)
 
 bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done

@@ -567,6 +567,21 @@ def _lock(path: Path) -> int:
     return fd
 
 
+def writing(path: Path) -> bool:
+    """Whether a pirex process holds the bundle open for writing now (its flock; gone with the process)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def verify(path: Path) -> list[str]:
     """Everything wrong with the bundle at `path` compared with its manifest; an empty list means it is intact and
     complete."""

@@ -238,6 +238,69 @@ def swarm_cmd(experiment_id, profile, network, sets, results_dir, tag, images, p
     _print_tables(experiment_id, [out], results_dir)
 
 
+@cli.group()
+def fleet() -> None:
+    """The same experiment on a fleet of devices, through Ansible (fleet/run.yml; the fleet extra)."""
+
+
+@fleet.command("run")
+@click.argument("experiment_id", metavar="EXPERIMENT", required=False)
+@click.option("--inventory", type=click.Path(path_type=Path), required=True, help="Ansible inventory: fleet/hosts.yml")
+@click.option("--profile", default="quick", show_default=True, help="quick (every code path, small) or paper.")
+@click.option("--variants", default=None, help="Comma-separated, e.g. native,docker (default: the experiment's).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="A parameter of experiment.yaml (checked).")
+@click.option("--serial", is_flag=True, help="The runs one host after another (hosts that share a network it uses).")
+@click.option(
+    "--images-archive",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A `pirex images export` file, loaded on every host (default: pulled by registry.yaml's digests).",
+)
+@click.option(
+    "--resume",
+    "resume_",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=None,
+    help="Finish a fleet run (results/<experiment>/fleet-...): only the hosts without a verified bundle.",
+)
+@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+def fleet_run(experiment_id, inventory, profile, variants, sets, serial, images_archive, resume_, results_dir,
+              tag) -> None:  # fmt: skip
+    """Run EXPERIMENT on every host of an inventory, fetch and verify each bundle into
+    results/<experiment>/<fleet-run>/<host>/, then the tables with one column per device."""
+    from pirex import fleet as fleet_mod
+
+    if not (experiment_id or resume_):
+        raise PirexError("give the EXPERIMENT to run (or --resume FLEET_RUN)")
+    req = fleet_mod.Request(experiment_id or "", inventory, profile, variants, sets, tag or git_version()[0], serial,
+                            results_dir, images_archive)  # fmt: skip
+    out = fleet_mod.run(req, click.echo, resume_)
+    if out.bundles:
+        click.echo()
+        _print_tables(out.experiment, out.bundles, results_dir, out=out.dir / "tables")
+    if out.failed:
+        raise PirexError(fleet_mod.failure_line(out))
+
+
+@fleet.command("on-host", hidden=True)
+@click.argument("experiment_id", metavar="EXPERIMENT")
+@click.option("--profile", default="quick")
+@click.option("--variants", default=None)
+@click.option("--set", "sets", multiple=True)
+@click.option("--tag", required=True)
+@click.option("--results-dir", type=click.Path(path_type=Path), required=True)
+def fleet_on_host(experiment_id, profile, variants, sets, tag, results_dir) -> None:
+    """What fleet/run.yml runs on each host: its bundle of the fleet run, run, resumed, or taken as it is."""
+    from pirex import experiment as experiment_mod
+    from pirex import fleet as fleet_mod
+    from pirex.runner import run as runner
+
+    exp = experiment_mod.load(experiment_id)
+    opts = runner.Options(exp.id, profile, variants, results_dir=results_dir, tag=tag, overrides=exp.overrides(sets))
+    click.echo(f"{fleet_mod.BUNDLE_LINE} {fleet_mod.on_host(opts).resolve()}")
+
+
 def _analysis(experiment_id: str, view: str | None):
     from pirex import experiment as experiment_mod
     from pirex.analysis import modules
@@ -268,7 +331,7 @@ def _print_tables(experiment_id: str, bundles, results_dir: Path, view: str | No
     exp, mod = _analysis(experiment_id, view)
     paths_, view = _chosen(exp, bundles, results_dir, view)
     out = out or modules.out_dir(results_dir, "tables", exp, view)
-    for text in modules.write(mod.tables(paths_, view), out):
+    for text in modules.write(modules.tables(mod, paths_, view), out):
         click.echo(text + "\n")
     click.echo(f"(from {', '.join(map(str, paths_))}; Markdown, CSV and LaTeX in {out})")
 

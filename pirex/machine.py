@@ -643,6 +643,23 @@ def write_interrupts(path: Path, before: dict[str, Any] | None, after: dict[str,
 # Reading the system
 
 
+DEVICE_ENV, LABELS_ENV = "PIREX_DEVICE", "PIREX_DEVICE_LABELS"
+
+
+def device_identity(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The name this machine has in an inventory, and its labels: `pirex fleet` sets PIREX_DEVICE to
+    the host's inventory name (Pis' hostnames often collide: raspberrypi) and PIREX_DEVICE_LABELS to
+    its labels (a JSON object); tables name the device by it. None when unset."""
+    env = os.environ if env is None else env
+    name = env.get(DEVICE_ENV, "").strip()
+    if not name:
+        return None
+    labels = json.loads(env.get(LABELS_ENV) or "{}")
+    if not isinstance(labels, dict):
+        raise ValueError(f"{LABELS_ENV} is not a JSON object: {env.get(LABELS_ENV)!r}")
+    return {"name": name, "labels": {str(k): v for k, v in labels.items()}}
+
+
 class _Reader:
     """File and command reads that never raise: failures log and are noted in `unavailable`."""
 
@@ -748,7 +765,7 @@ def _disk_of(name: str) -> str:
     return parent_disk(name)
 
 
-def _storage(r: _Reader, work_dir: Path) -> dict[str, Any]:
+def _storage(r: _Reader, work_dir: Path, dev: Path = Path("/dev")) -> dict[str, Any]:
     target = _existing(work_dir)
     out: dict[str, Any] = {
         "work_dir": str(Path(work_dir).resolve()),
@@ -779,7 +796,7 @@ def _storage(r: _Reader, work_dir: Path) -> dict[str, Any]:
         return out
     disk = _disk_of(device)
     out["device"], out["disk"] = device, disk
-    text = r.command(["lsblk", "-dnbP", "-o", "NAME,TRAN,MODEL,ROTA,SIZE", f"/dev/{disk}"], "storage.lsblk")
+    text = r.command(["lsblk", "-dnbP", "-o", "NAME,TRAN,MODEL,ROTA,SIZE", str(dev / disk)], "storage.lsblk")
     if text:
         info = parse_lsblk(text)
         out.update(
@@ -848,17 +865,21 @@ def _device_tree(name: str) -> str | None:
     return None
 
 
-def record(work_dir: Path, docker: bool = True, peers: list[str] | None = None) -> dict[str, Any]:
+def record(
+    work_dir: Path, docker: bool = True, peers: list[str] | None = None, dev: Path = Path("/dev")
+) -> dict[str, Any]:
     """Read this machine: identity, CPU, frequency, memory, load, Pi firmware state, the storage under
     work_dir, the network (and the route to each peer: another host the experiment talks to), the
     services the papers stopped, and Docker. Never raises for an unreadable source: its key is null
-    and `unavailable` says why."""
+    and `unavailable` says why. `dev`: where the block device nodes are (a container that has the
+    host's / bind-mounted reads the host's disk through <mount>/dev)."""
     r = _Reader()
     rec: dict[str, Any] = {
         "schema": SCHEMA,
         "taken_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "pirex_version": __version__,
         "hostname": r.section("hostname", socket.gethostname),
+        "device": r.section("device", device_identity),
     }
     uname = os.uname()
     rec["kernel"] = {"sysname": uname.sysname, "release": uname.release, "version": uname.version}
@@ -932,7 +953,7 @@ def record(work_dir: Path, docker: bool = True, peers: list[str] | None = None) 
         return int(text.strip()) / 1000 if text is not None else None
 
     rec["thermal_zone0_c"] = r.section("thermal_zone0_c", thermal)
-    rec["storage"] = r.section("storage", lambda: _storage(r, work_dir))
+    rec["storage"] = r.section("storage", lambda: _storage(r, work_dir, dev))
     rec["network"] = r.section("network", lambda: _network(r, list(peers or [])))
     rec["services"] = r.section("services", lambda: _services(r))
 

@@ -335,6 +335,7 @@ KEYS = {
     "taken_at",
     "pirex_version",
     "hostname",
+    "device",
     "kernel",
     "architecture",
     "in_container",

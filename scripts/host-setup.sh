@@ -32,6 +32,7 @@ APT_PACKAGES=(
 	libc6-dev
 	make
 	mmdebstrap # offline base images from Debian packages
+	openssh-server # tests/test_fleet.py: an sshd per simulated host of a fleet (started there, not as a service)
 	python3-venv # make's virtualenv (Debian splits venv from python3)
 	qemu-user-static
 	skopeo

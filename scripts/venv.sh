@@ -4,7 +4,7 @@
 #   scripts/venv.sh create PYTHON VENV MODE    MODE: 0 wheels from PyPI (pinned by constraints.txt);
 #                                              1 --system-site-packages over Debian's python3-numpy,
 #                                              -scipy, -matplotlib, -yaml; auto: 1 on 32-bit ARM
-#   scripts/venv.sh install VENV EXTRAS [PIP-ARGS...]   pip install -e .[EXTRAS], with retries
+#   scripts/venv.sh install VENV EXTRAS [PIP-ARGS...]   pip install -e .[EXTRAS] ("": -e .), with retries
 #   scripts/venv.sh optional VENV EXTRAS [PIP-ARGS...]  the same, once, for an extra that may be missing
 #
 # PyPI has no linux armv7 wheels for numpy, scipy, matplotlib or PyYAML (ENVIRONMENT.md): pip would
@@ -55,10 +55,11 @@ create() { # PYTHON VENV MODE
 pip_install() { # TRIES VENV EXTRAS [PIP-ARGS...] (package mirrors fail now and then)
 	local tries=$1 venv=$2 extras=$3 i
 	shift 3
-	local pins=(-c constraints.txt --only-binary "$BINARY_ONLY")
+	local pins=(-c constraints.txt --only-binary "$BINARY_ONLY") target=.
 	uses_system_packages "$venv" && pins=()
+	[[ -n $extras ]] && target=".[$extras]" # "": the runner's own dependencies alone (make runner)
 	for ((i = 1; i <= tries; i++)); do
-		"$venv/bin/pip" install -q "${pins[@]}" "$@" -e ".[$extras]" && return 0
+		"$venv/bin/pip" install -q "${pins[@]}" "$@" -e "$target" && return 0
 		[[ $i -lt $tries ]] && sleep $((i * 5))
 	done
 	return 1

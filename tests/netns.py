@@ -52,13 +52,19 @@ def _remove_run_dir(run: Path) -> None:
 RUN = Path("/run/pirex-netns")
 
 
+CONTROLLER = 254  # with controller=True: this machine's own address on the bridge, SUBNET.254
+
+
 @contextlib.contextmanager
-def hosts(names: list[str], site: int = 0, hostnames: bool = False):
+def hosts(names: list[str], site: int = 0, hostnames: bool = False, controller: bool = False,
+          docker_bridge: bool = False):  # fmt: skip
     """{name: Host} with addresses SUBNET.1, .2, ... on BRIDGE, each running a dockerd. Another
     `site` (1, 2, ...) is a second such set of its own (bridge, subnet, namespaces, run and data
     directories), so that tests of different files do not meet; `hostnames`: each daemon in a UTS
     namespace of its own with the host's name as its hostname (as real hosts have, and as swarm
-    names its nodes)."""
+    names its nodes); `controller`: the bridge gets SUBNET.254, so that this machine (a fleet's
+    controller) reaches the hosts; `docker_bridge`: each daemon keeps Docker's default bridge
+    network (in its own namespace), which `pirex run` puts containers on."""
     bridge, subnet = f"pirexbr{site}", f"10.77.{site}"
     ns_prefix, run_base = ("pirex", RUN) if site == 0 else (f"pirex{site}", Path(f"{RUN}{site}"))
     if run_base.exists():  # a killed earlier run
@@ -71,6 +77,8 @@ def hosts(names: list[str], site: int = 0, hostnames: bool = False):
         _ip("link", "add", bridge, "type", "bridge")
         made.append("bridge")
         _ip("link", "set", bridge, "up")
+        if controller:
+            _ip("addr", "add", f"{subnet}.{CONTROLLER}/24", "dev", bridge)
         proc.run(rule, timeout=30)
         made.append("rule")
         out: dict[str, Host] = {}
@@ -93,7 +101,7 @@ def hosts(names: list[str], site: int = 0, hostnames: bool = False):
             d = subprocess.Popen(
                 ["nsenter", f"--net=/run/netns/{ns}", *uts, "dockerd", "--data-root", str(root / "data"),
                  "--exec-root", str(run / "exec"), "--pidfile", str(run / "dockerd.pid"), "-H", f"unix://{sock}",
-                 "--bridge=none", "--iptables=false", "--ip6tables=false"],
+                 *([] if docker_bridge else ["--bridge=none"]), "--iptables=false", "--ip6tables=false"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
             daemons.append((d, run))
             out[name] = Host(name, f"{subnet}.{i}", sock, ns)
@@ -134,3 +142,73 @@ def copy_images(host: Host, refs: list[str]) -> None:
     if missing:
         proc.run(["bash", "-o", "pipefail", "-c", 'docker save "$@" | DOCKER_HOST="$0" docker load -q',
                   f"unix://{host.socket}", *missing], timeout=900, what=f"copying images to {host.name}")  # fmt: skip
+
+
+class Sshd:
+    """An sshd in a host's network namespace on its address, port 22: root logs in with the key
+    authorized, and every session gets `env` (what a real host has of its own: its Docker daemon,
+    its cache directory on its own disk...). stop() is the host dropping off the network: the
+    listener and every connection's process go; what the sessions started in the background stays."""
+
+    def __init__(self, host: Host, directory: Path, authorized_key: Path, env: dict[str, str]):
+        self.host, self.dir, self.proc = host, directory, None
+        directory.mkdir(parents=True, exist_ok=True)
+        key = directory / "host_ed25519"
+        if not key.exists():
+            proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], timeout=60)
+        set_env = " ".join(f"{k}={v}" for k, v in env.items())
+        (directory / "sshd_config").write_text(
+            f"ListenAddress {host.address}\nPort 22\nHostKey {key}\nPidFile {directory / 'sshd.pid'}\n"
+            f"AuthorizedKeysFile {authorized_key}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPrintMotd no\n"
+            f"Subsystem sftp internal-sftp\nSetEnv {set_env}\n"
+        )
+
+    def start(self) -> None:
+        Path("/run/sshd").mkdir(exist_ok=True)  # its privilege separation directory
+        log = open(self.dir / "sshd.log", "a")  # noqa: SIM115 (closed when it stops)
+        self.proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{self.host.netns}", "/usr/sbin/sshd", "-D", "-e",
+                                      "-f", str(self.dir / "sshd_config")], stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + 30
+        while not _listening(self.host.address, 22):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise PirexError(f"the sshd of {self.host.name} did not start: {self.dir / 'sshd.log'}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        doomed = [self.proc.pid, *_descendants(self.proc.pid, "sshd")]  # the listener and each connection's sshd
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.proc = None
+
+
+def _listening(address: str, port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex((address, port)) == 0
+
+
+def _descendants(pid: int, comm: str) -> list[int]:
+    """Every live process below pid whose name is comm."""
+    parent: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                head, _, rest = (p / "stat").read_text().rpartition(")")
+                parent[int(p.name)], names[int(p.name)] = int(rest.split()[1]), head.partition("(")[2]
+    out, todo = [], [pid]
+    while todo:
+        me = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == me]
+        out += [c for c in kids if names.get(c) == comm]
+        todo += kids
+    return out

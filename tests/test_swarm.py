@@ -10,13 +10,15 @@ import csv
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from pirex import proc
+from pirex import machine, proc
 from pirex.analysis import jpa
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
@@ -114,9 +116,12 @@ def test_the_stack_runs_each_role_on_its_node_and_is_removed(swarm_hosts, tmp_pa
     rows = list(csv.DictReader((out / "requests.csv").read_text().splitlines()))
     assert len(rows) == 3 * 30 and all(row["ok"] == "1" for row in rows), "no failed request"
     assert all(row["status"] == "200" for row in rows if row["operation"] == "read"), "pi-b's table, read from pi-a"
+    disk = machine.record(Path("/"), docker=False)["storage"]  # the nodes' / is this machine's
     for node, node_id in nodes.items():  # a record from every node, each taken on that node
         record = json.loads((out / f"machine-node-{node_id[:12]}.json").read_text())
         assert record["before"]["hostname"] == node and record["before"]["cpu"]["cores"], node
+        storage = record["before"]["storage"]  # the node's root disk, not the container's overlay
+        assert (storage["fstype"], storage["disk"]) == (disk["fstype"], disk["disk"]) != ("overlay", None), storage
     for role, node in (("db", "pi-b"), ("web", "pi-a"), ("driver", "laptop")):
         record = json.loads((out / f"machine-{role}.json").read_text())
         assert record["node"]["hostname"] == node and record["before"]["hostname"] == node
@@ -165,6 +170,32 @@ def test_the_plain_stack_deploy_it_wraps_runs_with_the_printed_environment(swarm
         assert len(rows) == 3 * 30 and all(row["ok"] == "1" for row in rows), state
     finally:
         laptop.docker("stack", "rm", "pirex", check=False)
+    assert not stack_left(hosts)
+
+
+def test_a_killed_pirex_swarm_leaves_its_stack_which_doctor_reaps(swarm_hosts, tmp_path):
+    """SIGKILL gives pirex no chance to remove the stack: its record (leftovers) does."""
+    hosts, _ = swarm_hosts
+    laptop = hosts["laptop"]
+    in_laptop = ["nsenter", f"--net=/run/netns/{laptop.netns}", sys.executable, "-m", "pirex"]
+    with open(tmp_path / "out", "w") as out:
+        killed = subprocess.Popen([*in_laptop, "swarm", "jpa-rest", "--tag", TEST_TAG, "--results-dir", str(tmp_path),
+                                   *TINY], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **laptop.env},
+                                  start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        while "pirex_db" not in laptop.docker("service", "ls", "--format", "{{.Name}}").stdout.split():
+            assert killed.poll() is None and time.monotonic() < deadline, (tmp_path / "out").read_text()[-3000:]
+            time.sleep(1)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait(timeout=60)
+    assert "pirex" in laptop.docker("stack", "ls", "--format", "{{.Name}}").stdout.split(), "left up by the kill"
+    [run] = (tmp_path / "jpa-rest").glob("swarm-*")
+    doctor = proc.run([*in_laptop, "doctor"], timeout=300, check=False, env=laptop.env)
+    assert f"WARN  leftovers    stack pirex (run {run.name})" in doctor.stdout, doctor.stdout + doctor.stderr
+    reaped = proc.run([*in_laptop, "doctor", "--reap"], timeout=300, check=False, env=laptop.env)
+    assert "OK    leftovers    removed" in reaped.stdout, reaped.stdout + reaped.stderr
     assert not stack_left(hosts)
 
 

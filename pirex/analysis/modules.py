@@ -40,24 +40,48 @@ def view_of(bundle: Path) -> str | None:
 
 
 def _started(path: Path) -> float:
-    """Newest first by when the run was written: the manifest's time, else the folder's."""
-    marker = path / "manifest.json"
-    return (marker if marker.exists() else path).stat().st_mtime
+    """Newest first by when the run was written: the manifest's time (a fleet run's), else the folder's."""
+    marker = next((path / m for m in ("manifest.json", "fleet.json") if (path / m).exists()), path)
+    return marker.stat().st_mtime
 
 
 def bundles(exp: experiment.Experiment, given: Sequence[Path], results_dir: Path, view: str | None) -> list[Path]:
-    """The bundles given, or the newest of the experiment in the view (a matrix run, or not)."""
+    """The bundles given, or the newest of the experiment in the view (a matrix run, or not): one bundle,
+    or the bundles of a fleet run (pirex fleet) when that is the newest."""
     if given:
-        return [Path(p) for p in given]
+        return [b for p in given for b in _expand(Path(p))]
     root = results_dir / exp.id
     finder = getattr(module(exp), "run_dirs", None)
     found = finder(root) if finder and root.is_dir() else sorted(p.parent for p in root.glob("*/manifest.json"))
-    found = [p for p in found if view_of(p) == view]
+    fleets = [] if finder else [p.parent for p in root.glob("*/fleet.json") if any(p.parent.glob("*/manifest.json"))]
+    found = [p for p in found + fleets if view_of(_expand(p)[0]) == view]
     if not found:
         how = f"pirex run {exp.id}" + (f" --matrix {view}" if view else "")
         raise PirexError(f"no {exp.id} bundle{f' of the {view} matrix' if view else ''} under {results_dir}: "
                          f"run `{how}` first")  # fmt: skip
-    return [max(found, key=_started)]
+    return _expand(max(found, key=_started))
+
+
+def _expand(path: Path) -> list[Path]:
+    """A fleet run's folder (pirex fleet: fleet.json, a bundle per host) stands for its hosts' bundles."""
+    from pirex import fleet
+
+    if not (path / "manifest.json").exists() and (path / fleet.MANIFEST).is_file():
+        return fleet.bundles(path)
+    return [path]
+
+
+def tables(mod: ModuleType, bundles: Sequence[Path], view: str | None) -> list[NamedTable]:
+    """The module's tables and, when the bundles come from several devices (a fleet), one column per
+    device over the module's run values (pirex/analysis/devices.py): the same for every experiment."""
+    from pirex.analysis import devices  # numpy and scipy: the analysis extra
+
+    out = list(mod.tables(bundles, view))
+    if len(bundles) > 1:
+        values = mod.run_values(bundles, view)
+        if len(devices.devices(values)) > 1:
+            out.append(NamedTable("devices", devices.table(values)))
+    return out
 
 
 def out_dir(results_dir: Path, kind: str, exp: experiment.Experiment, view: str | None) -> Path:

@@ -26,10 +26,16 @@ class Row:
 
 
 def device_of(machine: dict) -> str:
+    """The device as tables name it: its inventory name when a fleet run recorded one (hostnames and
+    run ids may collide across hosts; the inventory name is the device's identity), with its model."""
     pi = machine.get("pi") or {}
+    cpu = (machine.get("cpu") or {}).get("model") or "unknown CPU"
+    named = (machine.get("device") or {}).get("name")
+    if named:
+        host = machine.get("hostname")
+        return f"{named} ({pi.get('model') or cpu}" + (f", host {host}" if host and host != named else "") + ")"
     if pi.get("model"):
         return pi["model"]
-    cpu = (machine.get("cpu") or {}).get("model") or "unknown CPU"
     return f"{cpu} ({machine.get('hostname', '?')})"
 
 

@@ -1,6 +1,7 @@
 """What a run starts, recorded as it starts, so that what a killed run leaves can be found and
-removed: containers, networks and volumes (labelled pirex.run=<run-id>), compose projects, native
-processes, the native chroot's mounts, tracefs and machine settings (governor, swap).
+removed: containers, networks and volumes (labelled pirex.run=<run-id>), compose projects, swarm
+stacks (pirex swarm), native processes, the native chroot's mounts, tracefs and machine settings
+(governor, swap).
 
 Each record goes to two places before the thing is started:
 - the bundle's resources.jsonl (one JSON object a line, appended and fsynced): what `pirex run
@@ -34,7 +35,8 @@ log = logging.getLogger(__name__)
 
 LABEL = "pirex.run"
 RESOURCES = "resources.jsonl"
-KINDS = ("container", "network", "volume", "compose", "process", "mount", "setting", "swap", "tracefs")
+KINDS = ("container", "network", "volume", "compose", "stack", "process", "mount", "setting", "swap", "tracefs")
+STACK_GRACE = 120  # seconds for a swarm to remove a removed stack's tasks
 
 
 def runs_dir() -> Path:
@@ -173,9 +175,12 @@ def live_runs() -> dict[str, dict]:
 
 
 def dead_records() -> dict[str, dict]:
-    """run id -> record of runs whose process ended without removing its file (killed)."""
+    """run id -> record of this host's runs whose process ended without removing its file (killed). Hosts
+    that share the disk (network namespaces) share the directory: another host's run is its own to reap."""
     d = runs_dir()
-    return {f.stem: _read_json(f) for f in sorted(d.glob("*.json")) if d.is_dir() and not _held(f)}
+    me = lock.host_identity()
+    out = {f.stem: _read_json(f) for f in sorted(d.glob("*.json")) if d.is_dir() and not _held(f)}
+    return {rid: doc for rid, doc in out.items() if doc.get("host", me) == me}
 
 
 def read_resources(bundle: Path) -> list[dict]:
@@ -240,6 +245,8 @@ def _still_there(e: dict, ours: set[int] = frozenset()) -> list[Leftover]:
             return [Leftover(rid, kind, e["name"], e)]
         if kind == "compose" and _compose_objects(e["project"]):
             return [Leftover(rid, kind, e["project"], e)]
+        if kind == "stack" and e["name"] in _stacks():
+            return [Leftover(rid, kind, e["name"], e)]
         if kind == "process" and _same_process(int(e["pid"]), e.get("start")):
             return [Leftover(rid, kind, f"{e['pid']} ({e.get('what', '?')})", e)]
         if kind == "mount" and _mounts_under(Path(e["root"])):
@@ -286,6 +293,24 @@ def _docker_labelled(live: dict, run_id: str | None) -> list[Leftover]:
             if rid and rid not in live:
                 out.append(Leftover(rid, kind, name, {"kind": kind, "name": name, "run_id": rid}))
     return out
+
+
+def _stacks() -> list[str]:
+    """The swarm stacks deployed from this engine (none where it is no swarm manager)."""
+    r = _docker("stack", "ls", "--format", "{{.Name}}")
+    return r.stdout.split() if r and r.ok else []
+
+
+def remove_stack(name: str, grace: float = STACK_GRACE) -> None:
+    """docker stack rm, then until the swarm has removed its tasks (rm returns at once)."""
+    _docker("stack", "rm", name, timeout=120)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        r = _docker("stack", "ps", "-q", name)
+        if not (r and r.ok and r.stdout.strip()):
+            return
+        time.sleep(1)
+    log.warning("the stack %s still had tasks %.0f s after docker stack rm", name, grace)
 
 
 def _compose_objects(project: str) -> list[tuple[str, str]]:
@@ -380,8 +405,8 @@ def _active_swaps() -> list[str]:
 def reap(found: list[Leftover]) -> list[str]:
     """Remove what find() found: processes first (they hold mounts), then containers, networks,
     volumes, mounts, settings. Returns what could not be removed."""
-    order = {k: i for i, k in enumerate(("process", "container", "compose", "network", "volume", "mount", "tracefs",
-                                          "setting", "swap"))}  # fmt: skip
+    order = {k: i for i, k in enumerate(("process", "stack", "container", "compose", "network", "volume", "mount",
+                                          "tracefs", "setting", "swap"))}  # fmt: skip
     failed = []
     for left in sorted(found, key=lambda x: order.get(x.kind, 99)):
         try:
@@ -408,6 +433,8 @@ def _reap_one(left: Leftover) -> None:
             ids = [x for kk, x in objs if kk == k]
             if ids:
                 _docker(*cmd, *ids, timeout=300)
+    elif kind == "stack":
+        remove_stack(e["name"])
     elif kind == "mount":
         unmount_under(Path(e["root"]))
     elif kind == "setting":

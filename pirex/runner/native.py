@@ -1,5 +1,5 @@
 """The `native` variant: the image's own filesystem, exported to the host disk (cached by image
-ID), run with chroot outside any container: no namespaces, cgroups, overlayfs or bridge
+ID and host), run with chroot outside any container: no namespaces, cgroups, overlayfs or bridge
 network, so that only Docker differs between `native` and `docker`. The image's user,
 environment and working directory are applied; /proc, /sys and /dev are bind-mounted for the
 length of a step and unmounted on every exit path."""
@@ -15,9 +15,13 @@ from pathlib import Path
 
 from pirex import paths, proc
 from pirex.errors import PirexError
-from pirex.runner import leftovers
+from pirex.runner import leftovers, lock
 
 log = logging.getLogger(__name__)
+
+# <image id>@<host identity>: an export per image and host. Hosts on one disk (the fleet tests' network
+# namespaces) would otherwise remove and refill one another's export while it runs (lock.host_identity).
+HOST_MARK = "@"
 
 
 def unavailable_reason() -> str | None:
@@ -34,7 +38,7 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
     """The image's filesystem on the host disk and its config (user, env, working directory)."""
     info = json.loads(proc.run(["docker", "image", "inspect", image_ref], timeout=60).stdout)[0]
     image_id = info["Id"].split(":", 1)[1]
-    root = paths.cache_dir() / "native" / image_id[:16]
+    root = paths.cache_dir() / "native" / f"{image_id[:16]}{HOST_MARK}{lock.host_identity()}"
     if not (root / ".complete").exists():
         log.info("exporting %s to %s for the native variant", image_ref, root)
         _remove(root)
@@ -55,8 +59,11 @@ KEEP_EXPORTS = 5  # a run of jpa-rest uses two images at once, make run five in 
 
 
 def _prune(directory: Path, keep: Path) -> None:
-    """Exports of older images go, so that a new commit's image does not add another ~300 MB each time."""
-    exports = sorted((p for p in directory.iterdir() if (p / ".complete").exists() and p != keep),
+    """Exports of older images go, so that a new commit's image does not add another ~300 MB each time; only
+    this host's (hosts simulated in network namespaces share the disk, and one's export is not another's)."""
+    mine = keep.name.partition(HOST_MARK)[2]
+    exports = sorted((p for p in directory.iterdir() if (p / ".complete").exists() and p != keep
+                      and p.name.partition(HOST_MARK)[2] in (mine, "")),  # "": from before exports were per host
                      key=lambda p: (p / ".complete").stat().st_mtime, reverse=True)  # fmt: skip
     for old in exports[KEEP_EXPORTS - 1 :]:
         if _mounts_under(old):

@@ -131,6 +131,7 @@ class Service:
 
 
 def run(opts: Options) -> Path:
+    opts.results_dir = Path(opts.results_dir).absolute()  # docker -v takes a relative path for a volume name
     faults.check_results_dir(opts.results_dir)
     with lock.measuring(opts.allow_concurrent):  # one measuring run per host
         return _run(opts)
@@ -281,7 +282,7 @@ def _soak(exp: experiment.Experiment, duration: str | None, params: dict) -> dic
 
 def resume(path: Path, allow_concurrent: bool = False) -> Path:
     with lock.measuring(allow_concurrent):
-        bundle = Bundle.resume(path)
+        bundle = Bundle.resume(Path(path).absolute())  # as in run(): docker -v needs absolute paths
         try:
             leftovers.reap_run(bundle.run_id, bundle.path)  # what the killed run left, gone before it continues
             exp = experiment.load(bundle.manifest["experiment"])

@@ -29,7 +29,7 @@ from pirex.bundle import sha256, utcnow
 from pirex.errors import PirexError
 from pirex.images import localregistry, publish
 from pirex.paths import REPO
-from pirex.runner import deployment, lock, samplers
+from pirex.runner import deployment, leftovers, lock, samplers
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ OVERLAY = "pirex-overlay"
 TIMEOUT = {"quick": 1800, "paper": 6 * 3600}
 READER_MODULES = ("__init__", "errors", "proc", "paths", "tuning", "machine")  # machine.py and what it imports
 RECORD_TAG = "pirex-record"
+NODE_ROOT = "/node"  # where compose/stack.yml's record service mounts the node's / (read-only)
 CHUNK = 3000  # characters per log line of a record: far below the 16 KiB at which engines split lines
 FAILED = ("failed", "rejected", "shutdown", "orphaned", "remove")
 
@@ -71,11 +72,18 @@ def environment(profile: str, sets: tuple[str, ...] = (), network: str = "host",
 
 def write_reader(path: Path) -> Path:
     """pirex's machine reader as a zip Python runs (`python machine-reader.pyz`): it prints this
-    node's record, compressed, in numbered log lines tagged with the node's ID."""
+    node's record, compressed, in numbered log lines tagged with the node's ID. Its storage is the
+    node's root file system (bind-mounted at NODE_ROOT), not the container's overlay."""
     main = f'''import base64, json, os, zlib
 from pathlib import Path
 from pirex import machine
-data = base64.b64encode(zlib.compress(json.dumps(machine.record(Path("/"), docker=False)).encode())).decode()
+node = Path("{NODE_ROOT}")  # the node's / (read-only): its root disk, where the container's / is an overlay
+if (node / "proc").is_dir():
+    record = machine.record(node, docker=False, dev=node / "dev")
+    record["storage"]["work_dir"] = "/ (the node's root file system, bind-mounted read-only at {NODE_ROOT})"
+else:
+    record = machine.record(Path("/"), docker=False)
+data = base64.b64encode(zlib.compress(json.dumps(record).encode())).decode()
 parts = [data[i:i + {CHUNK}] for i in range(0, len(data), {CHUNK})]
 for i, part in enumerate(parts, 1):
     print("{RECORD_TAG}", os.environ.get("PIREX_NODE_ID", "?"), f"{{i}}/{{len(parts)}}", part, flush=True)
@@ -222,14 +230,19 @@ class Stack:
     def remove(self) -> None:
         """docker stack rm, then until its services and tasks are gone (rm returns at once); the
         containers on the nodes go with their tasks."""
-        _docker("stack", "rm", STACK, timeout=120, check=False)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            r = _docker("stack", "ps", "-q", STACK, check=False)
-            if not r.stdout.strip():
-                return
-            time.sleep(1)
-        log.warning("the stack %s still had tasks 2 minutes after docker stack rm: %s", STACK, r.stdout + r.stderr)
+        leftovers.remove_stack(STACK)
+
+
+def reap_killed(say=log.warning) -> None:
+    """The stack (and overlay network) of a pirex swarm that was killed (its record in leftovers), removed
+    before this run deploys its own; `pirex doctor --reap` does the same."""
+    ours = [x for x in leftovers.find() if (x.kind, x.what) in (("stack", STACK), ("network", OVERLAY))]
+    for x in ours:
+        say("removing what a killed pirex swarm left: %s %s (run %s)", x.kind, x.what, x.run_id)
+    if failed := leftovers.reap(ours):
+        raise PirexError("could not remove what a killed pirex swarm left: " + "; ".join(failed))
+    if ours:
+        leftovers.forget_dead()
 
 
 def _overlay(create: bool) -> None:
@@ -254,6 +267,7 @@ def run(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ..
     environment(profile, sets, network)  # the parameters checked before anything starts
     all_nodes = nodes()
     roles = placement(all_nodes)
+    reap_killed()
     if STACK in _docker("stack", "ls", "--format", "{{.Name}}").stdout.split():
         raise PirexError(f"a stack named {STACK} is already deployed (by hand, or a run still going): "
                          f"`docker stack rm {STACK}` first")  # fmt: skip
@@ -267,8 +281,10 @@ def run(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ..
     _write(out / "nodes.json", {"nodes": all_nodes, "placement": {r: n["id"] for r, n in roles.items()}})
     stack = Stack(env, out, {n["id"]: n for n in all_nodes})
     limit = timeout or TIMEOUT[profile]
-    with lock.measuring():
+    with lock.measuring(), leftovers.Owner(out.name, out):  # the stack recorded: a kill leaves it to be reaped
+        leftovers.note("stack", name=STACK)
         if network == "overlay":
+            leftovers.note("network", name=OVERLAY)
             _overlay(True)
         try:
             _run_stages(stack, roles, all_nodes, out, env, network, limit)

@@ -44,3 +44,17 @@ def test_privileged_and_case_variants_describe_what_they_change():
     assert case.extra_docker_args() == ["--cpuset-cpus", "0", "--tmpfs", "/work:rw,exec,size=100m,mode=1777"]
     native = variants.by_name("native").for_case(Case("one-core", 9, "one core", None, {}, "0"))
     assert native.is_native and native.describe()["taskset"] == "0"
+
+
+def test_exports_are_per_host_and_a_host_prunes_only_its_own(tmp_path, monkeypatch):
+    """Hosts sharing one disk (the fleet tests' namespaces) each keep their own export of an image."""
+    me, other = "4026531840-vm", "4026532999-vm"
+    monkeypatch.setattr(native, "KEEP_EXPORTS", 2)
+    exports = {}  # the other host's two stay, whatever this host's limit; the export from before hosts counted goes
+    for i, name in enumerate(["old", f"a@{me}", f"b@{me}", f"c@{me}", f"a@{other}", f"b@{other}"]):  # oldest first
+        (tmp_path / name).mkdir()
+        (tmp_path / name / ".complete").write_text("x")
+        os.utime(tmp_path / name / ".complete", (i, i))
+        exports[name] = tmp_path / name
+    native._prune(tmp_path, keep=exports[f"c@{me}"])
+    assert {p.name for p in tmp_path.iterdir()} == {f"a@{other}", f"b@{other}", f"b@{me}", f"c@{me}"}

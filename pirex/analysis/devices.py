@@ -1,0 +1,50 @@
+"""One column per device, for any experiment: the values of independent runs that every analysis
+module offers (run_values, pirex/analysis/interface.py), per metric and variant, side by side for
+each device the bundles came from (a fleet's Pis and a server, each named from its record:
+pirex.analysis.tidy.device_of). Each cell is the mean over that device's runs with its interval
+over them, or how many runs there are and are needed."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from pirex.analysis import stats
+from pirex.analysis.interface import RunValue
+from pirex.analysis.tables import Table
+
+LEVEL = 0.95
+
+
+def devices(values: Sequence[RunValue]) -> list[str]:
+    return sorted({v.device for v in values})
+
+
+def table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
+    """Rows: metric and variant; columns: one per device (mean over runs [interval over runs])."""
+    devs = devices(values)
+    groups: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    units: dict[str, str] = {}
+    lower: dict[str, bool] = {}
+    for v in values:
+        groups[(v.metric, v.variant)][v.device].append(v.value)
+        units[v.metric], lower[v.metric] = v.unit, v.lower_is_better
+    rows, records = [], []
+    for (metric, variant), by_device in groups.items():
+        row = [metric + (f" ({units[metric]})" if units[metric] else ""), variant]
+        for dev in devs:
+            xs = by_device.get(dev)
+            if not xs:
+                row.append("")
+                continue
+            i = stats.mean_interval(xs, level, positive=all(x > 0 for x in xs))
+            row.append(f"{i.text(4)}, n={i.n}")
+            records.append({"metric": metric, "variant": variant, "device": dev, "runs": i.n, "mean": i.value,
+                            "low": i.low, "high": i.high, "unit": units[metric],
+                            "lower_is_better": lower[metric]})  # fmt: skip
+        rows.append(row)
+    notes = [f"Each cell: the mean over the device's independent runs (forks, loops or repetitions) with its "
+             f"{stats.level_text(level)} interval over them; below {stats.MIN_RUNS} runs no interval. Devices are "
+             "named by their inventory name where a fleet run recorded one."]  # fmt: skip
+    return Table(f"Per device: mean over runs ({len(devs)} devices)", ["Metric", "Variant", *devs], rows, records,
+                 notes, label_columns=2)  # fmt: skip

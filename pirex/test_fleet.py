@@ -1,0 +1,199 @@
+"""The fleet's Python side without hosts: the inventory read through Ansible's own reader, the
+playbook's command line and variables, each host's state from what the callback recorded, the
+host's choice between running, resuming and taking its bundle, and bundles of several devices
+merged (colliding run ids and hostnames) into one table with a column per device. The hosts
+themselves are in tests/test_fleet.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pirex import bundle as B
+from pirex import fleet, machine
+from pirex.analysis import devices, jmh, modules
+from pirex.analysis.tidy import device_of
+from pirex.errors import PirexError
+from pirex.paths import REPO
+
+RUN_ID = "20261124T090000Z-c0ffee"  # the same run id on every host: it happens, and must not matter
+CPU = {"model": "Cortex-A53", "cores": 4}
+
+
+def jmh_bundle(root: Path, host: str, hostname: str, values: list[float], named: bool = True) -> Path:
+    """A complete jmh bundle as host `host` would write it, moved to <root>/<host> as a fleet run holds it."""
+    b = B.Bundle.create(root / "host" / host, "jmh", "quick", {"forks": 1}, ["docker"],
+                        [("docker", r) for r in range(len(values))], {}, {"version": "0", "commit": "c"},
+                        run_id=RUN_ID)  # fmt: skip
+    for r, v in enumerate(values):
+        result = {"benchmark": "x.RecursionBenchmark.b1_default", "primaryMetric": {"rawData": [[v, v]],
+                                                                                 "scoreUnit": "ops/s"}}  # fmt: skip
+        with b.step("docker", r) as d:
+            (d / "jmh.json").write_text(json.dumps([result]))
+    record = {"hostname": hostname, "cpu": CPU, "device": {"name": host, "labels": {}} if named else None}
+    b.write_machine(before=record, after=record)
+    assert b.finish() == B.COMPLETE
+    out = root / host
+    b.path.rename(out)
+    return out
+
+
+def test_the_device_is_named_by_its_inventory_name_from_the_environment():
+    assert machine.device_identity({}) is None
+    got = machine.device_identity({"PIREX_DEVICE": "pi-a", "PIREX_DEVICE_LABELS": '{"storage": "usb"}'})
+    assert got == {"name": "pi-a", "labels": {"storage": "usb"}}
+    with pytest.raises(ValueError):
+        machine.device_identity({"PIREX_DEVICE": "pi-a", "PIREX_DEVICE_LABELS": "[1]"})
+    pi = {"pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"}, "hostname": "raspberrypi"}
+    assert device_of(pi) == "Raspberry Pi 3 Model B Rev 1.2"
+    assert device_of({**pi, "device": {"name": "pi-a"}}) == "pi-a (Raspberry Pi 3 Model B Rev 1.2, host raspberrypi)"
+    assert device_of({"cpu": CPU, "hostname": "srv", "device": {"name": "srv"}}) == "srv (Cortex-A53)"
+
+
+def test_bundles_with_colliding_run_ids_and_hostnames_merge_one_column_per_device(tmp_path):
+    paths = [jmh_bundle(tmp_path, h, "raspberrypi", [v * k for k in (1.0, 1.1, 0.9, 1.05, 0.95)])
+             for h, v in (("pi-a", 100.0), ("pi-b", 200.0), ("pi-c", 300.0))]  # fmt: skip
+    (tmp_path / fleet.MANIFEST).write_text("{}")
+    assert modules._expand(tmp_path) == paths  # a fleet run's folder stands for its hosts' bundles
+    named = modules.tables(jmh, paths, None)
+    assert [n.name for n in named][-1] == "devices"
+    t = named[-1].table
+    assert t.columns[2:] == [f"{h} (Cortex-A53, host raspberrypi)" for h in ("pi-a", "pi-b", "pi-c")]
+    [row] = t.rows
+    assert row[:2] == ["B1 (ops/s)", "docker"] and all(c.endswith(", n=5") and "[" in c for c in row[2:])
+    assert [round(r["mean"]) for r in t.records] == [100, 200, 300]
+    assert len({r.device for r in jmh.run_values(paths)}) == 3  # not pooled: each device its own runs
+    assert [n.name for n in modules.tables(jmh, paths[:1], None)] == ["table1"]  # one device: no such table
+
+
+def test_too_few_runs_give_no_interval_per_device(tmp_path):
+    a, b = jmh_bundle(tmp_path, "pi-a", "x", [1.0, 2.0]), jmh_bundle(tmp_path, "srv", "y", [3.0, 4.0])
+    cells = devices.table(jmh.run_values([a, b])).rows[0][2:]
+    assert cells == ["1.5000 (no interval: 2 runs, 5 needed), n=2", "3.5000 (no interval: 2 runs, 5 needed), n=2"]
+
+
+def test_the_inventory_is_read_by_ansible_and_names_must_name_folders(tmp_path):
+    if not shutil.which("ansible-inventory", path=str(Path(sys.executable).parent)) and not shutil.which(
+        "ansible-inventory"
+    ):
+        pytest.skip("ansible-core (the fleet extra) is not installed")
+    hosts = fleet.inventory_hosts(REPO / "fleet" / "hosts.yml")
+    assert set(hosts) == {"pi-1", "pi-2", "pi-3", "server"}
+    assert hosts["pi-1"]["user"] == "pi" and hosts["pi-1"]["labels"]["storage"] == "sd-card"
+    bad = tmp_path / "bad.yml"
+    bad.write_text("all:\n  hosts:\n    'pi a':\n      ansible_host: 10.0.0.1\n")
+    with pytest.raises(PirexError, match="cannot name a result folder"):
+        fleet.inventory_hosts(bad)
+    with pytest.raises(PirexError, match="no such file"):
+        fleet.inventory_hosts(tmp_path / "missing.yml")
+
+
+def test_hosts_of_an_empty_inventory_is_an_error():
+    with pytest.raises(PirexError, match="lists no host"):
+        fleet.hosts_of({"_meta": {"hostvars": {}}, "all": {"children": ["ungrouped"]}})
+
+
+def test_the_playbook_gets_the_request_and_only_the_hosts_left(tmp_path):
+    req = fleet.Request("jmh", tmp_path / "inv.yml", sets=("repetitions=1",), tag="t1", serial=True)
+    v = fleet.playbook_vars(req, tmp_path / "run", "fleet-x", ["jmh"])
+    assert v["pirex_sets"] == ["repetitions=1"] and v["pirex_serial"] is True and v["pirex_tag"] == "t1"
+    assert v["pirex_fleet_dir"] == str((tmp_path / "run").resolve()) and v["pirex_controller"][1:] == ["-m", "pirex"]
+    cmd = fleet.command(req, tmp_path / "vars.json", ["pi-a", "pi-c"])
+    assert cmd[cmd.index("--limit") + 1] == "pi-a,pi-c" and f"@{tmp_path / 'vars.json'}" in cmd
+
+
+def test_a_host_state_says_which_task_failed_and_why(tmp_path):
+    unreachable = {"failed": {"task": "run the experiment", "unreachable": True, "message": "Connection refused"}}
+    s = fleet.host_state(tmp_path, "pi-c", unreachable, 4)
+    assert s["state"] == fleet.UNREACHABLE and s["why"] == "unreachable at 'run the experiment': Connection refused"
+    assert fleet.host_state(tmp_path, "pi-b", None, 2)["state"] == fleet.MISSING
+    jmh_bundle(tmp_path, "pi-a", "h", [1.0])
+    s = fleet.host_state(tmp_path, "pi-a", {"failed": None, "verified": True, "bundle": "/x"}, 0)
+    assert s["state"] == fleet.VERIFIED and s["run_id"] == RUN_ID and s["bundle"] == "pi-a"
+    assert fleet.host_state(tmp_path, "pi-a", {"failed": None, "verified": False}, 0)["state"] == fleet.MISSING
+
+
+def test_the_callback_names_pirex_own_error_line():
+    spec = importlib.util.spec_from_file_location("pirex_fleet", REPO / "fleet" / "callback_plugins" / "pirex_fleet.py")
+    if importlib.util.find_spec("ansible") is None:
+        pytest.skip("ansible-core (the fleet extra) is not installed")
+    cb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cb)
+    assert cb.message({"msg": "non-zero return code", "stderr": "pirex: x\npirex: error: no jmh image\n"}) == (
+        "no jmh image"
+    )
+    assert cb.message({"msg": "non-zero return code", "stderr": "a\nb\n"}) == "a / b"
+    assert cb.message({"msg": "Failed to connect to the host via ssh: refused"}).endswith("refused")
+
+
+class _Opts:
+    def __init__(self, results: Path):
+        self.results_dir, self.experiment, self.allow_concurrent = results, "jmh", False
+
+
+def test_on_host_takes_a_complete_bundle_as_it_is(tmp_path, monkeypatch):
+    from pirex.runner import run as runner
+
+    monkeypatch.setattr(runner, "run", lambda opts: pytest.fail("ran again"))
+    monkeypatch.setattr(runner, "resume", lambda *a: pytest.fail("resumed"))
+    results = tmp_path / "results"
+    done = jmh_bundle(tmp_path, "pi-a", "h", [1.0])
+    (results / "jmh").mkdir(parents=True)
+    done.rename(results / "jmh" / RUN_ID)
+    assert fleet.on_host(_Opts(results)) == results / "jmh" / RUN_ID
+
+
+def test_on_host_waits_for_an_earlier_attempt_still_writing_then_resumes(tmp_path, monkeypatch):
+    from pirex.runner import run as runner
+
+    results = tmp_path / "results"
+    b = B.Bundle.create(results, "jmh", "quick", {}, ["docker"], [("docker", 0)], {}, {"version": "0", "commit": "c"})
+    writer = subprocess.Popen([sys.executable, "-c", f"import fcntl, os, time; fd = os.open({str(b.path)!r}, "
+                               "os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); print(1, flush=True); time.sleep(2)"],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    b.close()  # our own lock gone: the other process's flock is the earlier attempt's
+    assert writer.stdout.readline().strip() == "1"
+    calls = []
+    monkeypatch.setattr(runner, "resume", lambda path, allow: calls.append(B.writing(path)) or path)
+    assert fleet.on_host(_Opts(results), wait=60, poll=0.2) == b.path
+    writer.wait(timeout=30)
+    assert calls == [False], "resumed only once the earlier attempt let go"
+    monkeypatch.setattr(runner, "run", lambda opts: "ran")
+    shutil.rmtree(results)
+    assert fleet.on_host(_Opts(results)) == "ran"
+
+
+def test_on_host_refuses_two_bundles(tmp_path):
+    results = tmp_path / "results"
+    for _ in range(2):
+        B.Bundle.create(results, "jmh", "quick", {}, ["docker"], [("docker", 0)], {},
+                        {"version": "0", "commit": "c"}).close()  # fmt: skip
+    with pytest.raises(PirexError, match="holds 2 jmh bundles"):
+        fleet.on_host(_Opts(results))
+
+
+def test_resume_needs_a_fleet_run(tmp_path):
+    with pytest.raises(PirexError, match="not a fleet run"):
+        fleet.read_manifest(tmp_path)
+    fleet.write_manifest(tmp_path, {"schema": "other"})
+    with pytest.raises(PirexError, match="is not pirex-fleet/1"):
+        fleet.read_manifest(tmp_path)
+    assert os.listdir(tmp_path) == [fleet.MANIFEST]
+
+
+def test_pirex_table_without_bundles_reads_the_newest_fleet_run(tmp_path):
+    from pirex import experiment
+
+    single = jmh_bundle(tmp_path / "results" / "jmh", "20261101T000000Z-000001", "h", [1.0])
+    os.utime(single / B.MANIFEST, (1, 1))  # an older run of one machine
+    fleet_dir = tmp_path / "results" / "jmh" / "fleet-x"
+    hosts = [jmh_bundle(fleet_dir, h, "h", [1.0]) for h in ("pi-a", "pi-b")]
+    fleet.write_manifest(fleet_dir, {"schema": fleet.SCHEMA})
+    assert modules.bundles(experiment.load("jmh"), [], tmp_path / "results", None) == hosts

@@ -1,0 +1,128 @@
+"""`pirex fleet run` across three hosts: network namespaces on a bridge that this machine (the
+controller) reaches, each with its own sshd and Docker daemon, sharing this machine's disk and
+hostname (so hostnames collide, as Pis called raspberrypi do). The playbook copies this checkout's
+commit to each, installs the runner, loads jmh from an archive (a lab without registry), runs a
+tiny jmh on all three at once, fetches and verifies each bundle; the table has a column per device.
+One host's sshd stopped mid-run gives two bundles and that host named with the reason, and
+--resume completes the third. Afterwards nothing is left: sshd, daemons, namespaces, mounts (the
+lab: tests/fleet_lab.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pirex import bundle, proc
+
+from . import fleet_lab
+from .conftest import TEST_TAG
+
+pytestmark = pytest.mark.docker
+
+TINY = ["--variants", "docker", "--set", "repetitions=1", "--set", "warmup_iterations=1", "--set", "iterations=2",
+        "--set", "benchmarks=RecursionBenchmark.b1_default"]  # fmt: skip
+NAMES = fleet_lab.NAMES
+
+
+@pytest.fixture(scope="module")
+def images_archive(built, tmp_path_factory) -> Path:
+    return fleet_lab.export_images(tmp_path_factory.mktemp("images") / "images.tar", TEST_TAG)
+
+
+@pytest.fixture(scope="module")
+def lab(images_archive, tmp_path_factory):
+    if fleet_lab.missing():
+        pytest.fail(f"the fleet test needs {', '.join(fleet_lab.missing())}")
+    with fleet_lab.lab(tmp_path_factory.mktemp("fleet")) as the_lab:
+        yield the_lab
+    assert not fleet_lab.leftovers(), fleet_lab.leftovers()
+
+
+def fleet_command(inventory: Path, results: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "pirex", "fleet", "run", "--inventory", str(inventory), "--results-dir", str(results),
+            "--tag", TEST_TAG, *args]  # fmt: skip
+
+
+def pirex_fleet(inventory: Path, results: Path, *args: str) -> proc.Result:
+    return proc.run(fleet_command(inventory, results, *args), timeout=1500, check=False)
+
+
+def fleet_run_of(results: Path) -> tuple[Path, dict]:
+    [f] = results.glob("jmh/fleet-*/fleet.json")
+    return f.parent, json.loads(f.read_text())
+
+
+def device_columns(stdout: str) -> list[str]:
+    """The device columns of the per-device table pirex printed."""
+    lines = stdout.splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.startswith("**Per device"))
+    return [c.strip() for c in lines[i + 2].strip("|").split("|")][2:]
+
+
+def test_three_hosts_at_once_three_verified_bundles_and_a_column_per_device(lab, images_archive, tmp_path):
+    r = pirex_fleet(lab.inventory, tmp_path, "jmh", "--images-archive", str(images_archive), *TINY)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    run, doc = fleet_run_of(tmp_path)
+    assert {h: s["state"] for h, s in doc["hosts"].items()} == dict.fromkeys(NAMES, "verified")
+    hostname = os.uname().nodename
+    for n in NAMES:  # each bundle fetched into <fleet-run>/<host>, intact, and recording its device's name
+        assert bundle.verify(run / n) == []
+        before = json.loads((run / n / "machine.json").read_text())["before"]
+        assert before["device"] == {"name": n, "labels": {"site": "namespace"}} and before["hostname"] == hostname
+        assert before["docker"], "the host's own daemon"
+    columns = device_columns(r.stdout)
+    assert len(columns) == 3 and all(c.startswith(f"{n} (") for c, n in zip(columns, NAMES, strict=True)), columns
+    assert "3 of 3 hosts verified (all hosts at once" in r.stdout
+    assert (run / "tables" / "devices.md").is_file()
+    r = proc.run([sys.executable, "-m", "pirex", "table", "jmh", str(run), "--out", str(tmp_path / "t")], timeout=300,
+                 check=False)  # fmt: skip
+    assert r.returncode == 0 and len(device_columns(r.stdout)) == 3, r.stderr
+
+
+def test_a_host_lost_mid_run_is_named_and_resume_completes_it(lab, images_archive, tmp_path):
+    sshds, inventory, checkouts = lab.sshds, lab.inventory, lab.checkouts
+    results = tmp_path / "results"
+    bundles_of_c = lambda: set((checkouts["pi-c"] / "results" / "fleet").glob("*/jmh/*/manifest.json"))  # noqa: E731
+    earlier = bundles_of_c()  # the first test's fleet run
+    with open(tmp_path / "out", "w") as o, open(tmp_path / "err", "w") as e:
+        running = subprocess.Popen(fleet_command(inventory, results, "jmh", "--images-archive", str(images_archive),
+                                                 *TINY), stdout=o, stderr=e, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 900
+        while not bundles_of_c() - earlier:
+            assert running.poll() is None and time.monotonic() < deadline, "pi-c's run never started"
+            time.sleep(0.5)
+        sshds["pi-c"].stop()  # pi-c drops off the network while its run goes on
+        running.wait(timeout=900)
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+            running.wait()
+        if sshds["pi-c"].proc is None:
+            sshds["pi-c"].start()
+    out, err = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
+    assert running.returncode == 1, out[-3000:] + err[-3000:]
+    run, doc = fleet_run_of(results)
+    states = {h: s["state"] for h, s in doc["hosts"].items()}
+    assert states == {"pi-a": "verified", "pi-b": "verified", "pi-c": "unreachable"}, doc["hosts"]
+    why = doc["hosts"]["pi-c"]["why"]
+    assert why.startswith("unreachable at 'run the experiment (waiting for its end)': "), why
+    assert sorted(p.name for p in run.iterdir() if (p / "manifest.json").exists()) == ["pi-a", "pi-b"]
+    [line] = [ln for ln in err.splitlines() if ln.startswith("pirex: error:")]
+    assert "pi-c (unreachable)" in line and "--resume" in line, line
+    assert "pi-c" in out and why in out, "the summary names the host and why"
+
+    r = pirex_fleet(inventory, results, "--resume", str(run))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    doc = json.loads((run / "fleet.json").read_text())
+    assert {h: s["state"] for h, s in doc["hosts"].items()} == dict.fromkeys(NAMES, "verified")
+    assert [a["hosts"] for a in doc["attempts"]] == [NAMES, ["pi-c"]]
+    assert bundle.verify(run / "pi-c") == [] and len(device_columns(r.stdout)) == 3
+    assert bundle.Bundle.open(run / "pi-c").manifest["resumed"] == [], "the first attempt's run, completed there"
