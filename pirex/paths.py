@@ -27,7 +27,10 @@ def git_version() -> tuple[str, str]:
     """(version, revision) of the checkout: what the OCI labels and the default tag record."""
 
     def git(*a: str) -> str:
-        r = proc.run(["git", "-C", REPO, *a], timeout=30, check=False)
+        try:
+            r = proc.run(["git", "-C", REPO, *a], timeout=30, check=False)
+        except FileNotFoundError:  # no git (a checkout carried as an archive): the package's version
+            return ""
         return r.stdout.strip() if r.ok else ""
 
     revision = git("rev-parse", "HEAD") or "unknown"
