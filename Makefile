@@ -131,7 +131,7 @@ test: host-ready lint ## Lint, then every test (Docker tests skip without an eng
 test-emulated-pi: host-ready $(VENV)/.dev-installed ## pirex itself on emulated arm64 and armhf Pis (QEMU; ~9 min cached, 30+ fresh).
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra -m emulated_pi tests/test_emulated_pi.py
 
-.PHONY: bench-analysis bench-soak bench-driver bench-resolution bench-fleet
+.PHONY: bench-analysis bench-soak bench-driver bench-resolution bench-fleet bench-fresh-machine
 bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for SOAK (default 10m) in Docker; its heap and RSS per minute.
 	$(PIREX) run jpa-rest --variants $(or $(VARIANTS),docker) --soak $(or $(SOAK),10m) --set repetitions=1 $(TAG_ARG)
 	$(PIREX) table jpa-rest
@@ -146,6 +146,9 @@ bench-fleet: $(VENV)/.fleet-installed ## Fleet wall time of three hosts (network
 bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	$(VENV)/bin/python scripts/bench_analysis.py $(ARGS)
+
+bench-fresh-machine: $(VENV)/.installed ## git clone then make run (its set-up included) on a fresh Debian 12 machine in namespaces, timed (root; 15+ min).
+	$(VENV)/bin/python scripts/bench_fresh_machine.py $(ARGS)
 
 bench-resolution: $(VENV)/.installed ## jmh B1 docker/native and native-aa/native half-widths per allocation, time spent, variance per level (ARGS="--allocations small": a smoke run; ARGS="--experiment moobench --metric kieker-text": another experiment).
 	$(VENV)/bin/python scripts/bench_resolution.py $(TAG_ARG) $(if $(VARIANTS),--variants $(VARIANTS)) $(ARGS)
