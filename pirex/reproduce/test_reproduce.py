@@ -323,3 +323,10 @@ def test_a_resumed_reproduction_keeps_its_bundles_from_an_earlier_commit(tmp_pat
     assert "jmh@quick" not in ran and ran  # its bundle is kept; the rest is tried again
     overrides, variants = seen["moobench@quick"]
     assert overrides["calls"] == 500 and "native-aa" in variants  # --set and --aa kept across the resume
+
+
+def test_a_wide_interval_that_contains_the_value_is_inconclusive_not_holds():
+    wide = ours(_claim(), _values(1.0, 8, sd=0.2), 0.95)
+    assert wide.interval.low < 0.998 < wide.interval.high  # it contains the paper's value...
+    v = judge(_claim(published=0.998), wide, None, False)
+    assert v.verdict == INCONCLUSIVE and "wider than the ±2 % needed" in v.reason  # ...and proves nothing
