@@ -198,3 +198,28 @@ def test_pirex_table_without_bundles_reads_the_newest_fleet_run(tmp_path):
     hosts = [jmh_bundle(fleet_dir, h, "h", [1.0]) for h in ("pi-a", "pi-b")]
     fleet.write_manifest(fleet_dir, {"schema": fleet.SCHEMA})
     assert modules.bundles(experiment.load("jmh"), [], tmp_path / "results", None) == hosts
+
+
+def test_moobench_from_three_pis_gives_ssp17_table1_with_a_column_per_device(tmp_path):
+    """Three Pi 3s, all called raspberrypi, one run id: SSP'17 Table 1's layout names each by its inventory name."""
+    from pirex.analysis import moobench
+
+    paths = []
+    for k, host in enumerate(("pi-1", "pi-2", "pi-3"), 1):
+        b = B.Bundle.create(tmp_path / "host" / host, "moobench", "quick", {}, ["native"],
+                            [("native", r) for r in range(5)], {}, {"version": "0", "commit": "c"},
+                            run_id=RUN_ID)  # fmt: skip
+        for r in range(5):
+            with b.step("native", r) as d:
+                (d / "raw-baseline.csv").write_text("".join(f"1;{1000 * k + 10 * r + i};1;0\n" for i in range(40)))
+        record = {"hostname": "raspberrypi", "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
+                  "storage": {"kind": "sd-card", "fstype": "ext4"}, "device": {"name": host, "labels": {}}}  # fmt: skip
+        b.write_machine(before=record, after=record)
+        b.finish()
+        b.path.rename(tmp_path / host)
+        paths.append(tmp_path / host)
+    named = {n.name: n.table for n in modules.tables(moobench, paths, None)}
+    devs = [f"pi-{k} (Raspberry Pi 3 Model B Rev 1.2, host raspberrypi)" for k in (1, 2, 3)]
+    assert named["table1"].columns == ["Experiment"] + [f"{d}: {c}" for d in devs
+                                                        for c in ("95 % CI", "σ", "95 % CI (loops)")]  # fmt: skip
+    assert named["devices"].columns[2:] == devs
