@@ -76,7 +76,8 @@ def test_bundles_with_colliding_run_ids_and_hostnames_merge_one_column_per_devic
 def test_too_few_runs_give_no_interval_per_device(tmp_path):
     a, b = jmh_bundle(tmp_path, "pi-a", "x", [1.0, 2.0]), jmh_bundle(tmp_path, "srv", "y", [3.0, 4.0])
     cells = devices.table(jmh.run_values([a, b])).rows[0][2:]
-    assert cells == ["1.5000 (no interval: 2 runs, 5 needed), n=2", "3.5000 (no interval: 2 runs, 5 needed), n=2"]
+    assert cells == ["1.500 (no interval: 2 runs, 5 needed), n=2", "3.500 (no interval: 2 runs, 5 needed), n=2"]
+    assert [devices.digits(x) for x in (18_881_298.4, 1.5, 0.0012345, 0.0)] == [0, 3, 6, 0]
 
 
 def test_the_inventory_is_read_by_ansible_and_names_must_name_folders(tmp_path):
@@ -197,3 +198,28 @@ def test_pirex_table_without_bundles_reads_the_newest_fleet_run(tmp_path):
     hosts = [jmh_bundle(fleet_dir, h, "h", [1.0]) for h in ("pi-a", "pi-b")]
     fleet.write_manifest(fleet_dir, {"schema": fleet.SCHEMA})
     assert modules.bundles(experiment.load("jmh"), [], tmp_path / "results", None) == hosts
+
+
+def test_moobench_from_three_pis_gives_ssp17_table1_with_a_column_per_device(tmp_path):
+    """Three Pi 3s, all called raspberrypi, one run id: SSP'17 Table 1's layout names each by its inventory name."""
+    from pirex.analysis import moobench
+
+    paths = []
+    for k, host in enumerate(("pi-1", "pi-2", "pi-3"), 1):
+        b = B.Bundle.create(tmp_path / "host" / host, "moobench", "quick", {}, ["native"],
+                            [("native", r) for r in range(5)], {}, {"version": "0", "commit": "c"},
+                            run_id=RUN_ID)  # fmt: skip
+        for r in range(5):
+            with b.step("native", r) as d:
+                (d / "raw-baseline.csv").write_text("".join(f"1;{1000 * k + 10 * r + i};1;0\n" for i in range(40)))
+        record = {"hostname": "raspberrypi", "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
+                  "storage": {"kind": "sd-card", "fstype": "ext4"}, "device": {"name": host, "labels": {}}}  # fmt: skip
+        b.write_machine(before=record, after=record)
+        b.finish()
+        b.path.rename(tmp_path / host)
+        paths.append(tmp_path / host)
+    named = {n.name: n.table for n in modules.tables(moobench, paths, None)}
+    devs = [f"pi-{k} (Raspberry Pi 3 Model B Rev 1.2, host raspberrypi)" for k in (1, 2, 3)]
+    assert named["table1"].columns == ["Experiment"] + [f"{d}: {c}" for d in devs
+                                                        for c in ("95 % CI", "σ", "95 % CI (loops)")]  # fmt: skip
+    assert named["devices"].columns[2:] == devs

@@ -6,6 +6,7 @@ over them, or how many runs there are and are needed."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -14,6 +15,13 @@ from pirex.analysis.interface import RunValue
 from pirex.analysis.tables import Table
 
 LEVEL = 0.95
+
+
+def digits(x: float, significant: int = 4) -> int:
+    """Decimals that show `significant` digits of x: 18,881,298 and 1.500, not 18,881,298.4263."""
+    if not x or not math.isfinite(x):
+        return 0
+    return max(0, significant - 1 - math.floor(math.log10(abs(x))))
 
 
 def devices(values: Sequence[RunValue]) -> list[str]:
@@ -38,7 +46,7 @@ def table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
                 row.append("")
                 continue
             i = stats.mean_interval(xs, level, positive=all(x > 0 for x in xs))
-            row.append(f"{i.text(4)}, n={i.n}")
+            row.append(f"{i.text(digits(i.value))}, n={i.n}")
             records.append({"metric": metric, "variant": variant, "device": dev, "runs": i.n, "mean": i.value,
                             "low": i.low, "high": i.high, "unit": units[metric],
                             "lower_is_better": lower[metric]})  # fmt: skip
