@@ -40,6 +40,9 @@ TINY = ["--set", "customers=300", "--set", "requests_per_operation=30", "--set",
 def swarm(hosts: dict[str, netns.Host]):
     """The three daemons joined into one swarm (laptop the manager), labelled; left on every exit path."""
     laptop = hosts["laptop"]
+    for name in NAMES:  # a swarm an earlier (killed or failed) run left in the kept data roots
+        if hosts[name].docker("info", "-f", "{{.Swarm.LocalNodeState}}", timeout=60).stdout.strip() != "inactive":
+            hosts[name].docker("swarm", "leave", "--force", timeout=120)
     try:
         laptop.docker("swarm", "init", "--advertise-addr", laptop.address, timeout=120)
         token = laptop.docker("swarm", "join-token", "-q", "worker").stdout.strip()
