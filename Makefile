@@ -10,7 +10,7 @@ PLATFORMS ?= all
 OFFLINE ?= auto
 #: image tag; default: git describe of this checkout
 TAG ?=
-#: quick or paper (make jpa-rest)
+#: quick or paper (make compose, make fleet)
 PROFILE ?= quick
 #: where `make push` publishes: host[:port]/namespace
 REGISTRY ?=
@@ -78,18 +78,22 @@ reproduce: host-ready $(VENV)/.installed ## Reproduce PAPER at LEVEL: the plan w
 	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG)
 	$(PIREX) reproduce $(PAPER) --level $(LEVEL) $(TAG_ARG) $(ARGS)
 
-.PHONY: jpa-rest
-jpa-rest: $(VENV)/.installed ## ICPE'18 Experiment 3 on this machine with docker compose (compose/jpa-rest.yml), then Table 3.
-	$(PIREX) images build --platforms host --offline $(OFFLINE) $(TAG_ARG) postgres jpa-rest locust
-	$(PIREX) compose jpa-rest --profile $(PROFILE) $(TAG_ARG)
+#: the experiment of make compose and make fleet (an id of experiments/, e.g. jpa-rest)
+EXP ?=
+need-exp = @test -n "$(EXP)" || { echo "make $@ needs EXP=<experiment> (one of: $$(ls experiments | tr '\n' ' '))"; exit 2; }
 
-#: the experiment of make fleet
-EXP ?= jmh
+.PHONY: compose
+compose: $(VENV)/.installed ## EXP's deployment on this machine with docker compose (EXP=jpa-rest: ICPE'18 Experiment 3, then Table 3).
+	$(need-exp)
+	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG) --experiment $(EXP)
+	$(PIREX) compose $(EXP) --profile $(PROFILE) $(TAG_ARG)
+
 #: the Ansible inventory of make fleet (fleet/hosts.yml: three Pis and a server)
 INVENTORY ?= fleet/hosts.yml
 
 .PHONY: fleet
 fleet: $(VENV)/.fleet-installed ## Run EXP on every host of INVENTORY through Ansible (fleet/run.yml), fetch and verify the bundles, then one column per device (ARGS="--serial").
+	$(need-exp)
 	$(PIREX) fleet run --inventory $(INVENTORY) $(EXP) --profile $(PROFILE) $(TAG_ARG) $(ARGS)
 
 .PHONY: runner

@@ -569,8 +569,14 @@ def _lock(path: Path) -> int:
 
 def writing(path: Path) -> bool:
     """Whether a pirex process holds the bundle open for writing now (its flock; gone with the process)."""
+    return held(path, os.O_DIRECTORY)
+
+
+def held(path: Path, flags: int = 0) -> bool:
+    """Whether some process holds a flock on `path` now (a shared lock cannot be had); False when it cannot be
+    opened (with `flags`, e.g. os.O_DIRECTORY). The one probe of bundles and of the runner's leftover records."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(path, os.O_RDONLY | flags)
     except OSError:
         return False
     try:

@@ -67,13 +67,16 @@ def cli(verbose: bool) -> None:
     help="Hold the load for DURATION (e.g. 10m) per step, where the experiment declares a soak (jpa-rest).",
 )
 @click.option("--allow-concurrent", is_flag=True, help="Run even while another measuring run is under way here.")
+@click.option("--cpus", default=None, metavar="LIST",
+              help="Pin every step of every variant to these CPUs (e.g. 1: native taskset, docker --cpuset-cpus), "
+              "so that each runs where the others did; recorded in run.json.")  # fmt: skip
 @click.option("--precision", default=None, metavar="P",
               help="Two stages: a pilot, then the repetitions that reach this half-width of the first two variants' "
               "ratio (e.g. 1%).")  # fmt: skip
 @click.option("--confidence", default="95%", show_default=True, help="With --precision: the confidence level.")
 @click.option("--budget", default=None, help="With --precision: at most this long in all (e.g. 13m, 2h).")
 def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
-        cases, trace, soak, allow_concurrent, precision, confidence, budget) -> None:  # fmt: skip
+        cases, trace, soak, allow_concurrent, cpus, precision, confidence, budget) -> None:  # fmt: skip
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
@@ -100,6 +103,7 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         opts = runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
                               overrides[exp_id], force, platform_, matrix, trace, soak, allow_concurrent)  # fmt: skip
         opts.cases = tuple(c.strip() for c in cases.split(",") if c.strip()) if cases else None
+        opts.cpus = cpus
         if precision is None:
             runner.run(opts)
             continue

@@ -176,7 +176,8 @@ def report(b: Bundle, name: str = "") -> list[str]:
     if p:
         a = Allocation(p.get("repetitions"), int(p.get("forks", 1)), p.get("warmup_iterations"), p.get("iterations"),
                        p.get("time"))  # fmt: skip
-        out.append(f"   {a.text()}, variants {', '.join(v)}")
+        pinned = json.loads((b.path / "run.json").read_text()).get("cpus") if (b.path / "run.json").exists() else None
+        out.append(f"   {a.text()}, variants {', '.join(v)}" + (f", pinned to CPUs {pinned}" if pinned else ""))
     per_variant = ", ".join(f"{x} {sum(s) / 60:.1f}" for x, s in b.step_seconds.items())
     out.append(f"time spent: {b.wall / 60:.1f} min (steps per variant, min: {per_variant})")
     if b.skipped:
@@ -286,6 +287,7 @@ def run_generic(args) -> int:
     for s in args.set:
         cmd += ["--set", s]
     cmd += ["--tag", args.tag] if args.tag else []
+    cmd += ["--cpus", args.cpus] if args.cpus else []
     if args.dry_run:
         print(" ".join(cmd))
         return 0
@@ -301,12 +303,13 @@ def run_generic(args) -> int:
 # --- running
 
 
-def pirex_command(a: Allocation, variants: str, results: Path, tag: str | None, seed: int) -> list[str]:
+def pirex_command(a: Allocation, variants: str, results: Path, tag: str | None, seed: int,
+                  cpus: str | None = None) -> list[str]:  # fmt: skip
     cmd = [sys.executable, "-m", "pirex", "run", "jmh", "--profile", "paper", "--variants", variants,
            "--seed", str(seed), "--results-dir", str(results), "--set", f"benchmarks={PATTERN}"]  # fmt: skip
     for s in a.sets():
         cmd += ["--set", s]
-    return cmd + (["--tag", tag] if tag else [])
+    return cmd + (["--tag", tag] if tag else []) + (["--cpus", cpus] if cpus else [])
 
 
 def run_allocation(a: Allocation, cmd: list[str], results: Path, variants: int) -> Path:
@@ -349,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="seed of the interleaving")
     ap.add_argument("--bundle", type=Path, action="append", default=[], help="report on existing bundles; no run")
     ap.add_argument("--dry-run", action="store_true", help="print the pirex commands; run nothing")
+    ap.add_argument("--cpus", default=None, help="pin every step to these CPUs (pirex run --cpus), e.g. 1")
     ap.add_argument("--experiment", default="jmh", help="another experiment than JMH's B1 (moobench, jpa-rest)")
     ap.add_argument("--metric", help="with --experiment: the metric (a MooBench configuration, a JPA operation)")
     ap.add_argument("--profile", default="quick", help="with --experiment: the profile")
@@ -377,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         a = ALLOCATIONS[name]
         results = args.results_dir / f"{stamp}-{name}"
-        cmd = pirex_command(a, args.variants, results, args.tag, args.seed)
+        cmd = pirex_command(a, args.variants, results, args.tag, args.seed, args.cpus)
         if args.dry_run:
             print(f"{name} ({a.text()}): {' '.join(cmd)}")
             continue

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pirex import paths, proc
+from pirex.bundle import held
 from pirex.errors import PirexError
 from pirex.runner import lock
 
@@ -142,20 +143,6 @@ class Leftover:
         return f"{self.kind} {self.what} (run {self.run_id})"
 
 
-def _held(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def _read_json(path: Path) -> dict:
     try:
         doc = json.loads(path.read_text())
@@ -169,7 +156,7 @@ def live_runs() -> dict[str, dict]:
     d = runs_dir()
     out = {}
     for f in sorted(d.glob("*.json")) if d.is_dir() else []:
-        if _held(f):
+        if held(f):
             out[f.stem] = _read_json(f)
     return out
 
@@ -179,7 +166,7 @@ def dead_records() -> dict[str, dict]:
     that share the disk (network namespaces) share the directory: another host's run is its own to reap."""
     d = runs_dir()
     me = lock.host_identity()
-    out = {f.stem: _read_json(f) for f in sorted(d.glob("*.json")) if d.is_dir() and not _held(f)}
+    out = {f.stem: _read_json(f) for f in sorted(d.glob("*.json")) if d.is_dir() and not held(f)}
     return {rid: doc for rid, doc in out.items() if doc.get("host", me) == me}
 
 

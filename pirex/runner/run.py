@@ -53,6 +53,7 @@ class Options:
     confidence: float = 0.95
     budget: float | None = None  # seconds
     cases: tuple[str, ...] | None = None  # with matrix: only these of its cases (all when None)
+    cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
 
 
 def _chosen_cases(matrix, names: tuple[str, ...] | None) -> set[str]:
@@ -143,6 +144,7 @@ def _run(opts: Options) -> Path:
         raise PirexError(f"--order {opts.order!r}: expected one of {', '.join(plan.ORDERS)}")
     platform = plat.parse(opts.platform) if opts.platform else plat.host()
     matrix = _matrix(exp, opts.matrix)
+    cpus = _checked_cpus(opts.cpus, exp, matrix)
     if matrix:
         base = opts.variants or matrix.runs_as
         if base not in ("native", "docker"):
@@ -201,7 +203,7 @@ def _run(opts: Options) -> Path:
     trace = _trace_plan(exp, opts.trace)
     if trace and trace.get("enabled"):  # the workload writes markers into tracefs's trace_marker
         params[exp.tracing.marker_parameter] = str(tracing.TRACEFS / "trace_marker")
-    by_name = _variants(exp, runnable, matrix_info)
+    by_name = _variants(exp, runnable, matrix_info, cpus)
     # every step with its resolved parameters, so that the manifest alone says what ran (a matrix
     # case's own changes included: depth 1 for the depth-1 case)
     steps = [{**s, "params": {**params, **by_name[s["variant"]].parameters}}
@@ -231,6 +233,7 @@ def _run(opts: Options) -> Path:
     log.info("bundle %s", bundle.path)
     (bundle.path / "run.json").write_text(json.dumps({
         "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None, "trace": trace,
+        "cpus": cpus,
         "variants": {v.name: v.describe() for v in by_name.values()},
         "jvm": _jvm(exp, images), "soak": soak,
         "preflight": [f.to_dict() for f in findings], "requested": requested,
@@ -354,11 +357,32 @@ def _fallback(matrix: experiment.Matrix, image: dict) -> dict | None:
     return {"reason": fb["reason"], "parameters": fb.get("parameters") or {}, "skip_cases": fb.get("skip_cases") or []}
 
 
-def _variants(exp: experiment.Experiment, names: tuple[str, ...], matrix_info: dict) -> dict[str, variants.Variant]:
+def _checked_cpus(text: str | None, exp: experiment.Experiment, matrix: experiment.Matrix | None) -> str | None:
+    """--cpus as a CPU list this process may run on, or None; refused with a matrix, whose cases
+    declare their own CPUs (its base must keep every CPU for the two-cores case to mean anything),
+    and for a deployment, whose servers and driver are not steps of one variant."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text):
+        raise PirexError(f"--cpus {text!r}: expected a CPU list such as 1 or 0-1 or 0,2")
+    wanted, online = host.parse_cpus(text), host.online_cpus()
+    if not wanted <= online:
+        raise PirexError(f"--cpus {text}: CPUs {sorted(wanted - online)} are not online here (online: "
+                         f"{sorted(online)})")  # fmt: skip
+    if matrix:
+        raise PirexError(f"--cpus pins every variant alike; the matrix {matrix.name} declares its cases' CPUs itself")
+    if exp.deployment:
+        raise PirexError(f"--cpus pins a step's process; {exp.id} deploys servers and a driver, which it does not pin")
+    return text
+
+
+def _variants(exp: experiment.Experiment, names: tuple[str, ...], matrix_info: dict,
+              cpus: str | None = None) -> dict[str, variants.Variant]:  # fmt: skip
     """The bundle's variant names -> how each runs: a variant, or a matrix case on one, with the
-    experiment's privileges."""
+    experiment's privileges; every variant pinned to `cpus` (--cpus) when given."""
     if not matrix_info:
-        return {n: variants.by_name(n).with_privileges(exp.privileges) for n in names}
+        return {n: dataclasses.replace(variants.by_name(n).with_privileges(exp.privileges), cpus=cpus) for n in names}
     m = exp.matrices[matrix_info["name"]]
     base = variants.by_name(matrix_info["runs_as"]).with_privileges(exp.privileges)
     return {n: base.for_case(m.resolved(n)) for n in names}
@@ -373,7 +397,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
     todo = bundle.remaining_steps()
     run_info = json.loads((bundle.path / "run.json").read_text())  # how this run was planned, also when resumed
     matrix_info = run_info.get("matrix") or {}
-    by_name = _variants(exp, tuple(bundle.manifest["variants"]), matrix_info)
+    by_name = _variants(exp, tuple(bundle.manifest["variants"]), matrix_info, run_info.get("cpus"))
     trace = run_info.get("trace") or {}
     if trace.get("enabled"):  # the workload writes markers into tracefs: give containers the same one
         by_name = {n: dataclasses.replace(v, docker_args=[*v.docker_args, "-v", f"{tracing.TRACEFS}:{tracing.TRACEFS}"])
