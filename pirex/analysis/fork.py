@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pirex import pmu
 from pirex.analysis import tidy
+from pirex.analysis.bundles import completed_steps, open_bundle
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tables import markdown as tables_md
@@ -104,9 +105,7 @@ def _read_csv(path: Path) -> list[dict]:
 
 
 def _bundle(bundle_path: Path) -> tuple[Bundle, dict]:
-    b = Bundle.open(bundle_path)
-    if b.manifest["experiment"] != "fork":
-        raise PirexError(f"{bundle_path} is a {b.manifest['experiment']} bundle, not fork")
+    b = open_bundle(bundle_path, "fork")
     machine = json.loads((Path(bundle_path) / "machine.json").read_text())["before"]
     return b, machine
 
@@ -120,9 +119,9 @@ def rows(bundle_path: Path) -> list[ForkRow]:
     b, machine = _bundle(bundle_path)
     device, storage = device_of(machine), storage_of(machine)
     out = []
-    for step in b.manifest["completed"]:
+    for _, step, step_dir in completed_steps([b]):
         variant, rep = step["variant"], step["repetition"]
-        for mode, d in _mode_dirs(b.step_dir(variant, rep)):
+        for mode, d in _mode_dirs(step_dir):
             if not (d / "fork.csv").is_file():
                 continue
             support = {c["counter"]: c for c in _read_csv(d / "counters.csv")} if (d / "counters.csv").is_file() else {}

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from pirex import experiment
 from pirex.analysis import stats
+from pirex.analysis.bundles import completed_steps, open_bundle
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import device_of
-from pirex.bundle import Bundle
 from pirex.errors import PirexError
 
 VIEWS: dict[str, str] = {}
@@ -51,7 +51,7 @@ def _csv_means(path: Path) -> dict[str, float]:
 def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValue]:
     out = []
     for path in bundles:
-        b = Bundle.open(path)
+        b = open_bundle(path)
         exp = experiment.load(b.manifest["experiment"])
         unreadable = sorted({o["format"] for o in exp.outputs} - set(READABLE))
         if unreadable:
@@ -64,8 +64,7 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
         except (OSError, ValueError, KeyError, TypeError):
             machine = {}
         device = device_of(machine) if isinstance(machine, dict) else "unknown"
-        for step in b.manifest["completed"]:
-            folder = b.step_dir(step["variant"], step["repetition"])
+        for _, step, folder in completed_steps([b]):
             for o in exp.outputs:
                 for f in sorted(folder.glob(o["path"])):
                     for column, mean in _csv_means(f).items():

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from pirex.bundle import Bundle
+from pirex.analysis.bundles import completed_steps
 
 TOP = 12  # the sources with the most interrupts; the rest summed as "other"
 
@@ -22,20 +22,17 @@ def _label(irq: str, line: dict) -> str:
 def per_step(bundles: Sequence[Path]) -> dict[str, dict[str, list[float]]]:
     """variant -> source -> interrupts per second of each completed step (all CPUs summed)."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for path in bundles:
-        b = Bundle.open(path)
-        for step in b.manifest["completed"]:
-            d = b.step_dir(step["variant"], step["repetition"])
-            try:
-                rec = json.loads((d / "interrupts.json").read_text())
-                seconds = json.loads((d / "step.json").read_text())["seconds"]
-                before, after = rec["before"]["lines"], rec["after"]["lines"]
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # a step without the record (older bundles, an unreadable /proc/interrupts)
-            for irq, line in after.items():
-                if irq in before and seconds > 0:
-                    delta = sum(line.get("counts", [])) - sum(before[irq].get("counts", []))
-                    out[step["variant"]][_label(irq, line)].append(max(delta, 0) / seconds)
+    for _, step, d in completed_steps(bundles):
+        try:
+            rec = json.loads((d / "interrupts.json").read_text())
+            seconds = json.loads((d / "step.json").read_text())["seconds"]
+            before, after = rec["before"]["lines"], rec["after"]["lines"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a step without the record (older bundles, an unreadable /proc/interrupts)
+        for irq, line in after.items():
+            if irq in before and seconds > 0:
+                delta = sum(line.get("counts", [])) - sum(before[irq].get("counts", []))
+                out[step["variant"]][_label(irq, line)].append(max(delta, 0) / seconds)
     return out
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from pirex.analysis import precision, stats
 from pirex.analysis import tables as T
+from pirex.analysis.bundles import completed_steps, open_bundle
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row, device_of, storage_of
 from pirex.bundle import Bundle
-from pirex.errors import PirexError
 
 LEVEL = 0.999
 
@@ -33,14 +33,12 @@ JMH_BENCHMARKS = {
 
 def read_rows(bundle_path: Path) -> list[Row]:
     """A jmh bundle's jmh.json files as tidy rows: one per fork and measured iteration."""
-    b = Bundle.open(bundle_path)
-    if b.manifest["experiment"] != "jmh":
-        raise PirexError(f"{bundle_path} is a {b.manifest['experiment']} bundle, not jmh")
+    b = open_bundle(bundle_path, "jmh")
     machine = json.loads((bundle_path / "machine.json").read_text())["before"]
     device, storage = device_of(machine), storage_of(machine)
     rows = []
-    for step in b.manifest["completed"]:
-        f = b.step_dir(step["variant"], step["repetition"]) / "jmh.json"
+    for _, step, step_dir in completed_steps([b]):
+        f = step_dir / "jmh.json"
         for result in json.loads(f.read_text()):
             name = result["benchmark"].rsplit(".", 1)[1]
             bench = JMH_BENCHMARKS.get(name, name)

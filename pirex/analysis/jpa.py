@@ -52,10 +52,10 @@ import numpy as np
 
 from pirex.analysis import stats
 from pirex.analysis import tables as T
+from pirex.analysis.bundles import completed_steps, open_bundle
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (the tables' common output)
 from pirex.analysis.tidy import device_of, storage_of
-from pirex.bundle import Bundle
 from pirex.errors import PirexError
 from pirex.paths import PAPERS
 
@@ -207,14 +207,14 @@ def _step_requests(step: Path) -> Path | None:
 
 def runs_from_bundle(bundle_path: Path, warmup: int | Mapping[str, int] | None = None) -> list[Run]:
     """Every completed step of a bundle with a requests.csv; configuration = the variant."""
-    b = Bundle.open(Path(bundle_path))
+    b = open_bundle(bundle_path)
     machine = json.loads((Path(bundle_path) / "machine.json").read_text())["before"]
     device, storage = device_of(machine), storage_of(machine)
     run_file = Path(bundle_path) / "run.json"
     timed = bool(json.loads(run_file.read_text()).get("soak")) if run_file.exists() else False
     out = []
-    for step in b.manifest["completed"]:
-        f = _step_requests(b.step_dir(step["variant"], step["repetition"]))
+    for _, step, step_dir in completed_steps([b]):
+        f = _step_requests(step_dir)
         if f is not None:
             out.append(read_run(f, warmup, configuration=step["variant"], device=device, storage=storage,
                                 run=b.run_id, repetition=step["repetition"], timed=timed))  # fmt: skip
@@ -660,10 +660,9 @@ def memory_trend(path: Path, configuration: str = "", run: str = "", repetition:
 
 
 def memory_trends(bundle_path: Path) -> list[MemoryTrend]:
-    b = Bundle.open(Path(bundle_path))
     out = []
-    for step in b.manifest["completed"]:
-        f = b.step_dir(step["variant"], step["repetition"]) / MEMORY
+    for b, step, step_dir in completed_steps([bundle_path]):
+        f = step_dir / MEMORY
         if f.exists() and (t := memory_trend(f, step["variant"], b.run_id, step["repetition"])):
             out.append(t)
     return out

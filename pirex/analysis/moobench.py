@@ -23,7 +23,7 @@ statistics. Here every loop's steady state is pooled.
 Configurations are named as in the bundle (raw-<configuration>.csv); the published tables' "Kieker" (file system
 logging) is matched to PAPER_KIEKER. The fluctuation cases of Table 5 are experiments/moobench's matrix
 `fluctuation` (one source of truth: fluctuation_cases() reads it); each case's published row and the paper's base
-Id come from analysis/published/icpe18_table5.csv.
+Id come from analysis/icpe18/table5.csv.
 
 The analysis interface (pirex/analysis/interface.py): VIEWS, tables, figures, run_values, compare. Bundles of a
 matrix run (run.json names the matrix) belong to that matrix's view; the default view reads the other bundles.
@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as sps
 
 from pirex.analysis import stats
 from pirex.analysis import tables as T
+from pirex.analysis.bundles import completed_steps, open_bundle
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.moobench_read import BLOCK, Loop, default_engine, read_loop
 from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (moobench.markdown etc.)
@@ -173,14 +173,6 @@ class Stats:
         return self.loop_interval(level).bounds
 
 
-def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float]:
-    a = np.asarray(values, dtype=float)
-    if a.size < 2:
-        return (math.nan, math.nan)
-    half = sps.t.ppf(1 - (1 - level) / 2, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size)
-    return (float(a.mean() - half), float(a.mean() + half))
-
-
 MAX_BINS = 1 << 22  # quantiles by counting while the counts take at most 32 MiB, else by partitioning
 
 
@@ -266,13 +258,11 @@ def raw_files(bundles: Iterable[Path]) -> dict[Key, list[Path]]:
     """Every raw file of the completed steps, grouped per (device, storage, variant, configuration)."""
     out: dict[Key, list[Path]] = defaultdict(list)
     for path in bundles:
-        b = Bundle.open(Path(path))
-        if b.manifest["experiment"] != "moobench":
-            raise PirexError(f"{path} is a {b.manifest['experiment']} bundle, not moobench")
+        b = open_bundle(path, "moobench")
         machine = json.loads((Path(path) / "machine.json").read_text())["before"]
         device, storage = device_label(machine), storage_of(machine)
-        for step in b.manifest["completed"]:
-            for f in sorted(b.step_dir(step["variant"], step["repetition"]).glob("raw-*.csv")):
+        for _, step, step_dir in completed_steps([b]):
+            for f in sorted(step_dir.glob("raw-*.csv")):
                 out[(device, storage, step["variant"], f.name[len("raw-") : -len(".csv")])].append(f)
     return dict(out)
 
@@ -539,20 +529,13 @@ def figure(results: list[Result], stem: Path, configurations: Sequence[str] | No
     """Response time over the run, mean per block of 1,000 calls (averaged over the loops, the loops' range
     shaded), one line per configuration, one panel per device/storage/variant (SSP'17 Figures 1-2, ICPE'18
     Figures 1 and 4). Writes <stem>.png and <stem>.svg; needs matplotlib (the analysis extra)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-
     chosen = [r for r in results if r.series and (configurations is None or r.configuration in configurations)]
     if not chosen:
         raise PirexError("no series to plot: no raw files matched")
-    panels = sorted({r.key[:3] for r in chosen})
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.6 * len(panels)), squeeze=False)
-    for ax, panel in zip(axes[:, 0], panels, strict=True):
+    fig, panels = _panels(chosen)
+    for ax, panel, in_panel in panels:
         steady = 0
-        for r in sorted((r for r in chosen if r.key[:3] == panel), key=lambda r: config_order(r.configuration)):
+        for r in in_panel:
             k = min(s.size for s in r.series)
             m = np.vstack([s[:k] for s in r.series])
             x = (np.arange(k) + 0.5) * BLOCK
@@ -564,13 +547,7 @@ def figure(results: list[Result], stem: Path, configurations: Sequence[str] | No
             ax.axvline(steady, color="grey", ls="--", lw=0.8)
             ax.annotate("steady state", (steady, 1), xycoords=("data", "axes fraction"), xytext=(3, -12),
                         textcoords="offset points", fontsize=8, color="grey")  # fmt: skip
-        ax.set_yscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.set_title(", ".join(panel), fontsize=9)
-        ax.set_xlabel("calls (per loop)")
-        ax.set_ylabel(f"response time (µs, mean per {BLOCK:,} calls)")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper right")
+        _label_panel(ax, panel, "calls (per loop)", f"response time (µs, mean per {BLOCK:,} calls)")
     fig.tight_layout()
     return _save(fig, stem)
 
@@ -593,34 +570,48 @@ def raw_figure(results: list[Result], stem: Path, configurations: Sequence[str] 
     point the shortest and longest of the calls it stands for (at least 1,000), shaded between and the maxima drawn,
     so every peak stays visible; one panel per device/storage/variant, the loop with the highest peak of each
     configuration. Writes <stem>.png and <stem>.svg; needs matplotlib."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-
     chosen = [r for r in results if r.extremes and (configurations is None or r.configuration in configurations)]
     if not chosen:
         raise PirexError("no raw series to plot: no raw files matched")
-    panels = sorted({r.key[:3] for r in chosen})
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.6 * len(panels)), squeeze=False)
-    for ax, panel in zip(axes[:, 0], panels, strict=True):
-        for r in sorted((r for r in chosen if r.key[:3] == panel), key=lambda r: config_order(r.configuration)):
+    fig, panels = _panels(chosen)
+    for ax, panel, in_panel in panels:
+        for r in in_panel:
             i = int(np.argmax([hi.max() if hi.size else -np.inf for _, hi in r.extremes]))
             edges, lo, hi = envelope(*r.extremes[i])
             line = ax.stairs(
                 hi, edges, baseline=None, lw=0.6, label=f"{label(r.configuration)} (loop {i + 1} of {len(r.extremes)})"
             )
             ax.stairs(hi, edges, baseline=lo, fill=True, color=line.get_edgecolor(), alpha=0.25, lw=0)
-        ax.set_yscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.set_title(", ".join(panel), fontsize=9)
-        ax.set_xlabel("calls")
-        ax.set_ylabel("response time (µs): min to max per point")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper right")
+        _label_panel(ax, panel, "calls", "response time (µs): min to max per point")
     fig.tight_layout()
     return _save(fig, stem)
+
+
+def _panels(chosen: list[Result]) -> tuple:
+    """A figure of one panel per device/storage/variant, stacked, and per panel (axes, panel key, its results in
+    configuration order): the layout of figure and raw_figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = sorted({r.key[:3] for r in chosen})
+    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 3.6 * len(keys)), squeeze=False)
+    return fig, [(ax, key, sorted((r for r in chosen if r.key[:3] == key), key=lambda r: config_order(r.configuration)))
+                 for ax, key in zip(axes[:, 0], keys, strict=True)]  # fmt: skip
+
+
+def _label_panel(ax, panel: tuple, xlabel: str, ylabel: str) -> None:
+    """A panel's log scale, title, axis labels, grid and legend (figure and raw_figure alike)."""
+    import matplotlib.ticker
+
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_title(", ".join(panel), fontsize=9)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
 
 
 def _save(fig, stem: Path) -> list[Path]:
@@ -839,10 +830,9 @@ SAME_MARK = " [same as its base here]"
 
 def jvm_options(path: Path) -> dict[str, str]:
     """Per variant (matrix case), the --jvm-options its first completed step ran with (step.json's argv)."""
-    b = Bundle.open(Path(path))
     out = {}
-    for step in b.manifest["completed"]:
-        f = b.step_dir(step["variant"], step["repetition"]) / "step.json"
+    for _, step, step_dir in completed_steps([path]):
+        f = step_dir / "step.json"
         if step["variant"] in out or not f.exists():
             continue
         argv = json.loads(f.read_text()).get("argv") or []
@@ -892,10 +882,10 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
     inner: the loop's steady-state means per 1,000 calls. variant: the bundle's variant, or the matrix case."""
     out = []
     for path in view_bundles(bundles, view):
-        b = Bundle.open(path)
+        b = open_bundle(path)
         device = device_label(json.loads((path / "machine.json").read_text())["before"])
-        for step in b.manifest["completed"]:
-            for f in sorted(b.step_dir(step["variant"], step["repetition"]).glob("raw-*.csv")):
+        for _, step, step_dir in completed_steps([b]):
+            for f in sorted(step_dir.glob("raw-*.csv")):
                 loop = read_loop(f)
                 if not loop.n:
                     continue
