@@ -1,5 +1,5 @@
 """Reading bundles in an analysis module: open one (refusing a bundle of another experiment) and walk
-its completed steps, the loop every module's tables, figures and run values start from (issue 12)."""
+its completed steps, the loop every module's tables, figures and run values start from."""
 
 from __future__ import annotations
 
