@@ -620,13 +620,16 @@ def sizes_cmd(tag: str | None) -> None:
 @click.option("--platform", "platform_", default="host", show_default=True, help="Which platform to load.")
 @click.argument("names", nargs=-1)
 def load_cmd(tag: str | None, platform_: str, names: tuple[str, ...]) -> None:
-    """Put one platform of built images into the Docker engine, tagged as in the local registry."""
+    """Put one platform of the images into the Docker engine, tagged as in the local registry (the
+    compose files' names): this checkout's build, else imported or pulled by registry.yaml's digest."""
+    from pirex.runner import compose as compose_mod
+
     tag = tag or git_version()[0]
     p = plat.host() if platform_ == "host" else plat.parse(platform_)
     with localregistry.local_registry():
         for name in names or [t.name for t in bake.catalog()]:
-            ref, local = publish.load_local(name, tag, p)
-            click.echo(f"{local} ({p}) <- {ref}")
+            got = compose_mod.engine_image(name, tag, p)
+            click.echo(f"{got['reference']} ({p}) <- {got['pinned']} ({got['origin']['kind']})")
 
 
 @images.command("push")

@@ -17,7 +17,7 @@ from pathlib import Path
 from pirex import experiment, machine, proc, settings
 from pirex.bundle import sha256, utcnow
 from pirex.errors import PirexError
-from pirex.images import localregistry, publish
+from pirex.images import localregistry, publish, sources
 from pirex.images import platforms as plat
 from pirex.paths import REPO
 from pirex.runner import leftovers
@@ -60,8 +60,7 @@ def run(experiment_id: str, tag: str, results_dir: Path, profile: str = "quick",
     refs = {}
     with localregistry.local_registry():
         for name in images(experiment_id):
-            ref, local = publish.load_local(name, tag, platform)
-            refs[name] = {"reference": local, "digest": ref.split("@", 1)[1], "platform": str(platform)}
+            refs[name] = engine_image(name, tag, platform)
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
     out = results_dir / exp.id / f"compose-{stamp}"
     out.mkdir(parents=True)
@@ -88,6 +87,16 @@ def run(experiment_id: str, tag: str, results_dir: Path, profile: str = "quick",
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
         raise PirexError(f"the {exp.id} run failed (exit {r.returncode}); log in {out / 'compose.log'}:\n{tail}")
     return out
+
+
+def engine_image(name: str, tag: str, platform: plat.Platform) -> dict:
+    """One image as `pirex run` takes it (this checkout's build, else imported or pulled by registry.yaml's
+    digest: images/sources.py), tagged in the engine under the name the compose files use; what ran."""
+    src = sources.resolve(name, tag, platform)
+    local = publish.local_ref(name, tag)
+    proc.run(["docker", "tag", src.reference, local], timeout=60)
+    return {"reference": local, "digest": src.reference.split("@", 1)[1], "pinned": src.reference,
+            "platform": str(platform), "origin": src.origin}  # fmt: skip
 
 
 def _timeout(profile: str) -> float:
