@@ -39,6 +39,7 @@ TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters",
             "soak", "durations", "metrics_parameter"}  # fmt: skip
 ANALYSIS = re.compile(r"^[a-z][a-z0-9_]*$")  # a module of pirex/analysis/
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
+CPU_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"  # 0, 0-1, 0,2-3: what host.parse_cpus reads (cases, --cpus)
 CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
 GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative", "userspace")
 
@@ -665,7 +666,7 @@ def _matrix(c: _Checker, name: str, doc: Any, declared: dict[str, P.Param]) -> M
             raise c.fail(f"{where}.governor", f"one of {', '.join(GOVERNORS)}", cd["governor"])
         if cd.get("swap") not in (None, "off"):
             raise c.fail(f"{where}.swap", "off", cd["swap"])
-        if cd.get("cpus") is not None and not re.fullmatch(r"\d+([-,]\d+)*", str(cd["cpus"])):
+        if cd.get("cpus") is not None and not re.fullmatch(CPU_LIST, str(cd["cpus"])):
             raise c.fail(f"{where}.cpus", "a CPU list like 0 or 0-1", cd["cpus"])
         ram = cd.get("ram_workdir_mb")
         if ram is not None and (not isinstance(ram, int) or ram < 1):

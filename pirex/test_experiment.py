@@ -119,6 +119,7 @@ def test_matrix_cases_build_on_their_base():
         ([{"name": "a", "governor": "turbo"}], r"cases\[0\].governor: expected one of performance"),
         ([{"name": "docker"}], r"cases\[0\].name: expected a name not used by another case or variant"),
         ([{"name": "a", "cpus": "zero"}], r"cases\[0\].cpus: expected a CPU list"),
+        ([{"name": "a", "cpus": "0-1-2"}], r"cases\[0\].cpus: expected a CPU list"),  # parse_cpus cannot read it
         ([{"name": "a", "colour": "red"}], r"cases\[0\]: expected keys among"),
     ],
 )

@@ -31,6 +31,11 @@ def online_cpus() -> set[int]:
     return set(os.sched_getaffinity(0))
 
 
+def offline_cpus(text: str) -> list[int]:
+    """The CPUs of a CPU list that this process cannot run on (not online, or outside its affinity)."""
+    return sorted(parse_cpus(text) - online_cpus())
+
+
 def parse_cpus(text: str) -> set[int]:
     out: set[int] = set()
     for part in text.split(","):
@@ -96,7 +101,7 @@ def governor_in_effect(case: Case, cpu_root: Path = CPU) -> str | None:
 def unavailable_reason(case: Case, cpu_root: Path = CPU, base: Case | None = None) -> str | None:
     """Why this machine cannot run the case as the paper meant it, or None. base: the resolved base
     case (base_of), None for the root case."""
-    if case.cpus and not parse_cpus(case.cpus) <= online_cpus():
+    if case.cpus and offline_cpus(case.cpus):
         return f"the case pins to CPUs {case.cpus}, but this machine has CPUs {sorted(online_cpus())}"
     if _own_governor(case, base) and (why := governor_problem(case.governor, cpu_root)):
         return why

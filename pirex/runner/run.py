@@ -364,12 +364,10 @@ def _checked_cpus(text: str | None, exp: experiment.Experiment, matrix: experime
     if text is None:
         return None
     text = text.strip()
-    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text):
+    if not re.fullmatch(experiment.CPU_LIST, text):
         raise PirexError(f"--cpus {text!r}: expected a CPU list such as 1 or 0-1 or 0,2")
-    wanted, online = host.parse_cpus(text), host.online_cpus()
-    if not wanted <= online:
-        raise PirexError(f"--cpus {text}: CPUs {sorted(wanted - online)} are not online here (online: "
-                         f"{sorted(online)})")  # fmt: skip
+    if missing := host.offline_cpus(text):
+        raise PirexError(f"--cpus {text}: CPUs {missing} are not online here (online: {sorted(host.online_cpus())})")
     if matrix:
         raise PirexError(f"--cpus pins every variant alike; the matrix {matrix.name} declares its cases' CPUs itself")
     if exp.deployment:
