@@ -12,7 +12,7 @@ import click
 
 from pirex import __version__, paths
 from pirex.errors import PirexError
-from pirex.images import bake, bootstrap, builder, collection, localregistry, publish, regclient, sizes
+from pirex.images import bake, bootstrap, builder, collection, localregistry, publish, regclient, sizes, sources
 from pirex.images import platforms as plat
 from pirex.paths import git_version
 
@@ -622,13 +622,11 @@ def sizes_cmd(tag: str | None) -> None:
 def load_cmd(tag: str | None, platform_: str, names: tuple[str, ...]) -> None:
     """Put one platform of the images into the Docker engine, tagged as in the local registry (the
     compose files' names): this checkout's build, else imported or pulled by registry.yaml's digest."""
-    from pirex.runner import compose as compose_mod
-
     tag = tag or git_version()[0]
     p = plat.host() if platform_ == "host" else plat.parse(platform_)
     with localregistry.local_registry():
         for name in names or [t.name for t in bake.catalog()]:
-            got = compose_mod.engine_image(name, tag, p)
+            got = sources.tagged_locally(name, tag, p)
             click.echo(f"{got['reference']} ({p}) <- {got['pinned']} ({got['origin']['kind']})")
 
 
@@ -683,7 +681,6 @@ def ensure_cmd(platforms: str, offline: str, tag: str | None, experiments: tuple
                targets: tuple[str, ...]) -> None:  # fmt: skip
     """make run's first step: pull what registry.yaml publishes for this platform (verified), build the rest."""
     from pirex import experiment
-    from pirex.images import sources
 
     [p] = _platforms(platforms)
     targets += tuple(name for e in experiments for name in experiment.load(e).images)
@@ -702,7 +699,7 @@ def ensure_cmd(platforms: str, offline: str, tag: str | None, experiments: tuple
 @click.argument("names", nargs=-1)
 def export_cmd(platforms: str, tag: str | None, registry_file: Path | None, file: Path, names: tuple[str, ...]) -> None:
     """Write every image (or NAMES) with its digests into one OCI archive, for a lab without registry access."""
-    from pirex.images import archive, sources
+    from pirex.images import archive
 
     with localregistry.local_registry():
         sizes_ = archive.export(file, list(names) or [t.name for t in bake.catalog()], tag or git_version()[0],
@@ -717,7 +714,7 @@ def export_cmd(platforms: str, tag: str | None, registry_file: Path | None, file
 @click.argument("file", type=click.Path(path_type=Path))
 def import_cmd(registry_file: Path | None, file: Path) -> None:
     """Put this machine's platform of an archive's images where `pirex run` takes them, digests checked."""
-    from pirex.images import archive, sources
+    from pirex.images import archive
 
     with localregistry.local_registry():
         for i in archive.import_(file, plat.host(), registry_file or sources.registry_file()):

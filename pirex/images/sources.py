@@ -96,6 +96,16 @@ def resolve(name: str, tag: str, platform: Platform, regfile: Path | None = None
     return Source(entry.ref, {**origin, "kind": "pulled"})
 
 
+def tagged_locally(name: str, tag: str, platform: Platform) -> dict:
+    """The image `resolve` gives, also tagged in the engine under the local registry's name (the compose
+    files name images by tag); what ran: the tag, the pinned reference and its origin."""
+    src = resolve(name, tag, platform)
+    local = publish.local_ref(name, tag)
+    proc.run(["docker", "tag", src.reference, local], timeout=60)
+    return {"reference": local, "digest": src.reference.split("@", 1)[1], "pinned": src.reference,
+            "platform": str(platform), "origin": src.origin}  # fmt: skip
+
+
 def pull(name: str, platform: Platform, regfile: Path) -> None:
     """Pull one published image by digest, verified; a digest its registry does not know is refused."""
     try:

@@ -60,7 +60,7 @@ def run(experiment_id: str, tag: str, results_dir: Path, profile: str = "quick",
     refs = {}
     with localregistry.local_registry():
         for name in images(experiment_id):
-            refs[name] = engine_image(name, tag, platform)
+            refs[name] = sources.tagged_locally(name, tag, platform)
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
     out = results_dir / exp.id / f"compose-{stamp}"
     out.mkdir(parents=True)
@@ -87,16 +87,6 @@ def run(experiment_id: str, tag: str, results_dir: Path, profile: str = "quick",
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
         raise PirexError(f"the {exp.id} run failed (exit {r.returncode}); log in {out / 'compose.log'}:\n{tail}")
     return out
-
-
-def engine_image(name: str, tag: str, platform: plat.Platform) -> dict:
-    """One image as `pirex run` takes it (this checkout's build, else imported or pulled by registry.yaml's
-    digest: images/sources.py), tagged in the engine under the name the compose files use; what ran."""
-    src = sources.resolve(name, tag, platform)
-    local = publish.local_ref(name, tag)
-    proc.run(["docker", "tag", src.reference, local], timeout=60)
-    return {"reference": local, "digest": src.reference.split("@", 1)[1], "pinned": src.reference,
-            "platform": str(platform), "origin": src.origin}  # fmt: skip
 
 
 def _timeout(profile: str) -> float:
