@@ -113,15 +113,21 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     }
     _save(out, state)
     failed: dict[str, str] = {}
+    left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
     for n in needs:
         if n.bundles or opts.reuse_only:
             continue
-        if opts.budget is not None and n.seconds is not None and n.seconds > opts.budget:
-            failed[n.key] = f"over the budget ({n.seconds / 60:.0f} min > {opts.budget / 60:.0f} min)"
+        if left is not None and (why := over_budget(n, left)):
+            failed[n.key] = why
+            echo(f"reproduce: {n.key} not run: {why}")
             continue
         try:
             started = time.monotonic()
-            n.bundles = [run_one(n, opts)]
+            try:
+                n.bundles = [run_one(n, opts)]
+            finally:
+                if left is not None:
+                    left -= time.monotonic() - started
             state["ran"][n.key] = round(time.monotonic() - started, 1)
             state["bundles"][n.key] = [str(b) for b in n.bundles]
         except PirexError as e:
@@ -129,6 +135,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
         state["failed"] = failed
         _save(out, state)
+    state["failed"] = failed
 
     verdicts = judge_all(claims, needs, missing, failed, opts)
     for n in needs:  # the tables behind the verdicts, beside the report (pirex table prints them)
@@ -151,6 +158,16 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     _save(out, state)
     echo("\n" + report.summary(verdicts, md))
     return out
+
+
+def over_budget(need: plan.Need, left: float) -> str | None:
+    """Why a run does not fit in what is left of --budget, or None. A run of unknown duration does
+    not fit: a budget is a promise, and its length is only known once it has run."""
+    if need.seconds is None:
+        return "time unknown (no measured duration) and --budget is set: run it once without --budget"
+    if need.seconds > left:
+        return f"over the budget (about {need.seconds / 60:.0f} min, {max(left, 0) / 60:.0f} min of it left)"
+    return None
 
 
 def run_with_runner(need: plan.Need, opts: Options) -> Path:

@@ -330,3 +330,28 @@ def test_a_wide_interval_that_contains_the_value_is_inconclusive_not_holds():
     assert wide.interval.low < 0.998 < wide.interval.high  # it contains the paper's value...
     v = judge(_claim(published=0.998), wide, None, False)
     assert v.verdict == INCONCLUSIVE and "wider than the ±2 % needed" in v.reason  # ...and proves nothing
+
+
+def test_the_budget_is_for_the_whole_reproduction_and_refuses_runs_of_unknown_length(tmp_path, monkeypatch):
+    results, clock, ran = tmp_path / "results", [0.0], []
+    monkeypatch.setattr(reproduction.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(plan, "calibration_score", lambda: 8810138.0)  # the same estimates in both
+    opts = reproduction.Options(["icpe18"], results_dir=results, budget=1.0)
+    out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)  # nothing fits in a second
+    state = json.loads((out / "state.json").read_text())
+    estimates = {k: s for k, s in state["estimates"].items() if s is not None}
+    assert len(estimates) >= 2 and all("over the budget" in state["failed"][k] for k in estimates)
+
+    def run_one(need, opts):  # each run takes its estimate, then fails (no bundle needed here)
+        ran.append(need.key)
+        clock[0] += need.seconds
+        raise PirexError("stopped")
+
+    first, *rest = sorted(estimates.values())
+    budget = first + rest[0] / 2  # room for the shortest run, not for a second one
+    opts = reproduction.Options(["icpe18"], results_dir=results, budget=budget)
+    state = json.loads((reproduction.reproduce(opts, run_one, echo=lambda *_: None) / "state.json").read_text())
+    assert len(ran) == 1 and state["estimates"][ran[0]] == first
+    assert all("over the budget" in state["failed"][k] for k in estimates if k not in ran)
+    unknown = [k for k, s in state["estimates"].items() if s is None]
+    assert all("time unknown" in state["failed"][k] for k in unknown)
