@@ -441,7 +441,11 @@ def _fraction(text: str | None, what: str) -> float | None:
 )
 @click.option("--precision", default=None, help="The half-width a verdict needs, e.g. 1% (default: the claim's).")
 @click.option("--confidence", default="95%", show_default=True, help="Confidence level of the intervals.")
-@click.option("--budget", default=None, help="Run nothing that would take longer than this (e.g. 3h).")
+@click.option(
+    "--budget",
+    default=None,
+    help="At most this long in all (e.g. 3h): a run that would not fit, or of unknown duration, is not started.",
+)
 @click.option(
     "--resume",
     "resume_",
