@@ -82,6 +82,9 @@ ALLOCATIONS = {
     "paper": Allocation(10, 1, 20, 20, "1s"),  # ICPE'18: 10 JVMs x (20 + 20) x 1 s
     "short": Allocation(30, 1, 5, 5, "1s"),  # more, shorter JVMs, about the same time
     "forks": Allocation(10, 3, 5, 5, "1s"),  # three levels: repetition > fork > iteration
+    # Kalibera & Jones where the JVM level dominates: as many JVMs as the paper's budget buys, each
+    # with few iterations after a short warm-up (B1 is one small recursive method)
+    "kj": Allocation(55, 1, 2, 3, "1s"),
     "small": Allocation(5, 1, 1, 2, "200ms"),  # smoke run
 }
 
