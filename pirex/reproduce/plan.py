@@ -233,13 +233,15 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: float |
         return
     ref = exp.durations
     measured = ref.get(need.profile)
-    if measured is None or not ref.get("score") or not score:
+    ref_score = measured and (measured.get("score") or ref.get("score"))  # a profile may have its own machine
+    if measured is None or not ref_score or not score:
         need.seconds, need.estimate_from = None, "no measured duration"
         return
-    scale = float(ref["score"]) / score
+    scale = float(ref_score) / score
     fixed = measured["fixed"]
     need.seconds = need.steps * (fixed + (measured["step"] - fixed) * scale)
-    need.estimate_from = f"measured on {ref.get('machine', 'a reference machine')}, x{scale:.2f} for this one"
+    machine = measured.get("machine") or ref.get("machine", "a reference machine")
+    need.estimate_from = f"measured on {machine}, x{scale:.2f} for this one"
 
 
 def measured_durations(needs: list[Need], results_dir: Path, machine: dict, score: float) -> dict[str, dict]:

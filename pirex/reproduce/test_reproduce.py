@@ -143,6 +143,11 @@ def test_estimates_scale_with_the_machines_speed_but_timed_iterations_do_not(cpu
     assert plan.machine_text(here) == device
     measured = plan.measured_durations([need], Path("/nonexistent"), here, score)
     assert measured == {}  # no bundle of this machine: nothing measured to record
+    own = {**reference, "paper": {"step": 250.0, "fixed": 200.0, "score": 2e7, "machine": "another VM"}}
+    object.__setattr__(exp, "durations", own)  # a profile measured on a machine of its own scales by its score
+    plan.estimate(need, exp, score=score, here=None)
+    assert need.seconds == pytest.approx(need.steps * (200 + 50 * 2e7 / score))
+    assert need.estimate_from.startswith("measured on another VM")
     plan.estimate(need, exp, score=score, here=12.5)  # this machine's own bundles win
     assert need.seconds == pytest.approx(need.steps * 12.5) and need.estimate_from == "bundles of this machine"
 
@@ -153,7 +158,9 @@ def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
 
     src = (experiment.EXPERIMENTS / "fork" / "experiment.yaml").read_text()
     bad_blocks = [("{quick: 3}", "durations.score"), ("{score: 1e7, quick: {step: 3, fixed: 9}}", "fixed"),
-                  ("{score: 1e7, nightly: 3}", "durations.nightly"), ("{score: 1e7, quick: -1}", "quick")]  # fmt: skip
+                  ("{score: 1e7, nightly: 3}", "durations.nightly"), ("{score: 1e7, quick: -1}", "quick"),
+                  ("{score: 1e7, quick: {step: 3, machine: a Pi}}", "quick.score"),
+                  ("{quick: {step: 3, machine: a Pi, score: 0}}", "quick.score")]  # fmt: skip
     for i, (bad, key) in enumerate(bad_blocks):
         d = tmp_path / str(i)
         d.mkdir()
