@@ -129,10 +129,10 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 .PHONY: test
 test: export PIREX_TEST_TOOLS = 1
 test: host-ready lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them).
-	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=25 -m "not emulated_pi"
+	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=25
 
 .PHONY: test-emulated-pi
-test-emulated-pi: host-ready $(VENV)/.dev-installed ## pirex itself on emulated arm64 and armhf Pis (QEMU; ~9 min cached, 30+ fresh).
+test-emulated-pi: host-ready $(VENV)/.dev-installed ## Only the emulated-Pi test of make test: pirex itself on arm64 and armhf Pis under QEMU.
 	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra -m emulated_pi tests/test_emulated_pi.py
 
 .PHONY: bench-analysis bench-soak bench-driver bench-resolution bench-fleet bench-fresh-machine

@@ -21,6 +21,9 @@ import json
 import logging
 import os
 import shutil
+import signal
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +34,20 @@ from pirex.images import bootstrap
 log = logging.getLogger(__name__)
 
 # What `make`'s install step and pirex need on the Pi; Debian's numpy/scipy/matplotlib/yaml only on
-# 32-bit (scripts/host-setup.sh installs them there), where PyPI has no wheels.
-PACKAGES = ["ca-certificates", "git", "make", "python3", "python3-venv"]
+# 32-bit (scripts/host-setup.sh installs them there), where PyPI has no wheels. No git: the test's
+# checkout is a copy (pirex then records its package version), and git brings perl, a third of the
+# packages to install under emulation.
+PACKAGES = ["ca-certificates", "make", "python3", "python3-venv"]
 DEBIAN_PYTHON = ["python3-matplotlib", "python3-numpy", "python3-scipy", "python3-yaml"]
 MMDEBSTRAP_TIMEOUT = 3600
+# Under emulation dpkg's fsyncs and Debian's byte-compiling (py3compile in every Python package's
+# postinst) are most of a rootfs's time: dpkg runs under eatmydata, py3compile is diverted while the
+# packages install, and the tree is byte-compiled afterwards by the host's own Python when it is the
+# same version (bytecode does not depend on the CPU), else lazily at import.
+NO_BYTECOMPILE = ("py3compile", "py3clean")
+DIVERT = 'dpkg-divert --root "$1" --local --rename --divert /usr/bin/{0}.pirex-off {1} /usr/bin/{0}'
+ESSENTIAL_HOOK = "; ".join(DIVERT.format(p, "--add") for p in NO_BYTECOMPILE)
+CUSTOMIZE_HOOK = "; ".join(f'rm -f "$1/usr/bin/{p}"; ' + DIVERT.format(p, "--remove") for p in NO_BYTECOMPILE)
 
 MODEL = "Raspberry Pi 3 Model B Rev 1.2"
 CPUINFO = Path(__file__).resolve().parent.parent / "pirex/testdata/machine/pi3-raspbian32.cpuinfo"
@@ -88,6 +101,40 @@ exec chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
 """
 
 
+# The process groups the Pis' commands run in: the two Pis are prepared side by side in threads,
+# and an interrupted test stops both (the main thread gets the signal, the threads would wait).
+_RUNNING: set[int] = set()
+
+
+def _run(args: list, **kw) -> proc.Result:
+    pid: list[int] = []
+
+    def started(p: int) -> None:
+        pid.append(p)
+        _RUNNING.add(p)
+
+    try:
+        return proc.run(args, started=started, **kw)
+    finally:
+        _RUNNING.difference_update(pid)
+
+
+def stop_all(grace: float = 30) -> None:
+    """SIGTERM every running Pi command's process group (mmdebstrap and pirex clean up after
+    themselves on it), SIGKILL what is left after grace seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pgid in list(_RUNNING):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                _RUNNING.discard(pgid)
+        deadline = time.monotonic() + grace
+        while _RUNNING and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if not _RUNNING:
+            return
+
+
 def rootfs(dpkg_arch: str) -> Path:
     """The cached rootfs directory for one architecture, made when missing (a changed recipe or changed
     sources make a new one)."""
@@ -95,6 +142,9 @@ def rootfs(dpkg_arch: str) -> Path:
     options = [
         "--variant=minbase",
         bootstrap.MERGED_USR_HOOK,
+        "--hook-dir=/usr/share/mmdebstrap/hooks/eatmydata",
+        f"--essential-hook={ESSENTIAL_HOOK}",
+        f"--customize-hook={CUSTOMIZE_HOOK}",
         '--aptopt=APT::Install-Recommends "false"',
         f"--include={','.join(packages)}",
         *(f"--dpkgopt={o}" for o in bootstrap.SLIM_DPKG_OPTS),
@@ -115,7 +165,7 @@ def rootfs(dpkg_arch: str) -> Path:
         args = ["mmdebstrap", *options, f"--arch={dpkg_arch}", bootstrap.SUITE, root, src]
         log.info("making the emulated Pi's %s rootfs from %s", dpkg_arch, desc)
         try:
-            proc.retry(lambda args=args: proc.run(args, timeout=MMDEBSTRAP_TIMEOUT, what=f"mmdebstrap {dpkg_arch}"),
+            proc.retry(lambda args=args: _run(args, timeout=MMDEBSTRAP_TIMEOUT, what=f"mmdebstrap {dpkg_arch}"),
                        attempts=2, what=f"mmdebstrap {dpkg_arch}", delay=10)  # fmt: skip
         except PirexError:
             shutil.rmtree(root, ignore_errors=True)
@@ -123,12 +173,28 @@ def rootfs(dpkg_arch: str) -> Path:
                 log.warning("mmdebstrap failed with %s; falling back to %s", desc, cands[n + 1][0])
                 continue
             raise
+        byte_compile(root)
         vcgencmd = root / "usr/local/bin/vcgencmd"
         vcgencmd.write_text(VCGENCMD)
         vcgencmd.chmod(0o755)
         (root / ".pirex-complete").write_text(json.dumps({"sources": desc, "fallback": n > 0}) + "\n")
         return root
     raise AssertionError("unreachable")
+
+
+def byte_compile(root: Path) -> None:
+    """Byte-compile the rootfs's Python packages with the host's Python, as py3compile would have,
+    when the host's Python is the rootfs's version; otherwise they compile at their first import."""
+    here = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if not (root / "usr/bin" / here).exists():
+        log.info("the rootfs has no %s: its modules compile at their first import", here)
+        return
+    dirs = [str(d) for d in (root / "usr/lib" / here, root / "usr/lib/python3/dist-packages") if d.is_dir()]
+    # -s/-p: the paths compiled in are the rootfs's own, as inside the chroot
+    r = _run([sys.executable, "-m", "compileall", "-q", "-j", "0", "-s", str(root), "-p", "/", *dirs],
+                 timeout=900, check=False, what="compileall")  # fmt: skip
+    if not r.ok:  # a few of Debian's files are not Python 3 (test data): the rest is compiled
+        log.info("compileall: %s", (r.stdout + r.stderr).strip().splitlines()[-1:])
 
 
 @dataclass
@@ -163,7 +229,7 @@ class Pi:
             "PI_TAG": self.tag,
         }
         args = ["unshare", "--mount", "--propagation", "private", "sh", "-c", SETUP, "pi-setup", *argv]
-        return proc.run(args, timeout=timeout, check=check, env=env, what=" ".join(argv[:3]))
+        return _run(args, timeout=timeout, check=check, env=env, what=" ".join(argv[:3]))
 
     def copy_checkout(self) -> Path:
         """The repository's files (tracked and new, not ignored: no virtualenv, no results) into the work dir."""
