@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic
 from typing import Any
 
 import click
@@ -122,13 +122,13 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             echo(f"reproduce: {n.key} not run: {why}")
             continue
         try:
-            started = time.monotonic()
+            started = monotonic()
             try:
                 n.bundles = [run_one(n, opts)]
             finally:
                 if left is not None:
-                    left -= time.monotonic() - started
-            state["ran"][n.key] = round(time.monotonic() - started, 1)
+                    left -= monotonic() - started
+            state["ran"][n.key] = round(monotonic() - started, 1)
             state["bundles"][n.key] = [str(b) for b in n.bundles]
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]

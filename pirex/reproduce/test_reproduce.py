@@ -341,7 +341,7 @@ def test_a_wide_interval_that_contains_the_value_is_inconclusive_not_holds():
 
 def test_the_budget_is_for_the_whole_reproduction_and_refuses_runs_of_unknown_length(tmp_path, monkeypatch):
     results, clock, ran = tmp_path / "results", [0.0], []
-    monkeypatch.setattr(reproduction.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(reproduction, "monotonic", lambda: clock[0])  # this module's clock only
     monkeypatch.setattr(plan, "calibration_score", lambda: 8810138.0)  # the same estimates in both
     opts = reproduction.Options(["icpe18"], results_dir=results, budget=1.0)
     out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)  # nothing fits in a second
