@@ -112,7 +112,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         "ran": state.get("ran", {}),
     }
     _save(out, state)
-    failed: dict[str, str] = {}
+    failed: dict[str, str] = state["failed"]  # filled in place, saved with the state
     left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
     for n in needs:
         if n.bundles or opts.reuse_only:
@@ -121,21 +121,20 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             failed[n.key] = why
             echo(f"reproduce: {n.key} not run: {why}")
             continue
+        started = monotonic()
         try:
-            started = monotonic()
-            try:
-                n.bundles = [run_one(n, opts)]
-            finally:
-                if left is not None:
-                    left -= monotonic() - started
-            state["ran"][n.key] = round(monotonic() - started, 1)
+            n.bundles = [run_one(n, opts)]
             state["bundles"][n.key] = [str(b) for b in n.bundles]
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
-        state["failed"] = failed
+        finally:
+            took = monotonic() - started
+            if left is not None:
+                left -= took
+        if n.bundles:
+            state["ran"][n.key] = round(took, 1)
         _save(out, state)
-    state["failed"] = failed
 
     verdicts = judge_all(claims, needs, missing, failed, opts)
     for n in needs:  # the tables behind the verdicts, beside the report (pirex table prints them)
