@@ -461,8 +461,10 @@ def parse(doc: Any, path: Path) -> Experiment:
 
 def _durations(c, durations: dict, profiles: dict) -> dict:
     """durations: {machine: text, score: its calibration score, <profile>: seconds of one step, or
-    {step: seconds, fixed: the part that does not scale with CPU speed (timed iterations), and
-    machine/score where this profile was measured on another machine than the block's}}."""
+    {step: seconds, fixed: the part that does not scale with CPU speed (timed iterations), run: the
+    seconds a run spends outside its steps (exporting the image for native, a setup such as a table
+    load, the analysis), and machine/score where this profile was measured on another machine than
+    the block's}}."""
 
     def seconds(key: str, v) -> float:
         if isinstance(v, str):  # YAML reads 1e7 as a string: take it as the number it says
@@ -483,12 +485,12 @@ def _durations(c, durations: dict, profiles: dict) -> dict:
         elif key not in profiles:
             raise c.fail(f"durations.{key}", f"machine, score or a profile ({', '.join(profiles)})", key)
         elif isinstance(v, dict):
-            if set(v) - {"step", "fixed", "machine", "score"} or "step" not in v:
-                raise c.fail(f"durations.{key}", "seconds, or {step: seconds, fixed: seconds[, machine, score]}", v)
+            if set(v) - {"step", "fixed", "run", "machine", "score"} or "step" not in v:
+                raise c.fail(f"durations.{key}", "seconds, or {step: seconds[, fixed, run, machine, score]}", v)
             step, fixed = seconds(f"{key}.step", v["step"]), seconds(f"{key}.fixed", v.get("fixed", 0))
             if fixed > step:
                 raise c.fail(f"durations.{key}.fixed", f"at most the step's {step:g} s", fixed)
-            out[key] = {"step": step, "fixed": fixed}
+            out[key] = {"step": step, "fixed": fixed, "run": seconds(f"{key}.run", v.get("run", 0))}
             if "score" in v:  # measured on a machine of its own
                 if not seconds(f"{key}.score", v["score"]):
                     raise c.fail(f"durations.{key}.score", "its machine's calibration score (a number > 0)", 0)
@@ -496,7 +498,7 @@ def _durations(c, durations: dict, profiles: dict) -> dict:
             elif "machine" in v:
                 raise c.fail(f"durations.{key}.score", "the calibration score of its machine", None)
         else:
-            out[key] = {"step": seconds(key, v), "fixed": 0.0}
+            out[key] = {"step": seconds(key, v), "fixed": 0.0, "run": 0.0}
     unscored = [k for k, v in out.items() if k not in ("machine", "score") and "score" not in v]
     if unscored and not out.get("score"):
         raise c.fail("durations.score", "the reference machine's calibration score (a number > 0)", out.get("score"))

@@ -9,6 +9,7 @@ sees Pi 3 times."""
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import statistics
@@ -25,7 +26,8 @@ from pirex.runner import host
 
 LEVELS = {"kick-the-tires": "quick", "full": "paper"}
 MIN_REPETITIONS = 5  # kick-the-tires runs the quick profiles with at least this many: an interval needs them
-CALIBRATION_LOOPS = 2_000_000
+CALIBRATION_LOOPS = 1_000_000  # a tenth of a second here, half a second on a Pi 4
+CALIBRATION_ROUNDS = 7
 
 
 @dataclass
@@ -49,13 +51,18 @@ class Need:
         return f"{self.experiment}{f'[{self.view}]' if self.view else ''}@{self.profile}"
 
 
-def calibration_score(loops: int = CALIBRATION_LOOPS) -> float:
-    """Loops per second of a fixed single-threaded workload (integer arithmetic and branches)."""
-    start = time.perf_counter()
-    x = 0
-    for i in range(loops):
-        x = (x * 31 + i) & 0xFFFF
-    return loops / (time.perf_counter() - start)
+def calibration_score(loops: int = CALIBRATION_LOOPS, rounds: int = CALIBRATION_ROUNDS) -> float:
+    """Loops per second of a fixed single-threaded workload (integer arithmetic and branches): the
+    best of a few short rounds, the one least disturbed by whatever else ran (a machine's speed,
+    not its noise; one round read 8.0 to 14.2 M loops/s on one VM)."""
+    best = 0.0
+    for _ in range(rounds):
+        start = time.perf_counter()
+        x = 0
+        for i in range(loops):
+            x = (x * 31 + i) & 0xFFFF
+        best = max(best, loops / (time.perf_counter() - start))
+    return best
 
 
 def missing_capabilities(root: Path = Path("/")) -> dict[str, str]:
@@ -205,54 +212,84 @@ def _same_parameters(have: dict, wanted: dict, metrics_parameter: str = "") -> b
     return True
 
 
-def step_seconds_here(need: Need, results_dir: Path, machine: dict) -> float | None:
-    """Median seconds of one step of this experiment and profile in bundles of this machine."""
-    secs = []
+@dataclass(frozen=True)
+class Measured:
+    """What this machine's bundles of an experiment and profile took: the median step, and the median
+    seconds a run spent outside its steps (None without a complete, never-resumed bundle to tell)."""
+
+    step: float
+    run: float | None
+
+
+def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | None:
+    """Medians over the bundles of this experiment and profile on this machine (a step is its wall time
+    in the manifest, servers started and stopped included; a run's own part is its wall time less its steps')."""
+    steps, runs = [], []
     for m_path in (results_dir / need.experiment).glob("*/manifest.json"):
         m, b = _read(m_path), m_path.parent
-        if m.get("profile") != need.profile:
-            continue
+        if m.get("profile") != need.profile or (_read(b / "run.json").get("matrix") or {}).get("name") != need.view:
+            continue  # a view's steps (a matrix's cases) are not the plain run's
         if _machine_key(_read(b / "machine.json").get("before") or {}) != _machine_key(machine):
             continue
+        walls = []
         for step in m.get("completed") or []:
-            s = _read(b / step["variant"] / str(step["repetition"]) / "step.json").get("seconds")
+            s = _wall(step) or _read(b / step["variant"] / str(step["repetition"]) / "step.json").get("seconds")
             if isinstance(s, int | float):
-                secs.append(float(s))
-    return statistics.median(secs) if secs else None
+                walls.append(float(s))
+        steps += walls
+        whole = _wall(m)
+        if m.get("status") == "complete" and not m.get("resumed") and whole and len(walls) == len(m["completed"]):
+            runs.append(max(whole - sum(walls), 0.0))  # resumed: its wall time holds the pause
+    if not steps:
+        return None
+    return Measured(statistics.median(steps), statistics.median(runs) if runs else None)
 
 
-def estimate(need: Need, exp: experiment.Experiment, score: float, here: float | None) -> None:
+def _wall(record: dict) -> float | None:
+    """Seconds from a record's started to its ended (UTC timestamps), or None."""
+    try:
+        t0, t1 = (time.strptime(record[k], "%Y-%m-%dT%H:%M:%SZ") for k in ("started", "ended"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return float(calendar.timegm(t1) - calendar.timegm(t0))
+
+
+def estimate(need: Need, exp: experiment.Experiment, score: float, here: Measured | None) -> None:
     """Fill in the steps and the seconds the need takes on this machine: from this machine's own
     bundles when there are some, else the reference's measured step scaled by the calibration
-    scores (only the part that scales: a JMH iteration lasts its second on any machine)."""
+    scores (only the part that scales: a JMH iteration lasts its second on any machine), plus
+    the run's own part outside its steps (the image exported, a table loaded)."""
     reps = repetitions(exp, need.profile)
     columns = len(need.cases or exp.matrices[need.view].cases) if need.view else len(need.variants)
     need.steps = reps * columns
-    if here is not None:
-        need.seconds, need.estimate_from = need.steps * here, "bundles of this machine"
-        return
     ref = exp.durations
     measured = ref.get(need.profile)
     ref_score = measured and (measured.get("score") or ref.get("score"))  # a profile may have its own machine
-    if measured is None or not ref_score or not score:
+    scale = float(ref_score) / score if ref_score and score else None
+    if here is not None:
+        run = here.run if here.run is not None else (measured.get("run", 0.0) * scale if measured and scale else 0.0)
+        need.seconds, need.estimate_from = need.steps * here.step + run, "bundles of this machine"
+        return
+    if measured is None or scale is None:
         need.seconds, need.estimate_from = None, "no measured duration"
         return
-    scale = float(ref_score) / score
     fixed = measured["fixed"]
-    need.seconds = need.steps * (fixed + (measured["step"] - fixed) * scale)
+    need.seconds = measured.get("run", 0.0) * scale + need.steps * (fixed + (measured["step"] - fixed) * scale)
     machine = measured.get("machine") or ref.get("machine", "a reference machine")
     need.estimate_from = f"measured on {machine}, x{scale:.2f} for this one"
 
 
 def measured_durations(needs: list[Need], results_dir: Path, machine: dict, score: float) -> dict[str, dict]:
     """What this machine measured, per experiment: a `durations:` block for its experiment.yaml
-    (the median step of each profile in this machine's bundles, and this machine's score)."""
+    (the median step of each profile in this machine's bundles, the run's own part where a bundle
+    tells it, and this machine's score)."""
     out: dict[str, dict] = {}
     for n in needs:
-        secs = step_seconds_here(n, results_dir, machine)
-        if secs is not None:
+        here = measured_here(n, results_dir, machine)
+        if here is not None:
             d = out.setdefault(n.experiment, {"machine": machine_text(machine), "score": round(score)})
-            d[n.profile] = round(secs, 1)
+            d[n.profile] = round(here.step, 1) if here.run is None else {"step": round(here.step, 1),
+                                                                        "run": round(here.run, 1)}  # fmt: skip
     return out
 
 

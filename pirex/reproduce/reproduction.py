@@ -95,7 +95,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         n.bundles = [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))] or plan.matching_bundles(
             n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only
         )
-        plan.estimate(n, experiment.load(n.experiment), score, plan.step_seconds_here(n, opts.results_dir, here))
+        plan.estimate(n, experiment.load(n.experiment), score, plan.measured_here(n, opts.results_dir, here))
 
     echo(_plan_text(papers, claims, needs, missing, opts))
     out.mkdir(parents=True, exist_ok=True)

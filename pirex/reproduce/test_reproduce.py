@@ -148,8 +148,41 @@ def test_estimates_scale_with_the_machines_speed_but_timed_iterations_do_not(cpu
     plan.estimate(need, exp, score=score, here=None)
     assert need.seconds == pytest.approx(need.steps * (200 + 50 * 2e7 / score))
     assert need.estimate_from.startswith("measured on another VM")
-    plan.estimate(need, exp, score=score, here=12.5)  # this machine's own bundles win
+    plan.estimate(need, exp, score=score, here=plan.Measured(12.5, None))  # this machine's own bundles win
     assert need.seconds == pytest.approx(need.steps * 12.5) and need.estimate_from == "bundles of this machine"
+    plan.estimate(need, exp, score=score, here=plan.Measured(12.5, 40.0))  # and their run's own part
+    assert need.seconds == pytest.approx(need.steps * 12.5 + 40)
+    with_run = {**reference, "paper": {"step": 250.0, "fixed": 200.0, "run": 30.0}}
+    object.__setattr__(exp, "durations", with_run)  # the run's own part (image export, setup) scales too
+    plan.estimate(need, exp, score=score, here=None)
+    assert need.seconds == pytest.approx(30 * slower + need.steps * (200 + 50 * slower))
+    plan.estimate(need, exp, score=score, here=plan.Measured(12.5, None))  # no bundle here told it: the reference's
+    assert need.seconds == pytest.approx(need.steps * 12.5 + 30 * slower)
+
+
+def _retime(bundle: Path, start: int, steps: list[tuple[int, int]], end: int, resumed: bool = False) -> None:
+    """Give a bundle's manifest known times: the run from start to end, its steps from-to (seconds)."""
+    iso = lambda t: f"2026-01-01T00:{t // 60:02d}:{t % 60:02d}Z"  # noqa: E731
+    m = json.loads((bundle / "manifest.json").read_text())
+    m.update(started=iso(start), ended=iso(end), resumed=[iso(end - 1)] if resumed else [])
+    for entry, (a, b) in zip(m["completed"], steps, strict=True):
+        entry.update(started=iso(a), ended=iso(b))
+    (bundle / "manifest.json").write_text(json.dumps(m))
+
+
+def test_this_machines_bundles_give_the_median_step_and_the_runs_own_part(tmp_path):
+    results = tmp_path / "results"
+    here = machine.record(results, docker=False)
+    need = plan.Need("jmh", None, "quick", ["native", "docker"])
+    assert plan.measured_here(need, results, here) is None
+    a, b, c = (_jmh_bundle(results, 1) for _ in range(3))
+    _retime(a, 0, [(30, 40), (40, 52)], 60)  # steps of 10 and 12 s, 38 s outside them
+    _retime(b, 0, [(10, 24), (24, 38)], 100)  # 14 and 14 s, 72 s outside
+    _retime(c, 0, [(5, 15), (15, 25)], 3000, resumed=True)  # its wall time holds a pause: steps only
+    got = plan.measured_here(need, results, here)
+    assert got == plan.Measured(step=11.0, run=55.0)  # steps 10, 12, 14, 14, 10, 10; runs 38 and 72
+    durations = plan.measured_durations([need], results, here, 1e7)
+    assert durations["jmh"]["quick"] == {"step": 11.0, "run": 55.0} and durations["jmh"]["score"] == 1e7
 
 
 def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
@@ -160,7 +193,8 @@ def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
     bad_blocks = [("{quick: 3}", "durations.score"), ("{score: 1e7, quick: {step: 3, fixed: 9}}", "fixed"),
                   ("{score: 1e7, nightly: 3}", "durations.nightly"), ("{score: 1e7, quick: -1}", "quick"),
                   ("{score: 1e7, quick: {step: 3, machine: a Pi}}", "quick.score"),
-                  ("{quick: {step: 3, machine: a Pi, score: 0}}", "quick.score")]  # fmt: skip
+                  ("{quick: {step: 3, machine: a Pi, score: 0}}", "quick.score"),
+                  ("{score: 1e7, quick: {step: 3, run: -1}}", "quick.run")]  # fmt: skip
     for i, (bad, key) in enumerate(bad_blocks):
         d = tmp_path / str(i)
         d.mkdir()
