@@ -18,7 +18,7 @@ import pytest
 
 from pirex import proc
 from pirex.bundle import verify
-from pirex.reproduce import claims
+from pirex.reproduce import claims, plan
 from pirex.reproduce.verdict import NOT_RUN
 
 from .conftest import TEST_TAG
@@ -84,10 +84,11 @@ def test_icpe18_kick_the_tires_killed_then_resumed(built, tmp_path):
 
     state = json.loads((out_dir / "state.json").read_text())
     assert set(state["verdicts"]) == {f"icpe18:{c.id}" for c in claims.load("icpe18").claims}
-    judged = [c.id for c in claims.load("icpe18").claims if c.experiment and c.judged and c.id not in
-              ("t2-spass-docker", "t5-max-clock")]  # fmt: skip
+    missing = plan.missing_capabilities()  # no cpufreq, swap or SPASS-meter in most VMs
+    judged = [c.id for c in claims.load("icpe18").claims if c.experiment and c.judged and not plan.blocked(c, missing)]
+    assert {"t1-b1-docker", "t3-read-docker", "t5-depth-1"} <= set(judged)
     not_judged = {k for k in judged if state["verdicts"][f"icpe18:{k}"] == NOT_RUN}
-    assert not_judged <= {"t5-max-clock"}, r.stdout  # no cpufreq in most VMs
+    assert not not_judged, r.stdout  # every claim this machine can judge was run and judged
     summary = r.stdout[r.stdout.rindex("\n\n") + 2 :]
     assert len(summary.splitlines()) <= 25 and "report:" in summary
     report = (out_dir / "REPORT.md").read_text()

@@ -117,8 +117,8 @@ def needs(
     out: dict[tuple, Need] = {}
     metrics: dict[tuple, list[str]] = {}
     for c in claims:
-        if not c.experiment or not c.judged:
-            continue
+        if not c.experiment or not c.judged or (missing and blocked(c, missing)):
+            continue  # a claim this machine cannot judge adds no run, case or metric
         over = dict((sets or {}).get(c.experiment, {}))
         key = (c.experiment, c.view)
         n = out.setdefault(key, Need(c.experiment, c.view, profile, [], overrides=over))
