@@ -70,7 +70,10 @@ def _write(tmp_path, change):
         (lambda d: d["claims"][0].update(needs=["a-gpu"]), r"needs: expected a list among"),
         (lambda d: d["claims"][1].update(id="t1-b1-docker"), r"claims\[1\].id: expected an id not used"),
         (lambda d: d["claims"][0].update(colour="red"), r"claims\[0\]: expected keys among"),
-        (lambda d: _claim_of(d, "t2-kieker-docker").update(tolerance=0), r"\(t2-kieker-docker\).tolerance: expected a fraction"),
+        (
+            lambda d: _claim_of(d, "t2-kieker-docker").update(tolerance=0),
+            r"\(t2-kieker-docker\).tolerance: expected a fraction",
+        ),
     ],
 )
 def test_a_bad_claim_is_a_load_error_naming_file_and_key(tmp_path, change, message):
