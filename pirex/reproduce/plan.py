@@ -26,8 +26,8 @@ from pirex.runner import host
 
 LEVELS = {"kick-the-tires": "quick", "full": "paper"}
 MIN_REPETITIONS = 5  # kick-the-tires runs the quick profiles with at least this many: an interval needs them
-CALIBRATION_LOOPS = 1_000_000  # a tenth of a second here, half a second on a Pi 4
-CALIBRATION_ROUNDS = 7
+CALIBRATION_LOOPS = 1_000_000  # a round: a tenth of a second on a server, about half a second on a Pi 4
+CALIBRATION_SECONDS = 3.0
 
 
 @dataclass
@@ -51,17 +51,21 @@ class Need:
         return f"{self.experiment}{f'[{self.view}]' if self.view else ''}@{self.profile}"
 
 
-def calibration_score(loops: int = CALIBRATION_LOOPS, rounds: int = CALIBRATION_ROUNDS) -> float:
+def calibration_score(loops: int = CALIBRATION_LOOPS, seconds: float = CALIBRATION_SECONDS,
+                      min_rounds: int = 3) -> float:  # fmt: skip
     """Loops per second of a fixed single-threaded workload (integer arithmetic and branches): the
-    best of a few short rounds, the one least disturbed by whatever else ran (a machine's speed,
-    not its noise; one round read 8.0 to 14.2 M loops/s on one VM)."""
-    best = 0.0
-    for _ in range(rounds):
+    best of short rounds for about `seconds` (at least min_rounds), the round least disturbed by
+    whatever else ran. A machine's speed, not its noise: on a shared VM single rounds read 7.8 to
+    14.2 M loops/s, in phases that last about a second, so the rounds span a few seconds."""
+    best, rounds = 0.0, 0
+    deadline = time.perf_counter() + seconds
+    while rounds < min_rounds or time.perf_counter() < deadline:
         start = time.perf_counter()
         x = 0
         for i in range(loops):
             x = (x * 31 + i) & 0xFFFF
         best = max(best, loops / (time.perf_counter() - start))
+        rounds += 1
     return best
 
 

@@ -20,6 +20,25 @@ from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, judge
 ICPE18 = yaml.safe_load((PAPERS / "icpe18" / "claims.yaml").read_text())
 
 
+CALIBRATE = plan.calibration_score
+
+
+@pytest.fixture(autouse=True)
+def _quick_calibration(monkeypatch):
+    """A reproduction calibrates for about 3 s; a twentieth of that here (its result is not what these test)."""
+    monkeypatch.setattr(plan, "calibration_score", lambda: CALIBRATE(loops=100_000, seconds=0.15))
+
+
+def test_the_calibration_is_the_best_round_of_its_time():
+    import time
+
+    start = time.perf_counter()
+    score = CALIBRATE(loops=20_000, seconds=0.2, min_rounds=3)
+    took = time.perf_counter() - start
+    assert score > 0 and took >= 0.2  # rounds until the time is up
+    assert CALIBRATE(loops=20_000, seconds=0.0, min_rounds=3) > 0  # at least min_rounds
+
+
 def _row(table: str, **match) -> dict:
     with open(PAPERS / "icpe18" / table) as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
