@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pirex.reproduce import claims
 from pirex.reproduce.plan import Need
-from pirex.reproduce.verdict import NOT_RUN, Verdict
+from pirex.reproduce.verdict import HOLDS, NOT_RUN, Verdict
 
 Timing = tuple[str, float | None, float]  # a run's key, its estimate and what it took (seconds)
 MARK = {"holds": "holds", "differs": "DIFFERS", "inconclusive": "inconclusive", "not run here": "not run here"}
@@ -42,19 +42,27 @@ COLUMNS = ["Claim", "Where", "Published", "Ours (interval over repetitions)", "A
 
 
 def summary(verdicts: Sequence[Verdict], report: Path | None, width: int = 110, max_lines: int = 25) -> str:
-    """At most max_lines: one line per judged claim (published, ours, verdict), the claims not run
-    here grouped by reason, then the counts and the report's path (which has every detail)."""
+    """At most max_lines: one line per judged claim (published, ours, verdict), or, when they would not
+    fit, the claims that hold listed together and a line for each of the others; the claims not run
+    here grouped by reason; then the counts and the report's path (which has every detail)."""
     judged = [v for v in verdicts if v.verdict != NOT_RUN]
+    tail = 2 if report else 1
+    held = [v for v in judged if v.verdict == HOLDS]
+    fold = len(judged) + tail + any(v.verdict == NOT_RUN for v in verdicts) > max_lines and len(held) > 1
     lines = []
     for v in judged:
+        if fold and v.verdict == HOLDS:
+            continue  # too many for a line each: the claims that hold share lines, the others keep theirs
         ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
         lines.append(f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  "
                      f"ours {ours}")  # fmt: skip
+    if fold:
+        ids = ", ".join(f"{v.claim.paper}:{v.claim.id}" for v in held)
+        lines[:0] = textwrap.wrap(ids, width, initial_indent=f"{MARK[HOLDS]:<13} ", subsequent_indent=" " * 14)
     by_reason: dict[str, list[str]] = {}
     for v in verdicts:
         if v.verdict == NOT_RUN:
             by_reason.setdefault(_short_reason(v.reason), []).append(f"{v.claim.paper}:{v.claim.id}")
-    tail = 2 if report else 1
     room = max_lines - tail - len(lines)
     groups = [f"not run here  {why}: {', '.join(ids)}" for why, ids in by_reason.items()]
     if len(groups) > room:  # keep the limit: the rest is in the report

@@ -139,6 +139,28 @@ def test_verdicts_are_three_valued_and_paired():
     assert within.verdict == HOLDS and "±10 %" in within.reason
 
 
+def test_the_summary_keeps_its_limit_with_many_claims():
+    from dataclasses import replace
+
+    from pirex.reproduce import report
+    from pirex.reproduce.verdict import Verdict
+
+    o = ours(_claim(published=0.998), _values(1.0, 12), 0.95)
+    held = [Verdict(replace(_claim(), id=f"holds-{i}"), HOLDS, "ok", o) for i in range(24)]
+    odd = [Verdict(replace(_claim(), id="odd"), DIFFERS, "no", o), Verdict(replace(_claim(), id="wide"), INCONCLUSIVE,
+                                                                           "wide", o)]  # fmt: skip
+    away = [Verdict(replace(_claim(), id=f"away-{i}"), NOT_RUN, f"needs thing {i}") for i in range(5)]
+    few = report.summary(held[:3] + odd, Path("R.md"))
+    assert len(few.splitlines()) == 3 + 2 + 2 and "p:holds-0" in few  # room: a line per claim
+    text = report.summary(held + odd + away, Path("R.md"))
+    lines = text.splitlines()
+    assert len(lines) <= 25, text
+    assert all(f"p:holds-{i}" in text for i in range(24))  # every claim that holds is named
+    assert any(line.startswith("DIFFERS") and "p:odd" in line and "paper" in line for line in lines)
+    assert any(line.startswith("inconclusive") and "p:wide" in line for line in lines)
+    assert lines[-1] == "report: R.md" and "24 holds, 1 differs, 1 inconclusive, 5 not run here" in lines[-2]
+
+
 def _record(cpuinfo: str, arch: str) -> dict:
     """A machine record as `pirex machine` writes it, from a /proc/cpuinfo fixture."""
     from pirex import machine
