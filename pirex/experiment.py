@@ -443,7 +443,7 @@ def parse(doc: Any, path: Path) -> Experiment:
     if not ANALYSIS.match(analysis) or not (REPO / "pirex" / "analysis" / f"{analysis}.py").is_file():
         raise c.fail("analysis", "the name of a module in pirex/analysis/ (or leave it out: generic)", analysis)
     durations = _durations(c, c.get(doc, "durations", dict, "seconds per profile as measured", required=False,
-                                    default={}), profiles)  # fmt: skip
+                                    default={}), profiles, matrices)  # fmt: skip
     metrics_parameter = c.get(doc, "metrics_parameter", str, "the name of a list parameter with choices",
                               required=False, default="")  # fmt: skip
     if metrics_parameter:
@@ -459,8 +459,9 @@ def parse(doc: Any, path: Path) -> Experiment:
     return replace(exp, metrics_parameter=metrics_parameter)
 
 
-def _durations(c, durations: dict, profiles: dict) -> dict:
-    """durations: {machine: text, score: its calibration score, <profile>: seconds of one step, or
+def _durations(c, durations: dict, profiles: dict, matrices: dict) -> dict:
+    """durations: {machine: text, score: its calibration score, <profile> (or <matrix>@<profile>, a
+    matrix's steps, which can differ from the plain run's): seconds of one step, or
     {step: seconds, fixed: the part that does not scale with CPU speed (timed iterations), run: the
     seconds a run spends outside its steps (exporting the image for native, a setup such as a table
     load, the analysis), and machine/score where this profile was measured on another machine than
@@ -482,8 +483,9 @@ def _durations(c, durations: dict, profiles: dict) -> dict:
             out[key] = str(v)
         elif key == "score":
             out[key] = seconds(key, v)
-        elif key not in profiles:
-            raise c.fail(f"durations.{key}", f"machine, score or a profile ({', '.join(profiles)})", key)
+        elif (k := key.rpartition("@"))[2] not in profiles or (k[1] and k[0] not in matrices):
+            raise c.fail(f"durations.{key}", f"machine, score, a profile ({', '.join(profiles)}) or MATRIX@PROFILE",
+                         key)  # fmt: skip
         elif isinstance(v, dict):
             if set(v) - {"step", "fixed", "run", "machine", "score"} or "step" not in v:
                 raise c.fail(f"durations.{key}", "seconds, or {step: seconds[, fixed, run, machine, score]}", v)

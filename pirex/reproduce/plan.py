@@ -267,7 +267,7 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: Measure
     columns = len(need.cases or exp.matrices[need.view].cases) if need.view else len(need.variants)
     need.steps = reps * columns
     ref = exp.durations
-    measured = ref.get(need.profile)
+    measured = (need.view and ref.get(f"{need.view}@{need.profile}")) or ref.get(need.profile)
     ref_score = measured and (measured.get("score") or ref.get("score"))  # a profile may have its own machine
     scale = float(ref_score) / score if ref_score and score else None
     if here is not None:
@@ -292,8 +292,8 @@ def measured_durations(needs: list[Need], results_dir: Path, machine: dict, scor
         here = measured_here(n, results_dir, machine)
         if here is not None:
             d = out.setdefault(n.experiment, {"machine": machine_text(machine), "score": round(score)})
-            d[n.profile] = round(here.step, 1) if here.run is None else {"step": round(here.step, 1),
-                                                                        "run": round(here.run, 1)}  # fmt: skip
+            key = f"{n.view}@{n.profile}" if n.view else n.profile  # a matrix's steps are its own
+            d[key] = round(here.step, 1) if here.run is None else {"step": round(here.step, 1), "run": round(here.run, 1)}
     return out
 
 

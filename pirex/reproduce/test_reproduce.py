@@ -243,13 +243,30 @@ def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
                   ("{score: 1e7, nightly: 3}", "durations.nightly"), ("{score: 1e7, quick: -1}", "quick"),
                   ("{score: 1e7, quick: {step: 3, machine: a Pi}}", "quick.score"),
                   ("{quick: {step: 3, machine: a Pi, score: 0}}", "quick.score"),
-                  ("{score: 1e7, quick: {step: 3, run: -1}}", "quick.run")]  # fmt: skip
+                  ("{score: 1e7, quick: {step: 3, run: -1}}", "quick.run"),
+                  ("{score: 1e7, nomatrix@quick: 3}", "durations.nomatrix@quick"),
+                  ("{score: 1e7, fluctuation@nightly: 3}", "durations.fluctuation@nightly")]  # fmt: skip
     for i, (bad, key) in enumerate(bad_blocks):
         d = tmp_path / str(i)
         d.mkdir()
         (d / "experiment.yaml").write_text(src + f"\ndurations: {bad}\n")
         with pytest.raises(PirexError, match=key):
             experiment.load(d / "experiment.yaml")
+
+
+def test_a_matrix_has_durations_of_its_own(tmp_path):
+    from pirex import experiment
+
+    src = (experiment.EXPERIMENTS / "moobench" / "experiment.yaml").read_text()
+    src = src[: src.index("\ndurations:")] + "\ndurations: {score: 1e7, quick: 6, fluctuation@quick: {step: 3, run: 2}}\n"
+    (tmp_path / "experiment.yaml").write_text(src)
+    exp = experiment.load(tmp_path / "experiment.yaml")
+    view = plan.Need("moobench", "fluctuation", "quick", ["native"], cases=["base", "depth-1"])
+    plan.estimate(view, exp, score=1e7, here=None)
+    assert view.seconds == pytest.approx(2 + view.steps * 3)  # the matrix's own steps
+    plain = plan.Need("moobench", None, "quick", ["native", "docker"])
+    plan.estimate(plain, exp, score=1e7, here=None)
+    assert plain.seconds == pytest.approx(plain.steps * 6)
 
 
 def test_blocked_claims_say_what_this_machine_lacks():
