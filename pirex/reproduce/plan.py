@@ -293,7 +293,8 @@ def measured_durations(needs: list[Need], results_dir: Path, machine: dict, scor
         if here is not None:
             d = out.setdefault(n.experiment, {"machine": machine_text(machine), "score": round(score)})
             key = f"{n.view}@{n.profile}" if n.view else n.profile  # a matrix's steps are its own
-            d[key] = round(here.step, 1) if here.run is None else {"step": round(here.step, 1), "run": round(here.run, 1)}
+            step = round(here.step, 1)
+            d[key] = step if here.run is None else {"step": step, "run": round(here.run, 1)}
     return out
 
 

@@ -258,7 +258,8 @@ def test_a_matrix_has_durations_of_its_own(tmp_path):
     from pirex import experiment
 
     src = (experiment.EXPERIMENTS / "moobench" / "experiment.yaml").read_text()
-    src = src[: src.index("\ndurations:")] + "\ndurations: {score: 1e7, quick: 6, fluctuation@quick: {step: 3, run: 2}}\n"
+    block = "{score: 1e7, quick: 6, fluctuation@quick: {step: 3, run: 2}}"
+    src = src[: src.index("\ndurations:")] + f"\ndurations: {block}\n"
     (tmp_path / "experiment.yaml").write_text(src)
     exp = experiment.load(tmp_path / "experiment.yaml")
     view = plan.Need("moobench", "fluctuation", "quick", ["native"], cases=["base", "depth-1"])
