@@ -55,8 +55,8 @@ def calibration_score(loops: int = CALIBRATION_LOOPS, seconds: float = CALIBRATI
                       min_rounds: int = 3) -> float:  # fmt: skip
     """Loops per second of a fixed single-threaded workload (integer arithmetic and branches): the
     best of short rounds for about `seconds` (at least min_rounds), the round least disturbed by
-    whatever else ran. A machine's speed, not its noise: on a shared VM single rounds read 7.8 to
-    14.2 M loops/s, in phases that last about a second, so the rounds span a few seconds."""
+    whatever else ran. A machine's speed, not its noise: on one 2-vCPU VM single rounds read 7.8 to
+    14.2 M loops/s, and the slow readings came in runs of seconds, so the rounds span a few."""
     best, rounds = 0.0, 0
     deadline = time.perf_counter() + seconds
     while rounds < min_rounds or time.perf_counter() < deadline:

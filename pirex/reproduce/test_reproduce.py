@@ -462,7 +462,8 @@ def test_the_budget_is_for_the_whole_reproduction_and_refuses_runs_of_unknown_le
         raise PirexError("stopped")
 
     first, *rest = sorted(estimates.values())
-    budget = first + rest[0] / 2  # room for the shortest run, not for a second one
+    assert rest[0] > first
+    budget = first + min(rest[0] - first, first) / 2  # room for the shortest run alone, and not for a second one
     opts = reproduction.Options(["icpe18"], results_dir=results, budget=budget)
     state = json.loads((reproduction.reproduce(opts, run_one, echo=lambda *_: None) / "state.json").read_text())
     assert len(ran) == 1 and state["estimates"][ran[0]] == first
