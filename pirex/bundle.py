@@ -72,8 +72,16 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+ISO = "%Y-%m-%dT%H:%M:%SZ"  # the manifest's times: UTC to the second
+
+
 def iso(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t.astimezone(UTC).strftime(ISO)
+
+
+def from_iso(text: str) -> datetime:
+    """The inverse of iso(); ValueError (or TypeError) on anything else."""
+    return datetime.strptime(text, ISO).replace(tzinfo=UTC)
 
 
 def new_run_id(now: datetime) -> str:

@@ -289,3 +289,10 @@ def test_run_ids_sort_by_time_and_are_unique():
     assert bundle.new_run_id(local).startswith("20261122T061500Z-")
     with pytest.raises(ValueError, match="aware datetime"):
         bundle.new_run_id(datetime(2026, 1, 1))
+
+
+def test_from_iso_reads_what_iso_writes():
+    t = datetime(2026, 11, 26, 3, 18, 13, tzinfo=UTC)
+    assert bundle.from_iso(bundle.iso(t)) == t
+    with pytest.raises(ValueError):
+        bundle.from_iso("2026-11-26 03:18:13")

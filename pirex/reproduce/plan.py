@@ -9,7 +9,6 @@ sees Pi 3 times."""
 
 from __future__ import annotations
 
-import calendar
 import json
 import os
 import statistics
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pirex import experiment
+from pirex.bundle import from_iso
 from pirex.errors import PirexError
 from pirex.experiment import AA_SUFFIX
 from pirex.paths import REPO
@@ -121,7 +121,7 @@ def needs(
     out: dict[tuple, Need] = {}
     metrics: dict[tuple, list[str]] = {}
     for c in claims:
-        if not c.experiment or not c.judged or (missing and blocked(c, missing)):
+        if not c.experiment or not c.judged or (missing is not None and blocked(c, missing)):
             continue  # a claim this machine cannot judge adds no run, case or metric
         over = dict((sets or {}).get(c.experiment, {}))
         key = (c.experiment, c.view)
@@ -250,12 +250,11 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
 
 
 def _wall(record: dict) -> float | None:
-    """Seconds from a record's started to its ended (UTC timestamps), or None."""
+    """Seconds from a manifest record's started to its ended, or None."""
     try:
-        t0, t1 = (time.strptime(record[k], "%Y-%m-%dT%H:%M:%SZ") for k in ("started", "ended"))
+        return (from_iso(record["ended"]) - from_iso(record["started"])).total_seconds()
     except (KeyError, TypeError, ValueError):
         return None
-    return float(calendar.timegm(t1) - calendar.timegm(t0))
 
 
 def estimate(need: Need, exp: experiment.Experiment, score: float, here: Measured | None) -> None:
@@ -270,15 +269,16 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: Measure
     measured = (need.view and ref.get(f"{need.view}@{need.profile}")) or ref.get(need.profile)
     ref_score = measured and (measured.get("score") or ref.get("score"))  # a profile may have its own machine
     scale = float(ref_score) / score if ref_score and score else None
+    ref_run = measured.get("run", 0.0) * scale if measured and scale else 0.0  # the reference's run part, here
     if here is not None:
-        run = here.run if here.run is not None else (measured.get("run", 0.0) * scale if measured and scale else 0.0)
+        run = here.run if here.run is not None else ref_run
         need.seconds, need.estimate_from = need.steps * here.step + run, "bundles of this machine"
         return
     if measured is None or scale is None:
         need.seconds, need.estimate_from = None, "no measured duration"
         return
     fixed = measured["fixed"]
-    need.seconds = measured.get("run", 0.0) * scale + need.steps * (fixed + (measured["step"] - fixed) * scale)
+    need.seconds = ref_run + need.steps * (fixed + (measured["step"] - fixed) * scale)
     machine = measured.get("machine") or ref.get("machine", "a reference machine")
     need.estimate_from = f"measured on {machine}, x{scale:.2f} for this one"
 

@@ -88,7 +88,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     missing = plan.missing_capabilities()
     if opts.aa is None:
         opts.aa = opts.level == "full"
-    needs = plan.needs([c for c in claims if not plan.blocked(c, missing)], opts.level, opts.sets, opts.aa, missing)
+    needs = plan.needs(claims, opts.level, opts.sets, opts.aa, missing)  # without the claims this machine cannot judge
     score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
     done = state.get("bundles", {})  # a resumed reproduction keeps what it ran, even from an earlier commit
     for n in needs:
