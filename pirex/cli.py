@@ -453,7 +453,12 @@ def _fraction(text: str | None, what: str) -> float | None:
     default=None,
     help="Continue a reproduction (results/reproduce/<paper>-<id>).",
 )
-@click.option("--reuse-only", is_flag=True, help="Judge the bundles there are; run nothing.")
+@click.option(
+    "--reuse-only",
+    is_flag=True,
+    help="Judge the bundles there are (of this commit, else of the newest commit that ran them, named in the "
+    "report); run nothing.",
+)
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
 @click.option("--set", "sets", multiple=True, metavar="EXPERIMENT.NAME=VALUE",

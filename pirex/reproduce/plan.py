@@ -198,6 +198,20 @@ def matching_bundles(need: Need, results_dir: Path, commit: str | None, machine:
     return found
 
 
+def bundle_commit(bundle: Path) -> str | None:
+    """The pirex commit that ran a bundle (its manifest's tool record)."""
+    return (_read(bundle / "manifest.json").get("tool") or {}).get("commit")
+
+
+def of_newest_commit(bundles: list[Path]) -> list[Path]:
+    """Of bundles that several commits ran, those of the commit that ran the newest (a run id begins with
+    its start time): one commit's measurements, never a mix of two."""
+    if not bundles:
+        return []
+    commit = bundle_commit(max(bundles, key=lambda b: b.name))
+    return [b for b in bundles if bundle_commit(b) == commit]
+
+
 def is_complete(bundle: Path) -> bool:
     return _read(bundle / "manifest.json").get("status") == "complete"
 

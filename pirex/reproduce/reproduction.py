@@ -95,9 +95,12 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         n.bundles = [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))] or plan.matching_bundles(
             n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only
         )
+        if not n.bundles and opts.reuse_only:  # judging what there is: another commit's bundle, said so
+            n.bundles = plan.of_newest_commit(plan.matching_bundles(n, opts.results_dir, None, here,
+                                                                    any_repetitions=True))  # fmt: skip
         plan.estimate(n, experiment.load(n.experiment), score, plan.measured_here(n, opts.results_dir, here))
 
-    echo(_plan_text(papers, claims, needs, missing, opts))
+    echo(_plan_text(papers, claims, needs, missing, opts, commit))
     out.mkdir(parents=True, exist_ok=True)
     state = {
         "papers": [p.id for p in papers],
@@ -147,6 +150,11 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
               f"Machine: {_device(here)}", f"pirex commit: {commit or 'unknown'}",
               f"Confidence: {100 * opts.confidence:g} %" + (f", precision asked: ±{100 * opts.precision:g} %"
                                                               if opts.precision else "")]  # fmt: skip
+    other = [f"{n.key} at {(c or 'unknown')[:12]}" for n in needs
+             if n.bundles and (c := plan.bundle_commit(n.bundles[0])) != commit]  # fmt: skip
+    if other:  # --reuse-only, or a resumed reproduction's earlier runs
+        header.append("Bundles of another commit (this checkout's claims and analysis, that commit's measurements): "
+                      + ", ".join(other))  # fmt: skip
     title = "Reproduction of " + ", ".join(p.id for p in papers)
     durations = plan.measured_durations(needs, opts.results_dir, here, score)
     if durations:  # what an experiment.yaml's durations: block can take from this machine
@@ -224,13 +232,15 @@ def judge_all(claims: list[claims_mod.Claim], needs: list[plan.Need], missing: d
     return out
 
 
-def _plan_text(papers, claims, needs, missing, opts: Options) -> str:
+def _plan_text(papers, claims, needs, missing, opts: Options, commit: str | None = None) -> str:
     lines = [f"reproduce {', '.join(p.id for p in papers)} at {opts.level}: {len(claims)} claims"]
     total = 0.0
     for n in needs:
         exp = experiment.load(n.experiment)
         if n.bundles:
-            t = f"done: {len(n.bundles)} bundle(s) of this commit and machine"
+            c = plan.bundle_commit(n.bundles[0])
+            whose = "this commit and machine" if c == commit else f"commit {(c or 'unknown')[:12]}, this machine"
+            t = f"done: {len(n.bundles)} bundle(s) of {whose}"
         elif n.seconds is not None:
             t = f"about {n.seconds / 60:.1f} min ({n.estimate_from})"
             total += n.seconds

@@ -280,14 +280,14 @@ def test_blocked_claims_say_what_this_machine_lacks():
     assert "needs 3 devices" in plan.blocked(claims.load("ssp17").claims[0], {})
 
 
-def _jmh_bundle(results, reps: int):
+def _jmh_bundle(results, reps: int, commit: str | None = None):
     record = machine.record(results, docker=False)
     steps = [(v, r) for r in range(reps) for v in ("native", "docker")]
     from pirex import experiment
 
     params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps, "sink_port": 40123}
     b = Bundle.create(results, "jmh", "quick", params, ["native", "docker"], steps, {},
-                      {"version": "t", "commit": git_version()[1]})  # fmt: skip
+                      {"version": "t", "commit": commit or git_version()[1]})  # fmt: skip
     b.write_machine(before=record, after=record)
     rng = np.random.default_rng(3)
     for v, r in steps:
@@ -400,6 +400,28 @@ def test_reuse_only_judges_bundles_with_fewer_repetitions_than_a_run_would_make(
                                  echo=lambda *_: None)  # fmt: skip
     verdict = json.loads((out / "state.json").read_text())["verdicts"]["icpe18:t1-b1-docker"]
     assert verdict == INCONCLUSIVE  # judged on what there is: too few repetitions for an interval
+
+
+def test_reuse_only_judges_another_commits_bundle_and_says_so_but_a_run_does_not_reuse_it(tmp_path):
+    results = tmp_path / "results"
+    older = _jmh_bundle(results, 5, commit="0" * 40)
+    ran = []
+
+    def run_one(need, opts):
+        ran.append(need.key)
+        raise PirexError("not here")
+
+    reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
+    assert "jmh@quick" in ran  # a run measures with this commit
+    said = []
+    out = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None,
+                                 echo=said.append)  # fmt: skip
+    assert "jmh@quick" in said[0] and "bundle(s) of commit 000000000000, this machine" in said[0]
+    report = (out / "REPORT.md").read_text()
+    assert "Bundles of another commit" in report and "jmh@quick at 000000000000" in report and older.name in report
+    assert json.loads((out / "state.json").read_text())["verdicts"]["icpe18:t1-b1-docker"] == HOLDS
+    newer = _jmh_bundle(results, 5, commit="1" * 40)  # two commits' bundles: the newest commit's alone, never a mix
+    assert plan.of_newest_commit([older, newer]) == [max(older, newer, key=lambda b: b.name)]  # one commit's
 
 
 def test_a_bundle_with_more_metrics_than_the_claims_compare_is_as_good():
