@@ -465,7 +465,7 @@ def _durations(c, durations: dict, profiles: dict, matrices: dict) -> dict:
     {step: seconds, fixed: the part that does not scale with CPU speed (timed iterations), run: the
     seconds a run spends outside its steps (exporting the image for native, a setup such as a table
     load, the analysis), and machine/score where this profile was measured on another machine than
-    the block's}}."""
+    the block's, or score alone where the block's machine was calibrated again beside it}}."""
 
     def seconds(key: str, v) -> float:
         if isinstance(v, str):  # YAML reads 1e7 as a string: take it as the number it says
@@ -496,7 +496,9 @@ def _durations(c, durations: dict, profiles: dict, matrices: dict) -> dict:
             if "score" in v:  # measured on a machine of its own
                 if not seconds(f"{key}.score", v["score"]):
                     raise c.fail(f"durations.{key}.score", "its machine's calibration score (a number > 0)", 0)
-                out[key].update(score=float(v["score"]), machine=str(v.get("machine", "another machine")))
+                # a score alone: the block's machine, calibrated again beside this profile's run (a VM's drifts)
+                machine = v.get("machine") or durations.get("machine") or "another machine"
+                out[key].update(score=float(v["score"]), machine=str(machine))
             elif "machine" in v:
                 raise c.fail(f"durations.{key}.score", "the calibration score of its machine", None)
         else:

@@ -270,6 +270,19 @@ def test_a_matrix_has_durations_of_its_own(tmp_path):
     assert plain.seconds == pytest.approx(plain.steps * 6)
 
 
+def test_a_profile_calibrated_again_on_the_blocks_machine_scales_by_its_own_score(tmp_path):
+    from pirex import experiment
+
+    src = (experiment.EXPERIMENTS / "moobench" / "experiment.yaml").read_text()
+    block = "{machine: a VM, score: 1e7, quick: 6, paper: {step: 150, fixed: 100, score: 2e7}}"
+    (tmp_path / "experiment.yaml").write_text(src[: src.index("\ndurations:")] + f"\ndurations: {block}\n")
+    exp = experiment.load(tmp_path / "experiment.yaml")
+    need = plan.Need("moobench", None, "paper", ["native", "docker"])
+    plan.estimate(need, exp, score=1e7, here=None)
+    assert need.seconds == pytest.approx(need.steps * (100 + 50 * 2))  # its own score: this machine is half as fast
+    assert need.estimate_from == "measured on a VM, x2.00 for this one"  # the block's machine, not "another"
+
+
 def test_blocked_claims_say_what_this_machine_lacks():
     paper = claims.load("icpe18")
     by_id = {c.id: c for c in paper.claims}
