@@ -100,7 +100,11 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
                                                                     any_repetitions=True))  # fmt: skip
         plan.estimate(n, experiment.load(n.experiment), score, plan.measured_here(n, opts.results_dir, here))
 
-    echo(_plan_text(papers, claims, needs, missing, opts, commit))
+    # the needs that bundles of another commit answer (--reuse-only, or a resumed reproduction's earlier runs)
+    elsewhere = {
+        n.key: (c or "unknown")[:12] for n in needs if n.bundles and (c := plan.bundle_commit(n.bundles[0])) != commit
+    }
+    echo(_plan_text(papers, claims, needs, missing, opts, elsewhere))
     out.mkdir(parents=True, exist_ok=True)
     state = {
         "papers": [p.id for p in papers],
@@ -150,11 +154,9 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
               f"Machine: {_device(here)}", f"pirex commit: {commit or 'unknown'}",
               f"Confidence: {100 * opts.confidence:g} %" + (f", precision asked: ±{100 * opts.precision:g} %"
                                                               if opts.precision else "")]  # fmt: skip
-    other = [f"{n.key} at {(c or 'unknown')[:12]}" for n in needs
-             if n.bundles and (c := plan.bundle_commit(n.bundles[0])) != commit]  # fmt: skip
-    if other:  # --reuse-only, or a resumed reproduction's earlier runs
+    if elsewhere:
         header.append("Bundles of another commit (this checkout's claims and analysis, that commit's measurements): "
-                      + ", ".join(other))  # fmt: skip
+                      + ", ".join(f"{key} at {c}" for key, c in elsewhere.items()))  # fmt: skip
     title = "Reproduction of " + ", ".join(p.id for p in papers)
     durations = plan.measured_durations(needs, opts.results_dir, here, score)
     if durations:  # what an experiment.yaml's durations: block can take from this machine
@@ -232,15 +234,16 @@ def judge_all(claims: list[claims_mod.Claim], needs: list[plan.Need], missing: d
     return out
 
 
-def _plan_text(papers, claims, needs, missing, opts: Options, commit: str | None = None) -> str:
+def _plan_text(papers, claims, needs, missing, opts: Options, elsewhere: dict[str, str] | None = None) -> str:
     lines = [f"reproduce {', '.join(p.id for p in papers)} at {opts.level}: {len(claims)} claims"]
     total = 0.0
     for n in needs:
         exp = experiment.load(n.experiment)
         if n.bundles:
-            c = plan.bundle_commit(n.bundles[0])
-            whose = "this commit and machine" if c == commit else f"commit {(c or 'unknown')[:12]}, this machine"
-            t = f"done: {len(n.bundles)} bundle(s) of {whose}"
+            c = (elsewhere or {}).get(n.key)
+            t = f"done: {len(n.bundles)} bundle(s) of " + (
+                f"commit {c}, this machine" if c else "this commit and machine"
+            )
         elif n.seconds is not None:
             t = f"about {n.seconds / 60:.1f} min ({n.estimate_from})"
             total += n.seconds
