@@ -25,6 +25,22 @@ manifest.json (SCHEMA_VERSION 1), keys in this order:
     completed       the steps done, in the order they completed: [{"variant", "repetition", "started", "ended"}, ...]
     files           {"<relative path>": {"sha256": <hex>, "size": <bytes>}} for every file except manifest.json
 
+run.json (RUN_SCHEMA_VERSION 1), how the runner planned the run, written once before the first step and read again
+on resume, by reuse (pirex reproduce) and by the analysis (read it with Bundle.run_info(), a RunInfo):
+
+    schema_version  1 (a bundle written before the field existed has none: read as 1, the same layout)
+    order, seed     how the steps were ordered (random interleaving and its seed)
+    matrix          null, or {"name", "runs_as", "cases", "notes": {case: [why]}, "same_as_base": [case],
+                    "fallback"?}: the matrix run (a view) and the facts the runner learned about its cases
+    cpus            the --cpus list every step was pinned to, or null
+    trace           null, or {"enabled", "tracer", "functions", "output"} / {"enabled": false, "reason"}
+    variants        {name: how it ran}; jvm: the JVM that ran; soak; preflight; requested; skipped_variants
+
+<variant>/<repetition>/step.json (STEP_SCHEMA_VERSION 1), one step as it ran (Step.info()):
+
+    schema_version  1 (absent in older bundles: read as 1)
+    argv            the command line the step ran; returncode; seconds: its wall time
+
 Atomicity: the bundle directory is prepared under a temporary name and renamed into place (the rename fails if the
 name exists, so nothing is overwritten). A step is written into `<variant>/<repetition>.tmp-<pid>/` and renamed to
 `<variant>/<repetition>/` only when it succeeded; it counts as completed once the manifest says so. Every manifest and
@@ -48,6 +64,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,8 +72,12 @@ from typing import Any
 from pirex.errors import PirexError
 
 SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION = 1  # run.json
+STEP_SCHEMA_VERSION = 1  # <variant>/<repetition>/step.json
 MANIFEST = "manifest.json"
 MACHINE = "machine.json"
+RUN_INFO = "run.json"
+STEP_INFO = "step.json"
 
 RUNNING, COMPLETE, PARTIAL, FAILED = "running", "complete", "partial", "failed"
 STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
@@ -64,8 +85,22 @@ STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # experiment and variant names become directory names
 TMP_MARK = ".tmp-"  # <repetition>.tmp-<pid>: a step being written
 # every key Bundle.create writes: a manifest without one of them is damaged, whatever a reader needs
-REQUIRED = ("run_id", "experiment", "profile", "parameters", "variants", "images", "tool", "started", "ended",
-            "resumed", "status", "plan", "completed", "files")  # fmt: skip
+REQUIRED = (
+    "run_id",
+    "experiment",
+    "profile",
+    "parameters",
+    "variants",
+    "images",
+    "tool",
+    "started",
+    "ended",
+    "resumed",
+    "status",
+    "plan",
+    "completed",
+    "files",
+)
 
 
 def utcnow() -> datetime:
@@ -219,8 +254,10 @@ def _check_types(f: Path, doc: dict) -> None:
     """Every manifest field a reader relies on has the type the format says (SCHEMA_VERSION 1, above)."""
 
     def bad(key: str, expected: str) -> PirexError:
-        return PirexError(f"{f}: {key}: expected {expected}, found {_short(repr(doc.get(key)))}: the bundle is "
-                          "damaged; restore it from a copy")  # fmt: skip
+        return PirexError(
+            f"{f}: {key}: expected {expected}, found {_short(repr(doc.get(key)))}: the bundle is "
+            "damaged; restore it from a copy"
+        )
 
     for key in ("run_id", "experiment"):
         if not isinstance(doc[key], str) or not NAME.match(doc[key]):
@@ -247,10 +284,12 @@ def _check_types(f: Path, doc: dict) -> None:
             raise bad(key, "a list of {variant (one of variants), repetition (an integer), ...}")
     files = doc["files"]
     if not isinstance(files, dict) or not all(
-        isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
+        isinstance(k, str)
+        and isinstance(v, dict)
+        and isinstance(v.get("sha256"), str)
         and isinstance(v.get("size"), int)
         for k, v in files.items()
-    ):  # fmt: skip
+    ):
         raise bad("files", "a mapping of path to {sha256, size}")
 
 
@@ -324,6 +363,121 @@ def read_csv(path: Path, required: Iterable[str] = ()) -> list[dict[str, str]]:
     if missing := [c for c in required if rows and c not in header]:
         raise damaged(path, f"has no column {', '.join(missing)}")
     return rows
+
+
+def _check_schema(f: Path, doc: dict, version: int) -> None:
+    """run.json and step.json: absent (bundles written before the field) reads as version 1, the same layout;
+    any other number is refused."""
+    v = doc.get("schema_version", 1)
+    if v != version or isinstance(v, bool):
+        raise PirexError(
+            f"{f}: schema_version {v!r} is not {version}, the one this pirex reads: use the pirex version that wrote it"
+        )
+
+
+def _param(params: dict, name: str, where: Path) -> Any:
+    if name not in params or params[name] is None:
+        raise PirexError(
+            f"{where}: the run records no parameter {name!r}, which this table needs: the bundle was "
+            "written by an older pirex or is damaged; run the experiment again"
+        )
+    return params[name]
+
+
+_LEGACY_SAME = "same as its base here"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """run.json, read (see the format above). `doc` is the whole file for fields no reader needs typed."""
+
+    doc: dict
+
+    @property
+    def _matrix(self) -> dict:
+        m = self.doc.get("matrix")
+        return m if isinstance(m, dict) else {}
+
+    @property
+    def matrix(self) -> str | None:
+        return self._matrix.get("name")
+
+    @property
+    def runs_as(self) -> str | None:
+        """The variant the matrix's cases ran as (native, docker)."""
+        return self._matrix.get("runs_as")
+
+    @property
+    def notes(self) -> dict[str, list[str]]:
+        """Per matrix case, what the runner noted about it here (e.g. why it equals its base)."""
+        return dict(self._matrix.get("notes") or {})
+
+    @property
+    def same_as_base(self) -> frozenset[str]:
+        """The matrix cases that ran exactly as their base here (the setting was already in force)."""
+        if "same_as_base" in self._matrix or "schema_version" in self.doc:
+            return frozenset(self._matrix.get("same_as_base") or ())
+        # run.json before schema 1 said so only in a note's words, which the runner then always began with this
+        return frozenset(c for c, notes in self.notes.items() if any(n.startswith(_LEGACY_SAME) for n in notes))
+
+    @property
+    def fallback(self) -> dict | None:
+        return self._matrix.get("fallback")
+
+    @property
+    def cpus(self) -> str | None:
+        return self.doc.get("cpus")
+
+    @property
+    def trace(self) -> dict:
+        return self.doc.get("trace") or {}
+
+    @property
+    def soak(self) -> dict:
+        return self.doc.get("soak") or {}
+
+    @property
+    def jvm(self) -> dict | None:
+        return self.doc.get("jvm")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One completed step of a bundle: where its outputs are and the parameters it ran with (the manifest's plan)."""
+
+    bundle: Bundle
+    variant: str
+    repetition: int
+    started: str | None
+    ended: str | None
+    params: dict
+
+    @property
+    def dir(self) -> Path:
+        return self.bundle.step_dir(self.variant, self.repetition)
+
+    def param(self, name: str) -> Any:
+        """A parameter this step ran with; PirexError naming the bundle when it was not recorded."""
+        return _param(self.params, name, self.bundle.path / MANIFEST)
+
+    def info(self) -> dict:
+        """step.json: argv, returncode, seconds."""
+        f = self.dir / STEP_INFO
+        doc = read_json(f, dict)
+        _check_schema(f, doc, STEP_SCHEMA_VERSION)
+        return doc
+
+    @property
+    def seconds(self) -> float:
+        """The step's wall time as step.json recorded it."""
+        with reading(self.dir / STEP_INFO):
+            return float(self.info()["seconds"])
+
+
+def write_step_info(out: Path, argv: list[str], returncode: int, seconds: float) -> None:
+    """step.json in a step's folder being written (inside Bundle.step)."""
+    doc = {"schema_version": STEP_SCHEMA_VERSION, "argv": argv, "returncode": returncode, "seconds": round(seconds, 3)}
+    (out / STEP_INFO).write_text(json.dumps(doc, indent=2) + "\n")
 
 
 class Bundle:
@@ -454,16 +608,81 @@ class Bundle:
             return default
         return read_json(f, expect)
 
+    @property
+    def experiment(self) -> str:
+        return self.manifest["experiment"]
+
+    @property
+    def profile(self) -> str:
+        return self.manifest["profile"]
+
+    @property
+    def parameters(self) -> dict:
+        """The run's resolved parameters (a step's own, e.g. a matrix case's depth, are in Step.params)."""
+        return self.manifest["parameters"]
+
+    @property
+    def variants(self) -> list[str]:
+        return self.manifest["variants"]
+
+    @property
+    def commit(self) -> str | None:
+        return self.manifest["tool"].get("commit")
+
+    def param(self, name: str) -> Any:
+        """A run parameter a reader needs; PirexError naming the bundle when it lacks it (never a default)."""
+        return _param(self.parameters, name, self.path / MANIFEST)
+
     def machine_before(self) -> dict:
         """machine.json's record taken before the run."""
-        doc = self.json(MACHINE)
-        if not isinstance(doc.get("before"), dict):
-            raise damaged(self.path / MACHINE, "has no machine record under 'before'")
-        return doc["before"]
+        return self._machine("before")
 
-    def run_info(self) -> dict:
-        """run.json (how the run was planned), {} for a bundle without one."""
-        return self.json("run.json", dict, default={})
+    def machine_after(self) -> dict | None:
+        """machine.json's record taken after the run; None while running or when the run was cut short."""
+        doc = self.json(MACHINE)
+        after = doc.get("after")
+        if after is not None and not isinstance(after, dict):
+            raise damaged(self.path / MACHINE, "has a machine record under 'after' that is not a mapping")
+        return after
+
+    def _machine(self, when: str) -> dict:
+        doc = self.json(MACHINE)
+        if not isinstance(doc.get(when), dict):
+            raise damaged(self.path / MACHINE, f"has no machine record under {when!r}")
+        return doc[when]
+
+    def run_info(self) -> RunInfo:
+        """run.json (how the run was planned); an empty RunInfo for a bundle without one."""
+        f = self.path / RUN_INFO
+        doc = read_json(f, dict) if f.exists() else {}
+        _check_schema(f, doc, RUN_SCHEMA_VERSION)
+        return RunInfo(doc)
+
+    def write_run_info(self, doc: dict) -> None:
+        """run.json, once, before the first step: the runner's plan of the run, with its schema version."""
+        self._writable()
+        f = self.path / RUN_INFO
+        _write_atomic(f, _dump(f, {"schema_version": RUN_SCHEMA_VERSION, **doc}))
+
+    @property
+    def matrix(self) -> str | None:
+        """The matrix this bundle ran (its view: e.g. moobench's fluctuation cases), or None."""
+        return self.run_info().matrix
+
+    def steps(self) -> list[Step]:
+        """The completed steps, in the order they completed, each with its resolved parameters."""
+        planned = {(s["variant"], s["repetition"]): s.get("params") for s in self.manifest["plan"]}
+        return [
+            Step(
+                self,
+                s["variant"],
+                s["repetition"],
+                s.get("started"),
+                s.get("ended"),
+                planned.get((s["variant"], s["repetition"])) or self.parameters,
+            )
+            for s in self.manifest["completed"]
+        ]
 
     @property
     def status(self) -> str:

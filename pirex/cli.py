@@ -43,8 +43,13 @@ def cli(verbose: bool) -> None:
     help="interleaved: each repetition runs the variants in a fresh random order.",
 )
 @click.option("--seed", type=int, default=None, help="Seed of the interleaving (recorded in the bundle).")
-@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
-              help="Override a declared parameter (checked against its type and range; recorded).")  # fmt: skip
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a declared parameter (checked against its type and range; recorded).",
+)
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
 @click.option(
@@ -67,16 +72,44 @@ def cli(verbose: bool) -> None:
     help="Hold the load for DURATION (e.g. 10m) per step, where the experiment declares a soak (jpa-rest).",
 )
 @click.option("--allow-concurrent", is_flag=True, help="Run even while another measuring run is under way here.")
-@click.option("--cpus", default=None, metavar="LIST",
-              help="Pin every step of every variant to these CPUs (e.g. 1: native taskset, docker --cpuset-cpus), "
-              "so that each runs where the others did; recorded in run.json.")  # fmt: skip
-@click.option("--precision", default=None, metavar="P",
-              help="Two stages: a pilot, then the repetitions that reach this half-width of the first two variants' "
-              "ratio (e.g. 1%).")  # fmt: skip
+@click.option(
+    "--cpus",
+    default=None,
+    metavar="LIST",
+    help="Pin every step of every variant to these CPUs (e.g. 1: native taskset, docker --cpuset-cpus), "
+    "so that each runs where the others did; recorded in run.json.",
+)
+@click.option(
+    "--precision",
+    default=None,
+    metavar="P",
+    help="Two stages: a pilot, then the repetitions that reach this half-width of the first two variants' "
+    "ratio (e.g. 1%).",
+)
 @click.option("--confidence", default="95%", show_default=True, help="With --precision: the confidence level.")
 @click.option("--budget", default=None, help="With --precision: at most this long in all (e.g. 13m, 2h).")
-def run(experiments, profile, variants, order, seed, sets, results_dir, tag, resume_, force, platform_, matrix,
-        cases, trace, soak, allow_concurrent, cpus, precision, confidence, budget) -> None:  # fmt: skip
+def run(
+    experiments,
+    profile,
+    variants,
+    order,
+    seed,
+    sets,
+    results_dir,
+    tag,
+    resume_,
+    force,
+    platform_,
+    matrix,
+    cases,
+    trace,
+    soak,
+    allow_concurrent,
+    cpus,
+    precision,
+    confidence,
+    budget,
+) -> None:
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
     from pirex import experiment as experiment_mod
     from pirex.runner import run as runner
@@ -86,8 +119,12 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         return
     ids = list(experiments) or experiment_mod.available()
     if not experiments and (matrix or trace):  # all: only those that declare the matrix or tracing
-        ids = [i for i in ids if (not matrix or matrix in experiment_mod.load(i).matrices)
-               and (not trace or experiment_mod.load(i).tracing)]  # fmt: skip
+        ids = [
+            i
+            for i in ids
+            if (not matrix or matrix in experiment_mod.load(i).matrices)
+            and (not trace or experiment_mod.load(i).tracing)
+        ]
         if not ids:
             raise PirexError("no experiment declares " + (f"the matrix {matrix!r}" if matrix else "tracing"))
     if not ids:
@@ -100,8 +137,22 @@ def run(experiments, profile, variants, order, seed, sets, results_dir, tag, res
         if variants and not matrix:
             exp.pick_variants(variants)
     for exp_id in ids:
-        opts = runner.Options(exp_id, profile, variants, order, seed, results_dir, tag or git_version()[0],
-                              overrides[exp_id], force, platform_, matrix, trace, soak, allow_concurrent)  # fmt: skip
+        opts = runner.Options(
+            exp_id,
+            profile,
+            variants,
+            order,
+            seed,
+            results_dir,
+            tag or git_version()[0],
+            overrides[exp_id],
+            force,
+            platform_,
+            matrix,
+            trace,
+            soak,
+            allow_concurrent,
+        )
         opts.cases = tuple(c.strip() for c in cases.split(",") if c.strip()) if cases else None
         opts.cpus = cpus
         if precision is None:
@@ -141,8 +192,11 @@ def service_cmd(experiment_id, name, profile, sets, tag, hours) -> None:
         raise PirexError(f"give the port the runs will use: --set {spec.port}=PORT")
     image = runner.image_for(exp.image, tag or git_version()[0], platforms.host())
     with runner.Service(spec, image["reference"], params, f"pirex-service-{exp.id}-{name}"):
-        click.echo(f"{exp.id} {name}: ready on this host's addresses" + (f", port {params[spec.port]}" if spec.port
-                   else "") + " (Ctrl-C stops it)")  # fmt: skip
+        click.echo(
+            f"{exp.id} {name}: ready on this host's addresses"
+            + (f", port {params[spec.port]}" if spec.port else "")
+            + " (Ctrl-C stops it)"
+        )
         time.sleep(hours * 3600)
 
 
@@ -269,16 +323,26 @@ def fleet() -> None:
 )
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
-def fleet_run(experiment_id, inventory, profile, variants, sets, serial, images_archive, resume_, results_dir,
-              tag) -> None:  # fmt: skip
+def fleet_run(
+    experiment_id, inventory, profile, variants, sets, serial, images_archive, resume_, results_dir, tag
+) -> None:
     """Run EXPERIMENT on every host of an inventory, fetch and verify each bundle into
     results/<experiment>/<fleet-run>/<host>/, then the tables with one column per device."""
     from pirex import fleet as fleet_mod
 
     if not (experiment_id or resume_):
         raise PirexError("give the EXPERIMENT to run (or --resume FLEET_RUN)")
-    req = fleet_mod.Request(experiment_id or "", inventory, profile, variants, sets, tag or git_version()[0], serial,
-                            results_dir, images_archive)  # fmt: skip
+    req = fleet_mod.Request(
+        experiment_id or "",
+        inventory,
+        profile,
+        variants,
+        sets,
+        tag or git_version()[0],
+        serial,
+        results_dir,
+        images_archive,
+    )
     out = fleet_mod.run(req, click.echo, resume_)
     if out.bundles:
         click.echo()
@@ -328,8 +392,9 @@ def _chosen(exp, bundles, results_dir: Path, view: str | None) -> tuple[list[Pat
     return paths_, view
 
 
-def _print_tables(experiment_id: str, bundles, results_dir: Path, view: str | None = None,
-                  out: Path | None = None) -> None:  # fmt: skip
+def _print_tables(
+    experiment_id: str, bundles, results_dir: Path, view: str | None = None, out: Path | None = None
+) -> None:
     from pirex.analysis import modules
 
     exp, mod = _analysis(experiment_id, view)
@@ -461,23 +526,36 @@ def _fraction(text: str | None, what: str) -> float | None:
 )
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
-@click.option("--set", "sets", multiple=True, metavar="EXPERIMENT.NAME=VALUE",
-              help="Change a parameter of one experiment's runs (e.g. jmh.iterations=2); repeatable.")  # fmt: skip
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="EXPERIMENT.NAME=VALUE",
+    help="Change a parameter of one experiment's runs (e.g. jmh.iterations=2); repeatable.",
+)
 @click.option(
     "--aa/--no-aa",
     default=None,
     help="Run an A/A copy of each native variant, the noise floor beside each ratio (default: at full).",
 )
-def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag,
-              sets, aa) -> None:  # fmt: skip
+def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag, sets, aa) -> None:
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
     from pirex.reproduce import reproduction
 
-    opts = reproduction.Options(list(papers), level, _fraction(precision, "--precision"),
-                                _fraction(confidence, "--confidence"), _duration(budget), results_dir,
-                                tag or git_version()[0], resume_, reuse_only,
-                                sets=reproduction.parse_sets(sets), aa=aa)  # fmt: skip
+    opts = reproduction.Options(
+        list(papers),
+        level,
+        _fraction(precision, "--precision"),
+        _fraction(confidence, "--confidence"),
+        _duration(budget),
+        results_dir,
+        tag or git_version()[0],
+        resume_,
+        reuse_only,
+        sets=reproduction.parse_sets(sets),
+        aa=aa,
+    )
     reproduction.reproduce(opts, reproduction.run_with_runner)
 
 
@@ -518,11 +596,17 @@ def machine(work_dir: Path, no_docker: bool) -> None:
 @click.option("--min-free-disk-mb", type=int, default=0, show_default=True)
 @click.option("--min-free-mem-mb", type=int, default=0, show_default=True)
 @click.option("--reap", is_flag=True, help="Remove what killed runs left (containers, mounts, processes, settings).")
-@click.option("--fix", "fix_", is_flag=True, help="Prepare the machine as the papers did (governor, swap, services, "
-              "Wi-Fi power saving), recording what changed (root).")  # fmt: skip
+@click.option(
+    "--fix",
+    "fix_",
+    is_flag=True,
+    help="Prepare the machine as the papers did (governor, swap, services, "
+    "Wi-Fi power saving), recording what changed (root).",
+)
 @click.option("--undo", is_flag=True, help="Put back what `doctor --fix` changed.")
-def doctor(work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int, reap: bool, fix_: bool,
-           undo: bool) -> None:  # fmt: skip
+def doctor(
+    work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int, reap: bool, fix_: bool, undo: bool
+) -> None:
     """Check the machine before a run and say what to fix; exit 1 when something must be fixed."""
     from pirex import machine as machine_record
     from pirex import preflight, tuning
@@ -686,16 +770,18 @@ def pull_cmd(registry_file: Path, platform_: str, names: tuple[str, ...]) -> Non
 @click.option("--tag", default=None, help="Image tag of local builds (default: git describe of the checkout).")
 @click.option("--experiment", "experiments", multiple=True, help="The images this experiment runs (repeatable).")
 @click.argument("targets", nargs=-1)
-def ensure_cmd(platforms: str, offline: str, tag: str | None, experiments: tuple[str, ...],
-               targets: tuple[str, ...]) -> None:  # fmt: skip
+def ensure_cmd(
+    platforms: str, offline: str, tag: str | None, experiments: tuple[str, ...], targets: tuple[str, ...]
+) -> None:
     """make run's first step: pull what registry.yaml publishes for this platform (verified), build the rest."""
     from pirex import experiment
 
     [p] = _platforms(platforms)
     targets += tuple(name for e in experiments for name in experiment.load(e).images)
     with localregistry.local_registry():
-        rest = sources.ensure(list(dict.fromkeys(targets)) or [t.name for t in bake.catalog()],
-                              tag or git_version()[0], p)  # fmt: skip
+        rest = sources.ensure(
+            list(dict.fromkeys(targets)) or [t.name for t in bake.catalog()], tag or git_version()[0], p
+        )
     if rest:
         build_cmd.callback(str(p), offline, tag, False, tuple(rest))
 
@@ -711,8 +797,13 @@ def export_cmd(platforms: str, tag: str | None, registry_file: Path | None, file
     from pirex.images import archive
 
     with localregistry.local_registry():
-        sizes_ = archive.export(file, list(names) or [t.name for t in bake.catalog()], tag or git_version()[0],
-                                _platforms(platforms), registry_file or sources.registry_file())  # fmt: skip
+        sizes_ = archive.export(
+            file,
+            list(names) or [t.name for t in bake.catalog()],
+            tag or git_version()[0],
+            _platforms(platforms),
+            registry_file or sources.registry_file(),
+        )
     for p, n in sizes_.items():
         click.echo(f"{p}: {n / 2**20:.0f} MiB")
     click.echo(f"wrote {file} ({file.stat().st_size / 2**20:.0f} MiB, shared layers once)")

@@ -12,12 +12,16 @@ def describe(e: BaseException, argv: list[str] = ()) -> str:
     from pathlib import Path
 
     if isinstance(e, OSError) and e.strerror:
-        fixes = {errno.ENOSPC: "free some space, or pick another directory",
-                 errno.EACCES: "run pirex as a user who may, or pick another path",
-                 errno.EPERM: "run pirex as root (sudo), or pick another path",
-                 errno.ENOENT: "check the path", errno.EEXIST: "name a directory that is not a file",
-                 errno.ENOTDIR: "a file stands where a directory is needed: name a directory",
-                 errno.EISDIR: "name a file, not a directory", errno.EROFS: "pick a writable place"}  # fmt: skip
+        fixes = {
+            errno.ENOSPC: "free some space, or pick another directory",
+            errno.EACCES: "run pirex as a user who may, or pick another path",
+            errno.EPERM: "run pirex as root (sudo), or pick another path",
+            errno.ENOENT: "check the path",
+            errno.EEXIST: "name a directory that is not a file",
+            errno.ENOTDIR: "a file stands where a directory is needed: name a directory",
+            errno.EISDIR: "name a file, not a directory",
+            errno.EROFS: "pick a writable place",
+        }
         where = f"{e.filename}: " if e.filename else ""
         return f"{where}{e.strerror}" + (f": {fixes[e.errno]}" if e.errno in fixes else "")
     text = " ".join(str(e).split())[:300] or "(no message)"

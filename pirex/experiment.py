@@ -34,9 +34,28 @@ ROLE_NAMES = ("port", "listen")
 # with a header whose numeric columns pirex/analysis/generic.py summarises per variant.
 OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv", "csv")
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
-TOP_KEYS = {"schema", "id", "title", "source", "image", "command", "parameters", "profiles", "variants",
-            "default_variants", "services", "needs", "outputs", "matrices", "tracing", "deployment", "analysis",
-            "soak", "durations", "metrics_parameter"}  # fmt: skip
+TOP_KEYS = {
+    "schema",
+    "id",
+    "title",
+    "source",
+    "image",
+    "command",
+    "parameters",
+    "profiles",
+    "variants",
+    "default_variants",
+    "services",
+    "needs",
+    "outputs",
+    "matrices",
+    "tracing",
+    "deployment",
+    "analysis",
+    "soak",
+    "durations",
+    "metrics_parameter",
+}
 ANALYSIS = re.compile(r"^[a-z][a-z0-9_]*$")  # a module of pirex/analysis/
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
 CPU_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"  # 0, 0-1, 0,2-3: what host.parse_cpus reads (cases, --cpus)
@@ -300,8 +319,10 @@ def load(experiment: str | Path) -> Experiment:
     """Load by id (experiments/<id>/experiment.yaml) or by path."""
     path = Path(experiment) if str(experiment).endswith((".yaml", ".yml")) else path_of(str(experiment))
     if not path.exists():
-        raise PirexError(f"no experiment {str(experiment)!r}: {path} does not exist (experiments: "
-                         f"{', '.join(available()) or 'none'})")  # fmt: skip
+        raise PirexError(
+            f"no experiment {str(experiment)!r}: {path} does not exist (experiments: "
+            f"{', '.join(available()) or 'none'})"
+        )
     try:
         doc = yaml.safe_load(path.read_text())
     except (yaml.YAMLError, UnicodeDecodeError) as e:
@@ -316,8 +337,16 @@ class _Checker:
     def fail(self, key: str, expected: str, got: Any) -> PirexError:
         return PirexError(f"{self.path}: {key}: expected {expected}, found {got!r}")
 
-    def get(self, doc: dict, key: str, kind: type | tuple[type, ...], expected: str, prefix: str = "",
-            required: bool = True, default: Any = None) -> Any:  # fmt: skip
+    def get(
+        self,
+        doc: dict,
+        key: str,
+        kind: type | tuple[type, ...],
+        expected: str,
+        prefix: str = "",
+        required: bool = True,
+        default: Any = None,
+    ) -> Any:
         if key not in doc:
             if required:
                 raise PirexError(f"{self.path}: {prefix}{key}: missing ({expected})")
@@ -357,13 +386,20 @@ def parse(doc: Any, path: Path) -> Experiment:
     image = c.get(doc, "image", str, "an image name from docker-bake.hcl")
     command = c.strings(c.get(doc, "command", list, "the command, as a list"), "command")
 
-    raw_params = c.get(doc, "parameters", dict, "a mapping of name to {type, default, min, max, ...}",
-                       required=False, default={}) or {}  # fmt: skip
+    raw_params = (
+        c.get(
+            doc, "parameters", dict, "a mapping of name to {type, default, min, max, ...}", required=False, default={}
+        )
+        or {}
+    )
     declared = P.builtin()
     for name, decl in raw_params.items():
         if not isinstance(name, str) or not NAME.match(name) or name in RUNTIME_NAMES:
-            raise c.fail(f"parameters.{name}", f"a lowercase name, not one the runner supplies "
-                         f"({', '.join(RUNTIME_NAMES)})", name)  # fmt: skip
+            raise c.fail(
+                f"parameters.{name}",
+                f"a lowercase name, not one the runner supplies ({', '.join(RUNTIME_NAMES)})",
+                name,
+            )
         declared[name] = P.declare(name, decl, f"{path}: parameters.{name}")
     parameters = {n: p.default for n, p in declared.items() if p.has_default}
     profiles = c.get(doc, "profiles", dict, "a mapping of profile name to parameters")
@@ -375,8 +411,9 @@ def parse(doc: Any, path: Path) -> Experiment:
         P.check_values(declared, values, f"{path}: profiles.{name}")
         unset = sorted(n for n in declared if n not in values and n not in parameters)
         if unset:
-            raise PirexError(f"{path}: profiles.{name}: no value for {', '.join(unset)} (no default declared "
-                             "under parameters)")  # fmt: skip
+            raise PirexError(
+                f"{path}: profiles.{name}: no value for {', '.join(unset)} (no default declared under parameters)"
+            )
     for required_profile in ("quick", "paper"):
         if required_profile not in profiles:
             raise PirexError(f"{path}: profiles.{required_profile}: missing (every experiment has quick and paper)")
@@ -385,15 +422,19 @@ def parse(doc: Any, path: Path) -> Experiment:
     for v in variants:
         if v not in KNOWN_VARIANTS:
             raise c.fail("variants", f"names among {', '.join(KNOWN_VARIANTS)}", v)
-    defaults = c.strings(c.get(doc, "default_variants", list, "a list of variants", required=False,
-                               default=list(variants)), "default_variants")  # fmt: skip
+    defaults = c.strings(
+        c.get(doc, "default_variants", list, "a list of variants", required=False, default=list(variants)),
+        "default_variants",
+    )
     for v in defaults:
         if v not in variants:
             raise c.fail("default_variants", f"variants listed under variants ({', '.join(variants)})", v)
 
     services = []
-    for name, svc in (c.get(doc, "services", dict, "a mapping of service name to {command, ready_line}",
-                             required=False, default={}) or {}).items():  # fmt: skip
+    for name, svc in (
+        c.get(doc, "services", dict, "a mapping of service name to {command, ready_line}", required=False, default={})
+        or {}
+    ).items():
         if not isinstance(svc, dict):
             raise c.fail(f"services.{name}", "a mapping with command and ready_line", svc)
         unknown = sorted(set(svc) - {"command", "ready_line", "port", "remote"})
@@ -401,18 +442,33 @@ def parse(doc: Any, path: Path) -> Experiment:
             raise c.fail(f"services.{name}", "keys among command, ready_line, port, remote", unknown)
         cmd = c.strings(svc.get("command"), f"services.{name}.command")
         ready = c.get(svc, "ready_line", str, "text the service prints once it is ready", prefix=f"services.{name}.")
-        port = c.get(svc, "port", str, "the parameter that receives its port", prefix=f"services.{name}.",
-                     required=False, default="")  # fmt: skip
-        remote = c.get(svc, "remote", str, "the parameter naming another machine that runs it",
-                       prefix=f"services.{name}.", required=False, default="")  # fmt: skip
+        port = c.get(
+            svc,
+            "port",
+            str,
+            "the parameter that receives its port",
+            prefix=f"services.{name}.",
+            required=False,
+            default="",
+        )
+        remote = c.get(
+            svc,
+            "remote",
+            str,
+            "the parameter naming another machine that runs it",
+            prefix=f"services.{name}.",
+            required=False,
+            default="",
+        )
         if port and (port not in declared or declared[port].type != "int"):
             raise c.fail(f"services.{name}.port", "a declared int parameter", port)
         if remote and (remote not in declared or declared[remote].type != "string"):
             raise c.fail(f"services.{name}.remote", "a declared string parameter", remote)
         services.append(Service(name, cmd, ready, port, remote))
 
-    needs = c.get(doc, "needs", dict, "a mapping (memory_mb, disk_mb, io_heavy, capabilities)", required=False,
-                  default={})  # fmt: skip
+    needs = c.get(
+        doc, "needs", dict, "a mapping (memory_mb, disk_mb, io_heavy, capabilities)", required=False, default={}
+    )
     for key in ("memory_mb", "disk_mb"):
         if key in needs and (not isinstance(needs[key], int) or needs[key] < 0):
             raise c.fail(f"needs.{key}", "a whole number of MB", needs[key])
@@ -427,9 +483,13 @@ def parse(doc: Any, path: Path) -> Experiment:
 
     deployment = _deployment(c, doc.get("deployment"), set(declared))
     known = set(declared) | set(RUNTIME_NAMES) | (deployment.urls() if deployment else set())
-    matrices = {name: _matrix(c, name, m, declared)
-                for name, m in (c.get(doc, "matrices", dict, "a mapping of matrix name to {runs_as, cases}",
-                                      required=False, default={}) or {}).items()}  # fmt: skip
+    matrices = {
+        name: _matrix(c, name, m, declared)
+        for name, m in (
+            c.get(doc, "matrices", dict, "a mapping of matrix name to {runs_as, cases}", required=False, default={})
+            or {}
+        ).items()
+    }
     for prof_name, values in profiles.items():
         missing = placeholders(command) | {p for s in services for p in placeholders(s.command)}
         missing -= known | set(values)
@@ -442,20 +502,42 @@ def parse(doc: Any, path: Path) -> Experiment:
     analysis = c.get(doc, "analysis", str, "a module of pirex/analysis/", required=False, default="generic")
     if not ANALYSIS.match(analysis) or not (REPO / "pirex" / "analysis" / f"{analysis}.py").is_file():
         raise c.fail("analysis", "the name of a module in pirex/analysis/ (or leave it out: generic)", analysis)
-    durations = _durations(c, c.get(doc, "durations", dict, "seconds per profile as measured", required=False,
-                                    default={}), profiles, matrices)  # fmt: skip
-    metrics_parameter = c.get(doc, "metrics_parameter", str, "the name of a list parameter with choices",
-                              required=False, default="")  # fmt: skip
+    durations = _durations(
+        c,
+        c.get(doc, "durations", dict, "seconds per profile as measured", required=False, default={}),
+        profiles,
+        matrices,
+    )
+    metrics_parameter = c.get(
+        doc, "metrics_parameter", str, "the name of a list parameter with choices", required=False, default=""
+    )
     if metrics_parameter:
         mp = declared.get(metrics_parameter)
         if mp is None or mp.type != "list" or not mp.choices:
             raise c.fail("metrics_parameter", "the name of a declared list parameter with choices", metrics_parameter)
-    exp = Experiment(exp_id, title, source, image, command, dict(parameters),
-                      {k: dict(v) for k, v in profiles.items()}, variants, defaults, tuple(services),
-                      dict(needs), tuple(outputs), path, privileges, matrices,
-                      _tracing(c, doc.get("tracing"), known),
-                      deployment, declared, analysis,
-                      _soak(c, doc.get("soak"), declared), dict(durations))  # fmt: skip
+    exp = Experiment(
+        exp_id,
+        title,
+        source,
+        image,
+        command,
+        dict(parameters),
+        {k: dict(v) for k, v in profiles.items()},
+        variants,
+        defaults,
+        tuple(services),
+        dict(needs),
+        tuple(outputs),
+        path,
+        privileges,
+        matrices,
+        _tracing(c, doc.get("tracing"), known),
+        deployment,
+        declared,
+        analysis,
+        _soak(c, doc.get("soak"), declared),
+        dict(durations),
+    )
     return replace(exp, metrics_parameter=metrics_parameter)
 
 
@@ -484,8 +566,9 @@ def _durations(c, durations: dict, profiles: dict, matrices: dict) -> dict:
         elif key == "score":
             out[key] = seconds(key, v)
         elif (k := key.rpartition("@"))[2] not in profiles or (k[1] and k[0] not in matrices):
-            raise c.fail(f"durations.{key}", f"machine, score, a profile ({', '.join(profiles)}) or MATRIX@PROFILE",
-                         key)  # fmt: skip
+            raise c.fail(
+                f"durations.{key}", f"machine, score, a profile ({', '.join(profiles)}) or MATRIX@PROFILE", key
+            )
         elif isinstance(v, dict):
             if set(v) - {"step", "fixed", "run", "machine", "score"} or "step" not in v:
                 raise c.fail(f"durations.{key}", "seconds, or {step: seconds[, fixed, run, machine, score]}", v)
@@ -515,8 +598,11 @@ def _soak(c: _Checker, doc: Any, declared: dict[str, P.Param]) -> Soak | None:
     expected = "a mapping with set, args, exit_codes and why"
     if not isinstance(doc, dict) or set(doc) - {"set", "args", "exit_codes", "why"}:
         raise c.fail("soak", expected, doc)
-    sets = P.check_values(declared, c.get(doc, "set", dict, "parameters to override", prefix="soak.",
-                                          required=False, default={}), f"{c.path}: soak.set")  # fmt: skip
+    sets = P.check_values(
+        declared,
+        c.get(doc, "set", dict, "parameters to override", prefix="soak.", required=False, default={}),
+        f"{c.path}: soak.set",
+    )
     args = c.strings(doc.get("args"), "soak.args")
     if placeholders(args) - {"duration"}:
         raise c.fail("soak.args", "placeholders among duration", sorted(placeholders(args)))
@@ -544,8 +630,15 @@ def _deployment(c: _Checker, doc: Any, declared: set[str]) -> Deployment | None:
     names = declared | role_names(doc["roles"])
     roles = {name: _role(c, name, d, names) for name, d in doc["roles"].items()}
     setup = _setup(c, doc.get("setup"), roles, names)
-    compose = c.get(doc, "compose", dict, "one_host (a compose file) and hosts (role -> compose file)",
-                    prefix="deployment.", required=False, default={})  # fmt: skip
+    compose = c.get(
+        doc,
+        "compose",
+        dict,
+        "one_host (a compose file) and hosts (role -> compose file)",
+        prefix="deployment.",
+        required=False,
+        default={},
+    )
     if unknown := sorted(set(compose) - {"one_host", "hosts"}):
         raise c.fail("deployment.compose", "keys among one_host, hosts", unknown)
     files = [compose.get("one_host")] if "one_host" in compose else []
@@ -570,8 +663,7 @@ def _role(c: _Checker, name: str, d: Any, names: set[str]) -> Role:
         raise c.fail(prefix + "environment", "text values (quote numbers)", env)
     ready = {k: c.get(d, k, str, "text", prefix=prefix, required=False, default="") for k in ("ready_line", "health")}
     if bool(ready["ready_line"]) == bool(ready["health"]):
-        raise c.fail(prefix + "ready_line", "either ready_line (a log line) or health (an HTTP path), not both",
-                     ready)  # fmt: skip
+        raise c.fail(prefix + "ready_line", "either ready_line (a log line) or health (an HTTP path), not both", ready)
     from pirex.runner import samplers  # the registry of sampler kinds
 
     samples = tuple(c.get(d, "samples", list, "a list of sampler kinds", prefix=prefix, required=False, default=[]))
@@ -582,8 +674,9 @@ def _role(c: _Checker, name: str, d: Any, names: set[str]) -> Role:
     missing = (placeholders(command) | placeholders(tuple(env.values()))) - names
     if missing:
         raise c.fail(prefix + "command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
-    return Role(name, image, command, port, dict(env), ready["ready_line"], ready["health"],
-                str(d.get("data", "")), samples)  # fmt: skip
+    return Role(
+        name, image, command, port, dict(env), ready["ready_line"], ready["health"], str(d.get("data", "")), samples
+    )
 
 
 def _setup(c: _Checker, doc: Any, roles: dict[str, Role], names: set[str]) -> Setup | None:
@@ -649,8 +742,9 @@ def _matrix(c: _Checker, name: str, doc: Any, declared: dict[str, P.Param]) -> M
         raise c.fail(f"{key}.runs_as", "native or docker", runs_as)
     params = c.get(doc, "parameters", dict, "parameters of every case", prefix=f"{key}.", required=False, default={})
     P.check_values(declared, params, f"{c.path}: {key}.parameters")
-    fallback = c.get(doc, "fallback", dict, "{probe, parameters, skip_cases}", prefix=f"{key}.", required=False,
-                     default={})  # fmt: skip
+    fallback = c.get(
+        doc, "fallback", dict, "{probe, parameters, skip_cases}", prefix=f"{key}.", required=False, default={}
+    )
     if fallback and (not isinstance(fallback.get("probe"), list) or not isinstance(fallback.get("reason"), str)):
         raise c.fail(f"{key}.fallback", "a mapping with probe (a command) and reason", fallback)
     profiles = c.get(doc, "profiles", dict, "profile -> parameters", prefix=f"{key}.", required=False, default={})
@@ -685,10 +779,27 @@ def _matrix(c: _Checker, name: str, doc: Any, declared: dict[str, P.Param]) -> M
         ram = cd.get("ram_workdir_mb")
         if ram is not None and (not isinstance(ram, int) or ram < 1):
             raise c.fail(f"{where}.ram_workdir_mb", "a whole number of MB", ram)
-        cases.append(Case(cd["name"], cd.get("table_id"), str(cd.get("title", cd["name"])), base, dict(sets),
-                          None if cd.get("cpus") is None else str(cd["cpus"]), ram, cd.get("governor"),
-                          cd.get("swap")))  # fmt: skip
+        cases.append(
+            Case(
+                cd["name"],
+                cd.get("table_id"),
+                str(cd.get("title", cd["name"])),
+                base,
+                dict(sets),
+                None if cd.get("cpus") is None else str(cd["cpus"]),
+                ram,
+                cd.get("governor"),
+                cd.get("swap"),
+            )
+        )
     if not cases:
         raise c.fail(f"{key}.cases", "at least one case", raw_cases)
-    return Matrix(name, str(doc.get("source", "")), runs_as, tuple(cases), dict(params), dict(fallback),
-                  {k: dict(v) for k, v in profiles.items()})  # fmt: skip
+    return Matrix(
+        name,
+        str(doc.get("source", "")),
+        runs_as,
+        tuple(cases),
+        dict(params),
+        dict(fallback),
+        {k: dict(v) for k, v in profiles.items()},
+    )

@@ -81,8 +81,10 @@ def ansible_tool(name: str) -> str:
     beside = Path(sys.executable).parent / name
     found = str(beside) if beside.exists() else shutil.which(name)
     if not found:
-        raise PirexError(f"{name} not found: install the fleet extra (make fleet-installed, or "
-                         f"`{sys.executable} -m pip install -e '.[fleet]'`)")  # fmt: skip
+        raise PirexError(
+            f"{name} not found: install the fleet extra (make fleet-installed, or "
+            f"`{sys.executable} -m pip install -e '.[fleet]'`)"
+        )
     return found
 
 
@@ -108,11 +110,16 @@ def hosts_of(listing: dict, inventory: Path | str = "the inventory") -> dict[str
     out = {}
     for name in sorted(names):
         if not B.NAME.match(name) or B.TMP_MARK in name:
-            raise PirexError(f"{inventory}: host {name!r} cannot name a result folder: use letters, digits, '.', "
-                             "'_' and '-' (the inventory name is the device's identity in the results)")  # fmt: skip
+            raise PirexError(
+                f"{inventory}: host {name!r} cannot name a result folder: use letters, digits, '.', "
+                "'_' and '-' (the inventory name is the device's identity in the results)"
+            )
         v = hostvars.get(name) or {}
-        out[name] = {"address": str(v.get("ansible_host") or name), "user": v.get("ansible_user"),
-                     "labels": v.get("pirex_device_labels") or {}}  # fmt: skip
+        out[name] = {
+            "address": str(v.get("ansible_host") or name),
+            "user": v.get("ansible_user"),
+            "labels": v.get("pirex_device_labels") or {},
+        }
     return out
 
 
@@ -150,18 +157,35 @@ def bundles(fleet_dir: Path) -> list[Path]:
 def playbook_vars(req: Request, fleet_dir: Path, fleet_run: str, images: list[str]) -> dict:
     """What fleet/run.yml reads (its header lists them)."""
     return {
-        "pirex_experiment": req.experiment, "pirex_profile": req.profile, "pirex_variants": req.variants or "",
-        "pirex_sets": list(req.sets), "pirex_tag": req.tag, "pirex_fleet_run": fleet_run,
-        "pirex_fleet_dir": str(fleet_dir.resolve()), "pirex_images": images,
+        "pirex_experiment": req.experiment,
+        "pirex_profile": req.profile,
+        "pirex_variants": req.variants or "",
+        "pirex_sets": list(req.sets),
+        "pirex_tag": req.tag,
+        "pirex_fleet_run": fleet_run,
+        "pirex_fleet_dir": str(fleet_dir.resolve()),
+        "pirex_images": images,
         "pirex_images_archive": str(req.images_archive.resolve()) if req.images_archive else "",
-        "pirex_serial": req.serial, "pirex_checkout": str(REPO), "pirex_controller": [sys.executable, "-m", "pirex"],
+        "pirex_serial": req.serial,
+        "pirex_checkout": str(REPO),
+        "pirex_controller": [sys.executable, "-m", "pirex"],
         "pirex_run_timeout": int(req.host_timeout),
-    }  # fmt: skip
+    }
 
 
 def command(req: Request, vars_file: Path, hosts: list[str]) -> list[str]:
-    return [ansible_tool("ansible-playbook"), "-i", str(req.inventory), str(PLAYBOOK), "-e", f"@{vars_file}",
-            "--limit", ",".join(hosts), "--forks", str(max(5, len(hosts)))]  # fmt: skip
+    return [
+        ansible_tool("ansible-playbook"),
+        "-i",
+        str(req.inventory),
+        str(PLAYBOOK),
+        "-e",
+        f"@{vars_file}",
+        "--limit",
+        ",".join(hosts),
+        "--forks",
+        str(max(5, len(hosts))),
+    ]
 
 
 def environment(status: Path, log_file: Path) -> dict[str, str]:
@@ -205,11 +229,22 @@ def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = 
     version = _checkout_note(say)
     (fleet_dir / WORK).mkdir(parents=True, exist_ok=True)
     if doc is None:
-        doc = {"schema": SCHEMA, "fleet_run": fleet_dir.name, "experiment": exp.id, "profile": req.profile,
-               "variants": req.variants, "sets": list(req.sets), "tag": req.tag, "serial": req.serial,
-               "images_archive": str(req.images_archive) if req.images_archive else None,
-               "inventory": str(Path(req.inventory).resolve()), "commit": version, "started": B.iso(B.utcnow()),
-               "attempts": [], "hosts": {}}  # fmt: skip
+        doc = {
+            "schema": SCHEMA,
+            "fleet_run": fleet_dir.name,
+            "experiment": exp.id,
+            "profile": req.profile,
+            "variants": req.variants,
+            "sets": list(req.sets),
+            "tag": req.tag,
+            "serial": req.serial,
+            "images_archive": str(req.images_archive) if req.images_archive else None,
+            "inventory": str(Path(req.inventory).resolve()),
+            "commit": version,
+            "started": B.iso(B.utcnow()),
+            "attempts": [],
+            "hosts": {},
+        }
     attempt = len(doc["attempts"]) + 1
     for h in todo:
         doc["hosts"][h] = {**hosts[h], "state": MISSING, "why": "running", "attempt": attempt}
@@ -222,20 +257,36 @@ def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = 
     started = time.monotonic()
     limit = req.host_timeout * (len(todo) if req.serial else 1) + PREPARE_TIMEOUT
     try:
-        r = proc.run(command(req, vars_file, todo), timeout=limit, check=False, capture=False,
-                     env=environment(status, fleet_dir / "ansible.log"), what="ansible-playbook")  # fmt: skip
+        r = proc.run(
+            command(req, vars_file, todo),
+            timeout=limit,
+            check=False,
+            capture=False,
+            env=environment(status, fleet_dir / "ansible.log"),
+            what="ansible-playbook",
+        )
     except BaseException as e:  # a time limit, Ctrl-C: the manifest says so, --resume goes on from there
         for h in todo:
-            doc["hosts"][h].update(why=f"the fleet run was stopped ({type(e).__name__}: {e}); a host's run may go on "
-                                   "there: --resume takes it over")  # fmt: skip
+            doc["hosts"][h].update(
+                why=f"the fleet run was stopped ({type(e).__name__}: {e}); a host's run may go on "
+                "there: --resume takes it over"
+            )
         write_manifest(fleet_dir, doc)
         raise
     wall = time.monotonic() - started
     ended = read_status(status)
     for h in todo:
         doc["hosts"][h].update(host_state(fleet_dir, h, ended.get(h), r.returncode))
-    doc["attempts"].append({"attempt": attempt, "hosts": todo, "serial": req.serial, "wall_seconds": round(wall, 1),
-                            "ansible_exit": r.returncode, "ended": B.iso(B.utcnow())})  # fmt: skip
+    doc["attempts"].append(
+        {
+            "attempt": attempt,
+            "hosts": todo,
+            "serial": req.serial,
+            "wall_seconds": round(wall, 1),
+            "ansible_exit": r.returncode,
+            "ended": B.iso(B.utcnow()),
+        }
+    )
     write_manifest(fleet_dir, doc)
     out = _outcome(fleet_dir, doc)
     for line in summary(out, wall, mode):
@@ -248,8 +299,18 @@ def _resumed(doc: dict, req: Request) -> Request:
     if req.experiment and req.experiment != doc["experiment"]:
         raise PirexError(f"the fleet run is of {doc['experiment']}, not {req.experiment}: leave EXPERIMENT out")
     archive = Path(doc["images_archive"]) if doc.get("images_archive") else None
-    return Request(doc["experiment"], req.inventory, doc["profile"], doc["variants"], tuple(doc["sets"]), doc["tag"],
-                   req.serial, req.results_dir, req.images_archive or archive, req.host_timeout)  # fmt: skip
+    return Request(
+        doc["experiment"],
+        req.inventory,
+        doc["profile"],
+        doc["variants"],
+        tuple(doc["sets"]),
+        doc["tag"],
+        req.serial,
+        req.results_dir,
+        req.images_archive or archive,
+        req.host_timeout,
+    )
 
 
 def _checkout_note(say: Callable[[str], None]) -> str:
@@ -282,10 +343,18 @@ def host_state(fleet_dir: Path, host: str, ended: dict | None, ansible_exit: int
         return {"state": state, "why": f"{state} at '{f.get('task')}': {f.get('message')}", "bundle": None}
     if fetched and ended.get("verified"):
         m = B.read_json(fleet_dir / host / B.MANIFEST, dict)
-        return {"state": VERIFIED, "why": "", "bundle": host, "run_id": m.get("run_id"),
-                "host_bundle": ended.get("bundle")}  # fmt: skip
-    return {"state": MISSING, "why": f"the playbook ended (exit {ansible_exit}) before this host was done: see "
-            f"{fleet_dir / 'ansible.log'}", "bundle": None}  # fmt: skip
+        return {
+            "state": VERIFIED,
+            "why": "",
+            "bundle": host,
+            "run_id": m.get("run_id"),
+            "host_bundle": ended.get("bundle"),
+        }
+    return {
+        "state": MISSING,
+        "why": f"the playbook ended (exit {ansible_exit}) before this host was done: see {fleet_dir / 'ansible.log'}",
+        "bundle": None,
+    }
 
 
 def _outcome(fleet_dir: Path, doc: dict) -> Outcome:
@@ -304,8 +373,10 @@ def summary(out: Outcome, wall: float, mode: str) -> list[str]:
 
 def failure_line(out: Outcome) -> str:
     names = ", ".join(f"{h} ({s['state']})" for h, s in out.failed.items())
-    return f"{len(out.failed)} of {len(out.hosts)} hosts without a verified bundle: {names}; " \
-           f"`pirex fleet run --inventory INVENTORY --resume {out.dir}` finishes them"  # fmt: skip
+    return (
+        f"{len(out.failed)} of {len(out.hosts)} hosts without a verified bundle: {names}; "
+        f"`pirex fleet run --inventory INVENTORY --resume {out.dir}` finishes them"
+    )
 
 
 # --- the host ------------------------------------------------------------------------------------------------------
@@ -315,8 +386,10 @@ def host_bundle(results_dir: Path, experiment_id: str) -> Path | None:
     """The host's one bundle of this fleet run, if an earlier attempt created it."""
     found = sorted(p.parent for p in (Path(results_dir) / experiment_id).glob(f"*/{B.MANIFEST}"))
     if len(found) > 1:
-        raise PirexError(f"{results_dir} holds {len(found)} {experiment_id} bundles, a fleet run's host has one: "
-                         "remove the ones not wanted")  # fmt: skip
+        raise PirexError(
+            f"{results_dir} holds {len(found)} {experiment_id} bundles, a fleet run's host has one: "
+            "remove the ones not wanted"
+        )
     return found[0] if found else None
 
 

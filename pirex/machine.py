@@ -630,8 +630,10 @@ def interrupts(path: Path = Path("/proc/interrupts")) -> dict[str, Any] | None:
     except OSError as e:
         log.warning("cannot read %s: %s", path, e)
         return None
-    return {"taken_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
-            **parse_interrupts(text)}  # fmt: skip
+    return {
+        "taken_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
+        **parse_interrupts(text),
+    }
 
 
 def write_interrupts(path: Path, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:

@@ -172,8 +172,17 @@ def declare(name: str, doc: Any, where: str) -> Param:
         re.compile(pattern)
     except (re.error, TypeError):
         raise PirexError(f"{where}.pattern: not a regular expression: {pattern!r}") from None
-    p = Param(name, kind, doc.get("default", _NO_DEFAULT), doc.get("min"), doc.get("max"), tuple(choices), of,
-              str(pattern), str(doc.get("doc", "")))  # fmt: skip
+    p = Param(
+        name,
+        kind,
+        doc.get("default", _NO_DEFAULT),
+        doc.get("min"),
+        doc.get("max"),
+        tuple(choices),
+        of,
+        str(pattern),
+        str(doc.get("doc", "")),
+    )
     if p.has_default and _valid(p, p.default) is None:
         raise PirexError(f"{where}.default: expected {p.allowed()}, found {p.default!r}")
     return p

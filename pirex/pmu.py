@@ -44,7 +44,7 @@ CORES = {
             RawEvent("LLC-loads", 0x16, "L2D_CACHE", "L2 data accesses, reads and writes"),
             RawEvent("LLC-load-misses", 0x17, "L2D_CACHE_REFILL", "L2 data refills, reads and writes"),
         ),
-    ),  # fmt: skip
+    ),
     # Pi 4: the codes the thesis used. Cortex-A72 TRM r0p3 (ARM 100095_0003), chapter 11, PMU events:
     # 0x50 L2D_CACHE_LD, 0x52 L2D_CACHE_REFILL_LD (implementation defined, read only); the kernel lists them for
     # the A72 in tools/perf/pmu-events/arch/arm64/arm/cortex-a57-a72/core-imp-def.json (L2D_CACHE_RD,
@@ -56,7 +56,7 @@ CORES = {
             RawEvent("LLC-loads", 0x50, "L2D_CACHE_RD", "L2 data accesses, reads"),
             RawEvent("LLC-load-misses", 0x52, "L2D_CACHE_REFILL_RD", "L2 data refills, reads"),
         ),
-    ),  # fmt: skip
+    ),
     # Pi 5. Cortex-A76 TRM (ARM 100798), PMU events: 0x36 LL_CACHE_RD, 0x37 LL_CACHE_MISS_RD, the last level
     # being the DSU's 2 MB L3 (kernel: tools/perf/pmu-events/arch/arm64/arm/cortex-a76-n1/cache.json). Common
     # events (ARMv8.2): the PMU says in sysfs whether it implements them.
@@ -67,7 +67,7 @@ CORES = {
             RawEvent("LLC-loads", 0x36, "LL_CACHE_RD", "last-level cache accesses, reads"),
             RawEvent("LLC-load-misses", 0x37, "LL_CACHE_MISS_RD", "last-level cache misses, reads"),
         ),
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -92,11 +92,16 @@ def choose(machine: dict[str, Any]) -> Choice:
     parts = [p.lower() for p in cpu.get("cpu_parts") or []]
     model = cpu.get("model") or cpu.get("core") or "this CPU"
     if not parts:
-        return Choice(None, f"no raw PMU events for {model}: not an Arm CPU the table knows (the kernel's generic "
-                            "LLC events are used where it has them)")  # fmt: skip
+        return Choice(
+            None,
+            f"no raw PMU events for {model}: not an Arm CPU the table knows (the kernel's generic "
+            "LLC events are used where it has them)",
+        )
     if len(parts) > 1:
-        return Choice(None, f"no raw PMU events: the cores differ ({', '.join(parts)}), and a raw code means "
-                            "something else on each")  # fmt: skip
+        return Choice(
+            None,
+            f"no raw PMU events: the cores differ ({', '.join(parts)}), and a raw code means something else on each",
+        )
     core = CORES.get(parts[0])
     if core is None:
         known = ", ".join(f"{c.name} ({p})" for p, c in CORES.items())
@@ -117,8 +122,9 @@ def resolve(params: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
     if value == "auto":
         return {**params, PARAMETER: choose(machine).spec}
     if value != "none" and not all(_SPEC.match(item) for item in value.split(",")):
-        raise PirexError(f"--set {PARAMETER}={value!r}: expected auto, none or NAME=0xCODE,... "
-                         "(e.g. LLC-load-misses=0x52)")  # fmt: skip
+        raise PirexError(
+            f"--set {PARAMETER}={value!r}: expected auto, none or NAME=0xCODE,... (e.g. LLC-load-misses=0x52)"
+        )
     return {**params, PARAMETER: value}
 
 
@@ -132,6 +138,8 @@ def describe(spec: str, machine: dict[str, Any]) -> list[str]:
     for item in spec.split(","):
         counter, _, code = item.partition("=")
         e = names.get(int(code, 16))
-        out.append(f"{counter} = raw event {code}" + (f" ({e.arm_name}: {e.counts}; {core.name}, "
-                                                       f"last level {core.last_level})" if e else ""))  # fmt: skip
+        out.append(
+            f"{counter} = raw event {code}"
+            + (f" ({e.arm_name}: {e.counts}; {core.name}, last level {core.last_level})" if e else "")
+        )
     return out

@@ -179,16 +179,26 @@ def _enough(check: str, have: int | None, need: int, what: str, unknown: str, fi
 
 
 def check_free_disk(record: Mapping[str, Any], need_bytes: int) -> list[Finding]:
-    return _enough("free-disk", _get(record, "storage", "free_bytes"), need_bytes,
-                   "free under the work directory", "free disk space under the work directory unknown",
-                   "free some space or choose another work directory")  # fmt: skip
+    return _enough(
+        "free-disk",
+        _get(record, "storage", "free_bytes"),
+        need_bytes,
+        "free under the work directory",
+        "free disk space under the work directory unknown",
+        "free some space or choose another work directory",
+    )
 
 
 def check_free_memory(record: Mapping[str, Any], need_bytes: int) -> list[Finding]:
     mem = record.get("memory") or {}
-    return _enough("free-memory", mem.get("available_bytes", mem.get("free_bytes")), need_bytes,
-                   "memory available", "available memory unknown",
-                   "stop other programs (desktop, browsers) or use a machine with more memory")  # fmt: skip
+    return _enough(
+        "free-memory",
+        mem.get("available_bytes", mem.get("free_bytes")),
+        need_bytes,
+        "memory available",
+        "available memory unknown",
+        "stop other programs (desktop, browsers) or use a machine with more memory",
+    )
 
 
 def check_load(record: Mapping[str, Any]) -> list[Finding]:
@@ -223,8 +233,14 @@ def check_network(record: Mapping[str, Any]) -> list[Finding]:
         if not p.get("interface"):
             out.append(Finding("warn", "network", f"no route to {p['peer']}", "check the address and the cabling"))
         elif p.get("wireless"):
-            out.append(Finding("warn", "network", f"{where} is Wi-Fi: latency and throughput will be the radio's",
-                               "connect both hosts by cable to a Gigabit switch"))  # fmt: skip
+            out.append(
+                Finding(
+                    "warn",
+                    "network",
+                    f"{where} is Wi-Fi: latency and throughput will be the radio's",
+                    "connect both hosts by cable to a Gigabit switch",
+                )
+            )
         elif speed is not None and (speed < MIN_LINK_MBPS or duplex == "half"):
             msg = f"{where}: {speed} Mbit/s {duplex or ''} duplex, the papers had 1 Gbit/s full duplex"
             out.append(Finding("warn", "network", msg, "use a Gigabit switch and cables (Cat 5e or better)"))
@@ -240,8 +256,14 @@ def check_services(record: Mapping[str, Any]) -> list[Finding]:
     if not svc:
         return [Finding("ok", "services", "running services unknown: not checked")]
     if svc.get("running"):
-        return [Finding("warn", "services", f"{', '.join(svc['running'])} running: the papers stopped them",
-                        "sudo pirex doctor --fix (stops them; `pirex doctor --undo` starts them again)")]  # fmt: skip
+        return [
+            Finding(
+                "warn",
+                "services",
+                f"{', '.join(svc['running'])} running: the papers stopped them",
+                "sudo pirex doctor --fix (stops them; `pirex doctor --undo` starts them again)",
+            )
+        ]
     return [Finding("ok", "services", f"none of {', '.join(svc.get('checked') or [])} running")]
 
 

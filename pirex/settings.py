@@ -20,8 +20,10 @@ from pirex.errors import PirexError
 from pirex.paths import REPO
 
 # The first lines of a rendered file: the command that writes it (pirex/test_settings.py checks it is current).
-HEADER = ("# written by `pirex env {experiment} --profile {profile} --write {path}`\n"
-          "# from experiments/{experiment}/experiment.yaml: edit that file, then rerun the command")  # fmt: skip
+HEADER = (
+    "# written by `pirex env {experiment} --profile {profile} --write {path}`\n"
+    "# from experiments/{experiment}/experiment.yaml: edit that file, then rerun the command"
+)
 GENERATED = re.compile(
     r"^# written by `pirex env (?P<experiment>\S+) --profile (?P<profile>\S+) --write (?P<path>\S+)`"
 )

@@ -8,8 +8,7 @@ from pirex.paths import REPO
 
 
 def pirex(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pirex", *args], capture_output=True, text=True, timeout=120,
-                          cwd=REPO)  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "pirex", *args], capture_output=True, text=True, timeout=120, cwd=REPO)
 
 
 def test_machine_prints_the_record():

@@ -95,12 +95,17 @@ def _matrix_doc(cases):
 
 
 def test_matrix_cases_build_on_their_base():
-    exp = experiment.parse(_matrix_doc([
-        {"name": "base"},
-        {"name": "ram", "base": "base", "ram_workdir_mb": 100},
-        {"name": "one-core", "base": "ram", "cpus": 0, "set": {"depth": 1}},
-        {"name": "two", "base": "ram", "cpus": "0-1"},
-    ]), experiment.path_of("jmh"))  # fmt: skip
+    exp = experiment.parse(
+        _matrix_doc(
+            [
+                {"name": "base"},
+                {"name": "ram", "base": "base", "ram_workdir_mb": 100},
+                {"name": "one-core", "base": "ram", "cpus": 0, "set": {"depth": 1}},
+                {"name": "two", "base": "ram", "cpus": "0-1"},
+            ]
+        ),
+        experiment.path_of("jmh"),
+    )
     m = exp.matrices["m"]
     assert [c.name for c in m.chain("one-core")] == ["base", "ram", "one-core"]
     one = m.resolved("one-core")
@@ -130,8 +135,14 @@ def test_matrix_mistakes_are_named(cases, message):
 
 def test_privileges_become_docker_arguments_and_need_a_reason():
     exp = experiment.load("fork")
-    assert exp.privileges.docker_args() == ["--user", "0", "--cap-add", "SYS_ADMIN", "--security-opt",
-                                            "systempaths=unconfined"]  # fmt: skip
+    assert exp.privileges.docker_args() == [
+        "--user",
+        "0",
+        "--cap-add",
+        "SYS_ADMIN",
+        "--security-opt",
+        "systempaths=unconfined",
+    ]
     doc = copy.deepcopy(JMH)
     doc["needs"]["privileges"] = {"root": True}
     with pytest.raises(PirexError, match="needs.privileges.why: expected a sentence"):

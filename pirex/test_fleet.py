@@ -29,12 +29,22 @@ CPU = {"model": "Cortex-A53", "cores": 4}
 
 def jmh_bundle(root: Path, host: str, hostname: str, values: list[float], named: bool = True) -> Path:
     """A complete jmh bundle as host `host` would write it, moved to <root>/<host> as a fleet run holds it."""
-    b = B.Bundle.create(root / "host" / host, "jmh", "quick", {"forks": 1}, ["docker"],
-                        [("docker", r) for r in range(len(values))], {}, {"version": "0", "commit": "c"},
-                        run_id=RUN_ID)  # fmt: skip
+    b = B.Bundle.create(
+        root / "host" / host,
+        "jmh",
+        "quick",
+        {"forks": 1},
+        ["docker"],
+        [("docker", r) for r in range(len(values))],
+        {},
+        {"version": "0", "commit": "c"},
+        run_id=RUN_ID,
+    )
     for r, v in enumerate(values):
-        result = {"benchmark": "x.RecursionBenchmark.b1_default", "primaryMetric": {"rawData": [[v, v]],
-                                                                                 "scoreUnit": "ops/s"}}  # fmt: skip
+        result = {
+            "benchmark": "x.RecursionBenchmark.b1_default",
+            "primaryMetric": {"rawData": [[v, v]], "scoreUnit": "ops/s"},
+        }
         with b.step("docker", r) as d:
             (d / "jmh.json").write_text(json.dumps([result]))
     record = {"hostname": hostname, "cpu": CPU, "device": {"name": host, "labels": {}} if named else None}
@@ -58,8 +68,10 @@ def test_the_device_is_named_by_its_inventory_name_from_the_environment():
 
 
 def test_bundles_with_colliding_run_ids_and_hostnames_merge_one_column_per_device(tmp_path):
-    paths = [jmh_bundle(tmp_path, h, "raspberrypi", [v * k for k in (1.0, 1.1, 0.9, 1.05, 0.95)])
-             for h, v in (("pi-a", 100.0), ("pi-b", 200.0), ("pi-c", 300.0))]  # fmt: skip
+    paths = [
+        jmh_bundle(tmp_path, h, "raspberrypi", [v * k for k in (1.0, 1.1, 0.9, 1.05, 0.95)])
+        for h, v in (("pi-a", 100.0), ("pi-b", 200.0), ("pi-c", 300.0))
+    ]
     (tmp_path / fleet.MANIFEST).write_text("{}")
     assert modules._expand(tmp_path) == paths  # a fleet run's folder stands for its hosts' bundles
     named = modules.tables(jmh, paths, None)
@@ -156,9 +168,16 @@ def test_on_host_waits_for_an_earlier_attempt_still_writing_then_resumes(tmp_pat
 
     results = tmp_path / "results"
     b = B.Bundle.create(results, "jmh", "quick", {}, ["docker"], [("docker", 0)], {}, {"version": "0", "commit": "c"})
-    writer = subprocess.Popen([sys.executable, "-c", f"import fcntl, os, time; fd = os.open({str(b.path)!r}, "
-                               "os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); print(1, flush=True); time.sleep(2)"],
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import fcntl, os, time; fd = os.open({str(b.path)!r}, "
+            "os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); print(1, flush=True); time.sleep(2)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     b.close()  # our own lock gone: the other process's flock is the earlier attempt's
     assert writer.stdout.readline().strip() == "1"
     calls = []
@@ -174,8 +193,9 @@ def test_on_host_waits_for_an_earlier_attempt_still_writing_then_resumes(tmp_pat
 def test_on_host_refuses_two_bundles(tmp_path):
     results = tmp_path / "results"
     for _ in range(2):
-        B.Bundle.create(results, "jmh", "quick", {}, ["docker"], [("docker", 0)], {},
-                        {"version": "0", "commit": "c"}).close()  # fmt: skip
+        B.Bundle.create(
+            results, "jmh", "quick", {}, ["docker"], [("docker", 0)], {}, {"version": "0", "commit": "c"}
+        ).close()
     with pytest.raises(PirexError, match="holds 2 jmh bundles"):
         fleet.on_host(_Opts(results))
 
@@ -206,20 +226,33 @@ def test_moobench_from_three_pis_gives_ssp17_table1_with_a_column_per_device(tmp
 
     paths = []
     for k, host in enumerate(("pi-1", "pi-2", "pi-3"), 1):
-        b = B.Bundle.create(tmp_path / "host" / host, "moobench", "quick", {}, ["native"],
-                            [("native", r) for r in range(5)], {}, {"version": "0", "commit": "c"},
-                            run_id=RUN_ID)  # fmt: skip
+        b = B.Bundle.create(
+            tmp_path / "host" / host,
+            "moobench",
+            "quick",
+            {},
+            ["native"],
+            [("native", r) for r in range(5)],
+            {},
+            {"version": "0", "commit": "c"},
+            run_id=RUN_ID,
+        )
         for r in range(5):
             with b.step("native", r) as d:
                 (d / "raw-baseline.csv").write_text("".join(f"1;{1000 * k + 10 * r + i};1;0\n" for i in range(40)))
-        record = {"hostname": "raspberrypi", "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
-                  "storage": {"kind": "sd-card", "fstype": "ext4"}, "device": {"name": host, "labels": {}}}  # fmt: skip
+        record = {
+            "hostname": "raspberrypi",
+            "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
+            "storage": {"kind": "sd-card", "fstype": "ext4"},
+            "device": {"name": host, "labels": {}},
+        }
         b.write_machine(before=record, after=record)
         b.finish()
         b.path.rename(tmp_path / host)
         paths.append(tmp_path / host)
     named = {n.name: n.table for n in modules.tables(moobench, paths, None)}
     devs = [f"pi-{k} (Raspberry Pi 3 Model B Rev 1.2, host raspberrypi)" for k in (1, 2, 3)]
-    assert named["table1"].columns == ["Experiment"] + [f"{d}: {c}" for d in devs
-                                                        for c in ("95 % CI", "σ", "95 % CI (loops)")]  # fmt: skip
+    assert named["table1"].columns == ["Experiment"] + [
+        f"{d}: {c}" for d in devs for c in ("95 % CI", "σ", "95 % CI (loops)")
+    ]
     assert named["devices"].columns[2:] == devs

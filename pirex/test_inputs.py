@@ -23,16 +23,24 @@ from pirex.bundle import Bundle, verify
 from pirex.errors import PirexError
 from pirex.runner import compose
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8,
 )
-JMH_RESULT = {"benchmark": "io.github.pirexbench.jmh.RecursionBenchmark.b1_default", "mode": "thrpt",
-              "primaryMetric": {"score": 10.0, "scoreUnit": "ops/s", "rawData": [[9.0, 11.0]]}}  # fmt: skip
+JMH_RESULT = {
+    "benchmark": "io.github.pirexbench.jmh.RecursionBenchmark.b1_default",
+    "mode": "thrpt",
+    "primaryMetric": {"score": 10.0, "scoreUnit": "ops/s", "rawData": [[9.0, 11.0]]},
+}
 
 
 # --- experiment files ------------------------------------------------------------------------------------------------
@@ -107,9 +115,16 @@ def test_any_bytes_as_an_env_file_are_settings_or_a_pirex_error(data, tmp_path):
 def good_bundle(tmp_path_factory) -> Path:
     """A small complete jmh bundle, as the runner writes it."""
     root = tmp_path_factory.mktemp("results")
-    b = Bundle.create(root, "jmh", "quick", {"repetitions": 2}, ["native", "docker"],
-                      [("native", 0), ("docker", 0)], {"jmh": {"reference": "r", "digest": "sha256:0"}},
-                      {"version": "test", "commit": "0"})  # fmt: skip
+    b = Bundle.create(
+        root,
+        "jmh",
+        "quick",
+        {"repetitions": 2},
+        ["native", "docker"],
+        [("native", 0), ("docker", 0)],
+        {"jmh": {"reference": "r", "digest": "sha256:0"}},
+        {"version": "test", "commit": "0"},
+    )
     (b.path / "run.json").write_text(json.dumps({"order": "sequential", "seed": 1, "skipped_variants": {}}))
     b.write_machine(before={"schema": "pirex-machine/1"}, after={"schema": "pirex-machine/1"})
     for v in ("native", "docker"):
@@ -123,9 +138,22 @@ def good_bundle(tmp_path_factory) -> Path:
 
 DAMAGEABLE = ("manifest.json", "machine.json", "native/0/jmh.json", "docker/0/jmh.json")
 # What each manifest key must be (bundle.py's format); a value of another type is damage.
-MANIFEST_TYPES = {"schema_version": int, "run_id": str, "experiment": str, "profile": str, "parameters": dict,
-                  "variants": list, "tool": dict, "started": str, "ended": (str, type(None)), "resumed": list,
-                  "status": str, "plan": list, "completed": list, "files": dict}  # fmt: skip
+MANIFEST_TYPES = {
+    "schema_version": int,
+    "run_id": str,
+    "experiment": str,
+    "profile": str,
+    "parameters": dict,
+    "variants": list,
+    "tool": dict,
+    "started": str,
+    "ended": (str, type(None)),
+    "resumed": list,
+    "status": str,
+    "plan": list,
+    "completed": list,
+    "files": dict,
+}
 JMH_TYPES = {"benchmark": str, "primaryMetric": dict}
 
 
@@ -177,8 +205,9 @@ def _damage(bundle: Path, damage) -> None:
 
 
 def _digest(path: Path) -> dict[str, str]:
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() for p in path.rglob("*")
-            if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() for p in path.rglob("*") if p.is_file()
+    }
 
 
 def _pirex(*args: str) -> tuple[int, str, str]:

@@ -24,11 +24,14 @@ PI5 = record((DATA / "pi4-arm64.cpuinfo").read_text().replace("0xd08", "0xd0b"))
 X86 = record((DATA / "x86-server.cpuinfo").read_text())
 
 
-@pytest.mark.parametrize("rec, core, spec", [
-    (PI3, "Cortex-A53", "LLC-loads=0x16,LLC-load-misses=0x17"),
-    (PI4, "Cortex-A72", "LLC-loads=0x50,LLC-load-misses=0x52"),  # the thesis's Pi 4 codes
-    (PI5, "Cortex-A76", "LLC-loads=0x36,LLC-load-misses=0x37"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rec, core, spec",
+    [
+        (PI3, "Cortex-A53", "LLC-loads=0x16,LLC-load-misses=0x17"),
+        (PI4, "Cortex-A72", "LLC-loads=0x50,LLC-load-misses=0x52"),  # the thesis's Pi 4 codes
+        (PI5, "Cortex-A76", "LLC-loads=0x36,LLC-load-misses=0x37"),
+    ],
+)
 def test_codes_per_pi_cpu(rec, core, spec):
     choice = pmu.choose(rec)
     assert choice.core.name == core == rec["cpu"]["core"] and choice.reason == ""
@@ -36,12 +39,15 @@ def test_codes_per_pi_cpu(rec, core, spec):
     assert pmu.resolve({"raw_events": "auto", "sizes": "1"}, rec) == {"raw_events": spec, "sizes": "1"}
 
 
-@pytest.mark.parametrize("rec, reason", [
-    (X86, "no raw PMU events for Intel(R) Xeon(R)"),
-    ({"cpu": {"cpu_parts": ["0xd05"], "core": "ARM part 0xd05"}}, "no raw PMU events known for CPU part 0xd05"),
-    ({"cpu": {"cpu_parts": ["0xd03", "0xd08"]}}, "the cores differ (0xd03, 0xd08)"),
-    ({}, "no raw PMU events for this CPU"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rec, reason",
+    [
+        (X86, "no raw PMU events for Intel(R) Xeon(R)"),
+        ({"cpu": {"cpu_parts": ["0xd05"], "core": "ARM part 0xd05"}}, "no raw PMU events known for CPU part 0xd05"),
+        ({"cpu": {"cpu_parts": ["0xd03", "0xd08"]}}, "the cores differ (0xd03, 0xd08)"),
+        ({}, "no raw PMU events for this CPU"),
+    ],
+)
 def test_refused_cleanly_elsewhere(rec, reason):
     choice = pmu.choose(rec)
     assert choice.core is None and reason in choice.reason and choice.spec == "none"

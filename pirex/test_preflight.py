@@ -43,8 +43,14 @@ def clean_pi() -> dict:
 
 
 def peer(addr: str, *, speed: int | None = None, duplex: str | None = "full", wireless: bool = False) -> dict:
-    return {"peer": addr, "interface": "wlan0" if wireless else "eth0", "local": False, "speed_mbps": speed,
-            "duplex": duplex if speed else None, "wireless": wireless}  # fmt: skip
+    return {
+        "peer": addr,
+        "interface": "wlan0" if wireless else "eth0",
+        "local": False,
+        "speed_mbps": speed,
+        "duplex": duplex if speed else None,
+        "wireless": wireless,
+    }
 
 
 def by_check(findings: list[Finding]) -> dict[str, list[Finding]]:

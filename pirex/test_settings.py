@@ -22,7 +22,8 @@ def test_every_rendered_file_is_current():
         m = settings.GENERATED.match(f.read_text())
         assert m["path"] == f.relative_to(REPO).as_posix(), f"{f}: its header names another file"
         assert f.read_text() == settings.rendered(m["experiment"], m["profile"], m["path"]), (
-            f"{f} is stale: run {m[0].removeprefix('# written by ')}")  # fmt: skip
+            f"{f} is stale: run {m[0].removeprefix('# written by ')}"
+        )
 
 
 def test_the_settings_are_the_parameters_in_upper_case_and_the_role_ports():
@@ -42,15 +43,28 @@ COPY = re.compile(r":-(\d+)|^\s*\w+=(\d+)\b|--[a-z-]+ (\d+)\b", re.M)
 
 @pytest.mark.parametrize(
     "path",
-    ["compose/jpa-rest.yml", "compose/db.yml", "compose/web.yml", "compose/driver.yml", "compose/stack.yml",
-     "compose/example.env", "images/locust/pirex-locust", "images/moobench/pirex-moobench"],
-)  # fmt: skip
+    [
+        "compose/jpa-rest.yml",
+        "compose/db.yml",
+        "compose/web.yml",
+        "compose/driver.yml",
+        "compose/stack.yml",
+        "compose/example.env",
+        "images/locust/pirex-locust",
+        "images/moobench/pirex-moobench",
+    ],
+)
 def test_no_copy_of_a_number_of_the_experiments(path):
     """Every number of jpa-rest and moobench comes from experiment.yaml (pirex/settings.py); none is written out
     as a fallback default."""
     text = (REPO / path).read_text()
-    numbers = {v for e in ("jpa-rest", "moobench") for p in ("quick", "paper")
-               for k, v in settings.of(experiment.load(e), p).items() if v.isdigit() and int(v) > 1}  # fmt: skip
+    numbers = {
+        v
+        for e in ("jpa-rest", "moobench")
+        for p in ("quick", "paper")
+        for k, v in settings.of(experiment.load(e), p).items()
+        if v.isdigit() and int(v) > 1
+    }
     found = [m.group(0) for m in COPY.finditer(text) if next(g for g in m.groups() if g) in numbers]
     assert not found, f"{path}: {found}"
 

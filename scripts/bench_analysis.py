@@ -100,9 +100,17 @@ def run_pirex(bundle: Path, engine: str | None) -> dict:
     out = {}
     for r in moobench.analyse([bundle], engine):
         s = r.stats
-        out[r.configuration] = {"n": s.n, "mean": s.mean, "sd": s.sd, "ci": list(s.ci()), "min": s.summary.min,
-                                "q1": s.summary.q1, "median": s.summary.median, "q3": s.summary.q3,
-                                "max": s.summary.max}  # fmt: skip
+        out[r.configuration] = {
+            "n": s.n,
+            "mean": s.mean,
+            "sd": s.sd,
+            "ci": list(s.ci()),
+            "min": s.summary.min,
+            "q1": s.summary.q1,
+            "median": s.summary.median,
+            "q3": s.summary.q3,
+            "max": s.summary.max,
+        }
     return out
 
 
@@ -125,8 +133,17 @@ def run_pandas(bundle: Path) -> dict:
         mean, sd, k = x.mean(), x.std(), len(x)
         half = sps.t.ppf(0.975, k - 1) * sd / math.sqrt(k)
         q = x.quantile([0.25, 0.5, 0.75])
-        out[cfg] = {"n": k, "mean": mean, "sd": sd, "ci": [mean - half, mean + half], "min": x.min(),
-                    "q1": q[0.25], "median": q[0.5], "q3": q[0.75], "max": x.max()}  # fmt: skip
+        out[cfg] = {
+            "n": k,
+            "mean": mean,
+            "sd": sd,
+            "ci": [mean - half, mean + half],
+            "min": x.min(),
+            "q1": q[0.25],
+            "median": q[0.5],
+            "q3": q[0.75],
+            "max": x.max(),
+        }
     return out
 
 
@@ -200,8 +217,10 @@ def main() -> None:
             print(f"reusing {bundle}")
         rows = a.calls * a.loops * len(configurations)
         size = sum(f.stat().st_size for f in bundle.glob("*/*/raw-*.csv"))
-        print(f"{rows:,} rows ({a.loops} loops x {a.calls:,} calls x {len(configurations)} configurations), "
-              f"{size / 1e9:.2f} GB")  # fmt: skip
+        print(
+            f"{rows:,} rows ({a.loops} loops x {a.calls:,} calls x {len(configurations)} configurations), "
+            f"{size / 1e9:.2f} GB"
+        )
         from pirex.analysis.moobench_read import default_engine
 
         engine = a.engine or default_engine(size)
@@ -217,12 +236,16 @@ def main() -> None:
         rss = {k: max(r["peak_rss_kb"] for r in v) for k, v in runs.items()}
         print(f"{a.repeat} alternating runs each; median (min-max):")
         for k, name in (("pirex", f"pirex ({engine})"), ("pandas", "pandas")):
-            print(f"{name:16s} {med[k]:6.2f} s ({secs[k][0]:.2f}-{secs[k][-1]:.2f})  "
-                  f"{rows / med[k] / 1e6:7.2f} M rows/s  peak RSS {rss[k] / 1024:6.0f} MiB")  # fmt: skip
+            print(
+                f"{name:16s} {med[k]:6.2f} s ({secs[k][0]:.2f}-{secs[k][-1]:.2f})  "
+                f"{rows / med[k] / 1e6:7.2f} M rows/s  peak RSS {rss[k] / 1024:6.0f} MiB"
+            )
         ratios = sorted(p["seconds"] / o["seconds"] for o, p in zip(runs["pirex"], runs["pandas"], strict=True))
         ratio, rss_ratio = med["pandas"] / med["pirex"], rss["pirex"] / rss["pandas"]
-        print(f"speed ratio pandas/pirex: {ratio:.2f}x (per pair {ratios[0]:.2f}-{ratios[-1]:.2f}x); "
-              f"peak RSS pirex/pandas: {rss_ratio:.2f}")  # fmt: skip
+        print(
+            f"speed ratio pandas/pirex: {ratio:.2f}x (per pair {ratios[0]:.2f}-{ratios[-1]:.2f}x); "
+            f"peak RSS pirex/pandas: {rss_ratio:.2f}"
+        )
         ref = runs["pandas"][0]["stats"]
         diffs = sorted({d for r in runs["pirex"] + runs["pandas"][1:] for d in same(r["stats"], ref)})
         print("statistics: identical (rel. 1e-9)" if not diffs else "statistics DIFFER:\n  " + "\n  ".join(diffs))

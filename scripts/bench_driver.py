@@ -68,8 +68,9 @@ def wrk_run(url: str, method: str, path: str, customers: int, seconds: int, work
     script = workdir / f"wrk-{method.lower()}.lua"
     script.write_text(WRK_LUA.format(customers=customers, path=path, method=method))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = proc.run(["wrk", "-t", "2", "-c", str(USERS), "-d", f"{seconds}s", "--latency", "-s", script, url],
-                 timeout=seconds + 120)  # fmt: skip
+    r = proc.run(
+        ["wrk", "-t", "2", "-c", str(USERS), "-d", f"{seconds}s", "--latency", "-s", script, url], timeout=seconds + 120
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", r.stdout).group(1))
@@ -77,24 +78,60 @@ def wrk_run(url: str, method: str, path: str, customers: int, seconds: int, work
     m = re.search(r"Latency\s+([\d.]+)(us|ms|s)\b", r.stdout)
     mean_us = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
-    return {"requests_per_s": rate, "requests": total, "mean_us": mean_us, "cpu_s": cpu,
-            "cpu_us_per_request": cpu / total * 1e6, "cpu_utilisation": cpu / seconds,
-            "non_2xx": int(errors.group(1)) if errors else 0}  # fmt: skip
+    return {
+        "requests_per_s": rate,
+        "requests": total,
+        "mean_us": mean_us,
+        "cpu_s": cpu,
+        "cpu_us_per_request": cpu / total * 1e6,
+        "cpu_utilisation": cpu / seconds,
+        "non_2xx": int(errors.group(1)) if errors else 0,
+    }
 
 
 def locust_run(image: str, url: str, operation: str, requests: int, customers: int, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)
-    proc.run(["docker", "run", "--rm", "--name", f"{PREFIX}-driver", "--network", "host", "-v", f"{out}:/results",
-              image, "pirex-locust", "--host", url, "--users", str(USERS), "--requests-per-operation", str(requests),
-              "--customers", str(customers), "--operations", operation, "--output", "/results"],
-             timeout=3600)  # fmt: skip
+    proc.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--name",
+            f"{PREFIX}-driver",
+            "--network",
+            "host",
+            "-v",
+            f"{out}:/results",
+            image,
+            "pirex-locust",
+            "--host",
+            url,
+            "--users",
+            str(USERS),
+            "--requests-per-operation",
+            str(requests),
+            "--customers",
+            str(customers),
+            "--operations",
+            operation,
+            "--output",
+            "/results",
+        ],
+        timeout=3600,
+    )
     s = json.loads((out / "summary.json").read_text())
     p = s["per_operation"][operation]
-    return {"requests_per_s": s["requests_per_s"], "requests": s["requests"], "seconds": s["seconds"],
-            "mean_us": p["mean_response_time_us"], "service_us": p["mean_service_time_us"],
-            "cpu_utilisation": s["driver_cpu"]["utilisation"], "cpu_us_per_request": s["driver_cpu"]["us_per_request"],
-            "failures": s["failures"]}  # fmt: skip
+    return {
+        "requests_per_s": s["requests_per_s"],
+        "requests": s["requests"],
+        "seconds": s["seconds"],
+        "mean_us": p["mean_response_time_us"],
+        "service_us": p["mean_service_time_us"],
+        "cpu_utilisation": s["driver_cpu"]["utilisation"],
+        "cpu_us_per_request": s["driver_cpu"]["us_per_request"],
+        "failures": s["failures"],
+    }
 
 
 def main() -> int:
@@ -119,12 +156,43 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="pirex-bench-driver-"))
     try:
         proc.run(["docker", "network", "create", net], timeout=60)
-        proc.run(["docker", "run", "-d", "--name", db, "--network", net, "--network-alias", "db", *cred,
-                  refs["postgres"]], timeout=120)  # fmt: skip
-        proc.run(["docker", "run", "--rm", "--name", loader, "--network", net, *db_env, refs["jpa-rest"],
-                  "pirex-load-customers", "--rows", str(args.customers)], timeout=3600)  # fmt: skip
-        proc.run(["docker", "run", "-d", "--name", web, "--network", net, "-p", f"127.0.0.1:{port}:8080", *db_env,
-                  refs["jpa-rest"]], timeout=120)  # fmt: skip
+        proc.run(
+            ["docker", "run", "-d", "--name", db, "--network", net, "--network-alias", "db", *cred, refs["postgres"]],
+            timeout=120,
+        )
+        proc.run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--name",
+                loader,
+                "--network",
+                net,
+                *db_env,
+                refs["jpa-rest"],
+                "pirex-load-customers",
+                "--rows",
+                str(args.customers),
+            ],
+            timeout=3600,
+        )
+        proc.run(
+            [
+                "docker",
+                "run",
+                "-d",
+                "--name",
+                web,
+                "--network",
+                net,
+                "-p",
+                f"127.0.0.1:{port}:8080",
+                *db_env,
+                refs["jpa-rest"],
+            ],
+            timeout=120,
+        )
         if (last := deployment.wait_healthy(url + "/actuator/health", 300)) is not None:
             raise PirexError(f"the service did not come up: {last}")
         results = {}
@@ -142,25 +210,35 @@ def main() -> int:
 
 def print_results(results: dict, args) -> None:
     cpus = os.cpu_count()
-    print(f"\n{USERS} users/connections, {args.requests:,} requests per endpoint for Locust, wrk for as long; "
-          f"{cpus} CPUs shared by driver, service and database\n")  # fmt: skip
-    print("| Endpoint | Driver | Requests/s | Mean response (µs) | Service (µs) | Outside the service (µs) "
-          "| Driver CPU (% of one core) | Driver CPU (µs/request) |")  # fmt: skip
+    print(
+        f"\n{USERS} users/connections, {args.requests:,} requests per endpoint for Locust, wrk for as long; "
+        f"{cpus} CPUs shared by driver, service and database\n"
+    )
+    print(
+        "| Endpoint | Driver | Requests/s | Mean response (µs) | Service (µs) | Outside the service (µs) "
+        "| Driver CPU (% of one core) | Driver CPU (µs/request) |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for op, r in results.items():
         loc, w = r["locust"], r["wrk"]
-        print(f"| {op} | Locust | {loc['requests_per_s']:,.0f} | {loc['mean_us']:,.0f} | {loc['service_us']:,.0f} | "
-              f"{loc['mean_us'] - loc['service_us']:,.0f} | {100 * loc['cpu_utilisation']:.0f} | "
-              f"{loc['cpu_us_per_request']:,.0f} |")  # fmt: skip
-        print(f"| {op} | wrk | {w['requests_per_s']:,.0f} | {w['mean_us']:,.0f} | | | "
-              f"{100 * w['cpu_utilisation']:.0f} | {w['cpu_us_per_request']:,.0f} |")  # fmt: skip
+        print(
+            f"| {op} | Locust | {loc['requests_per_s']:,.0f} | {loc['mean_us']:,.0f} | {loc['service_us']:,.0f} | "
+            f"{loc['mean_us'] - loc['service_us']:,.0f} | {100 * loc['cpu_utilisation']:.0f} | "
+            f"{loc['cpu_us_per_request']:,.0f} |"
+        )
+        print(
+            f"| {op} | wrk | {w['requests_per_s']:,.0f} | {w['mean_us']:,.0f} | | | "
+            f"{100 * w['cpu_utilisation']:.0f} | {w['cpu_us_per_request']:,.0f} |"
+        )
     print()
     for op, r in results.items():
         loc, w = r["locust"], r["wrk"]
-        print(f"{op}: Locust reaches {loc['requests_per_s'] / w['requests_per_s']:.2f} of wrk's rate; "
-              f"Locust's CPU {100 * loc['cpu_utilisation']:.0f} % of one core "
-              f"({'saturated' if loc['cpu_utilisation'] > 0.9 else 'not saturated'}); failures {loc['failures']}, "
-              f"wrk non-2xx {w['non_2xx']}")  # fmt: skip
+        print(
+            f"{op}: Locust reaches {loc['requests_per_s'] / w['requests_per_s']:.2f} of wrk's rate; "
+            f"Locust's CPU {100 * loc['cpu_utilisation']:.0f} % of one core "
+            f"({'saturated' if loc['cpu_utilisation'] > 0.9 else 'not saturated'}); failures {loc['failures']}, "
+            f"wrk non-2xx {w['non_2xx']}"
+        )
 
 
 if __name__ == "__main__":

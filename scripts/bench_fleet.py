@@ -34,8 +34,24 @@ from tests import fleet_lab  # noqa: E402
 
 
 def fleet_run(inventory: Path, results: Path, tag: str, archive: Path, sets: list[str], serial: bool) -> dict:
-    args = [sys.executable, "-m", "pirex", "fleet", "run", "jmh", "--inventory", str(inventory), "--results-dir",
-            str(results), "--tag", tag, "--images-archive", str(archive), "--variants", "docker"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "pirex",
+        "fleet",
+        "run",
+        "jmh",
+        "--inventory",
+        str(inventory),
+        "--results-dir",
+        str(results),
+        "--tag",
+        tag,
+        "--images-archive",
+        str(archive),
+        "--variants",
+        "docker",
+    ]
     args += [a for s in sets for a in ("--set", s)] + (["--serial"] if serial else [])
     r = proc.run(args, timeout=7200, check=False)
     [f] = sorted(results.glob("jmh/fleet-*/fleet.json"), key=lambda p: p.stat().st_mtime)[-1:]
@@ -45,8 +61,10 @@ def fleet_run(inventory: Path, results: Path, tag: str, archive: Path, sets: lis
     steps = {}
     for host in doc["hosts"]:
         m = json.loads((f.parent / host / "manifest.json").read_text())
-        steps[host] = sum(json.loads((f.parent / host / s["variant"] / str(s["repetition"]) / "step.json").read_text())
-                          ["seconds"] for s in m["completed"])  # fmt: skip
+        steps[host] = sum(
+            json.loads((f.parent / host / s["variant"] / str(s["repetition"]) / "step.json").read_text())["seconds"]
+            for s in m["completed"]
+        )
     return {"wall": doc["attempts"][-1]["wall_seconds"], "steps": steps, "dir": f.parent}
 
 
@@ -77,8 +95,10 @@ def main() -> None:
     for mode, i, wall, longest, total in rows:
         print(f"| {mode} | {i} | {wall:.1f} | {longest:.1f} | {total:.1f} |")
     par, ser = statistics.mean(walls["parallel"]), statistics.mean(walls["serial"])
-    print(f"\nmean fleet wall time, three hosts: all at once {par:.1f} s, one after another {ser:.1f} s "
-          f"(serial / parallel = {ser / par:.2f}; {a.rounds} rounds each, jmh quick, docker, tag {tag})")  # fmt: skip
+    print(
+        f"\nmean fleet wall time, three hosts: all at once {par:.1f} s, one after another {ser:.1f} s "
+        f"(serial / parallel = {ser / par:.2f}; {a.rounds} rounds each, jmh quick, docker, tag {tag})"
+    )
     if left:
         raise SystemExit(f"left behind: {left}")
 

@@ -40,8 +40,12 @@ exit $status
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--keep-log", type=Path, default=Path("results/bench-fresh-machine"),
-                    help="where make run's log is copied (default: %(default)s)")  # fmt: skip
+    ap.add_argument(
+        "--keep-log",
+        type=Path,
+        default=Path("results/bench-fresh-machine"),
+        help="where make run's log is copied (default: %(default)s)",
+    )
     ap.add_argument("--timeout", type=float, default=7200)
     args = ap.parse_args()
     if why := fresh_machine.have_tools():
@@ -59,8 +63,10 @@ def main() -> int:
         if log.exists():
             shutil.copy(log, args.keep_log / "make-run.log")
     print(r.stdout.strip())
-    print(f"git clone + make run on the fresh machine: {wall:.0f} s wall, exit {r.returncode}; "
-          f"log: {args.keep_log / 'make-run.log'}")  # fmt: skip
+    print(
+        f"git clone + make run on the fresh machine: {wall:.0f} s wall, exit {r.returncode}; "
+        f"log: {args.keep_log / 'make-run.log'}"
+    )
     if r.returncode != 0:
         print(r.stderr[-3000:], file=sys.stderr)
     return r.returncode

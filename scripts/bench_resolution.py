@@ -67,12 +67,20 @@ class Allocation:
     time: str  # JMH's iteration time, warm-up and measured alike
 
     def text(self) -> str:
-        return (f"{self.repetitions} repetitions x {self.forks} fork{'s' if self.forks > 1 else ''} x "
-                f"({self.warmup_iterations} + {self.iterations}) x {self.time}")  # fmt: skip
+        return (
+            f"{self.repetitions} repetitions x {self.forks} fork{'s' if self.forks > 1 else ''} x "
+            f"({self.warmup_iterations} + {self.iterations}) x {self.time}"
+        )
 
     def sets(self) -> list[str]:
-        return [f"repetitions={self.repetitions}", f"forks={self.forks}", f"warmup_iterations={self.warmup_iterations}",
-                f"iterations={self.iterations}", f"warmup_time={self.time}", f"time={self.time}"]  # fmt: skip
+        return [
+            f"repetitions={self.repetitions}",
+            f"forks={self.forks}",
+            f"warmup_iterations={self.warmup_iterations}",
+            f"iterations={self.iterations}",
+            f"warmup_time={self.time}",
+            f"time={self.time}",
+        ]
 
     def step_seconds(self) -> float:
         return self.forks * (self.warmup_iterations + self.iterations) * seconds(self.time)
@@ -167,8 +175,10 @@ def ratio_line(label: str, b: Bundle, num: str, den: str) -> list[str]:
     for level in LEVELS:
         iv = stats.paired_ratio(run_means(b, num), run_means(b, den), level, names=(num, den))
         lv = stats.level_text(level)
-        out.append(f"  {label:<18} {lv:>6}: {iv.text(4)}  {iv.percent(2)} ({iv.method}, {iv.n} paired)"
-                   + (f"; {iv.note}" if iv.note else ""))  # fmt: skip
+        out.append(
+            f"  {label:<18} {lv:>6}: {iv.text(4)}  {iv.percent(2)} ({iv.method}, {iv.n} paired)"
+            + (f"; {iv.note}" if iv.note else "")
+        )
     return out
 
 
@@ -177,8 +187,9 @@ def report(b: Bundle, name: str = "") -> list[str]:
     out = [f"== {name or b.path.name}: {b.path}"]
     p = b.parameters
     if p:
-        a = Allocation(p.get("repetitions"), int(p.get("forks", 1)), p.get("warmup_iterations"), p.get("iterations"),
-                       p.get("time"))  # fmt: skip
+        a = Allocation(
+            p.get("repetitions"), int(p.get("forks", 1)), p.get("warmup_iterations"), p.get("iterations"), p.get("time")
+        )
         pinned = json.loads((b.path / "run.json").read_text()).get("cpus") if (b.path / "run.json").exists() else None
         out.append(f"   {a.text()}, variants {', '.join(v)}" + (f", pinned to CPUs {pinned}" if pinned else ""))
     per_variant = ", ".join(f"{x} {sum(s) / 60:.1f}" for x, s in b.step_seconds.items())
@@ -226,8 +237,10 @@ def plan_lines(b: Bundle) -> list[str]:
         return ["plan: fewer than 2 paired repetitions, no variance to plan from"]
     pair = [sum(b.step_seconds[x]) / len(b.step_seconds[x]) for x in ("docker", "native")]
     p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=sum(pair), budget=PAPER_BUDGET)
-    return [f"plan (this run as Stein's pilot, docker + native {sum(pair):.0f} s per repetition; budget: the "
-            f"paper's for B1, 10 JVMs x 40 s x 2 variants): {p.text()}"]  # fmt: skip
+    return [
+        f"plan (this run as Stein's pilot, docker + native {sum(pair):.0f} s per repetition; budget: the "
+        f"paper's for B1, 10 JVMs x 40 s x 2 variants): {p.text()}"
+    ]
 
 
 # --- any experiment, through its analysis module's run values (MooBench, JPA REST)
@@ -253,18 +266,29 @@ def generic_report(path: Path, metric: str) -> list[str]:
     variants = list(dict.fromkeys(v.variant for v in values))
     ended = manifest.get("ended") or manifest["completed"][-1]["ended"]
     wall = (_when(ended) - _when(manifest["started"])).total_seconds()
-    step = {x: [(_when(s["ended"]) - _when(s["started"])).total_seconds() for s in manifest["completed"]
-                if s["variant"] == x] for x in variants}  # fmt: skip
-    out = [f"== {exp.id} {metric}: {path}", f"   {manifest['parameters']}",
-           f"time spent: {wall / 60:.1f} min (steps per variant, min: "
-           f"{', '.join(f'{x} {sum(t) / 60:.1f}' for x, t in step.items())})"]  # fmt: skip
+    step = {
+        x: [
+            (_when(s["ended"]) - _when(s["started"])).total_seconds()
+            for s in manifest["completed"]
+            if s["variant"] == x
+        ]
+        for x in variants
+    }
+    out = [
+        f"== {exp.id} {metric}: {path}",
+        f"   {manifest['parameters']}",
+        f"time spent: {wall / 60:.1f} min (steps per variant, min: "
+        f"{', '.join(f'{x} {sum(t) / 60:.1f}' for x, t in step.items())})",
+    ]
     pairs = [("docker/native", "docker", "native"), ("native-aa/native", precision.aa_name("native"), "native")]
     for label, num, den in pairs:
         if num in variants and den in variants:
             for level in LEVELS:
                 iv = precision.paired_interval(values, metric, num, den, level)
-                out.append(f"  {label:<18} {stats.level_text(level):>6}: {iv.text(4)}  {iv.percent(2)} ({iv.method}, "
-                           f"{iv.n} paired)" + (f"; {iv.note}" if iv.note else ""))  # fmt: skip
+                out.append(
+                    f"  {label:<18} {stats.level_text(level):>6}: {iv.text(4)}  {iv.percent(2)} ({iv.method}, "
+                    f"{iv.n} paired)" + (f"; {iv.note}" if iv.note else "")
+                )
     out.append("variance decomposition (repetition > run > sample):")
     for x in variants:
         try:
@@ -274,8 +298,9 @@ def generic_report(path: Path, metric: str) -> list[str]:
             continue
         out += [f"  {x}:"] + [f"    {line}" for line in d.lines()]
     if "docker" in variants and "native" in variants:
-        _, d, _ = stats.log_ratios(precision.run_means(values, metric, "docker"),
-                                   precision.run_means(values, metric, "native"))  # fmt: skip
+        _, d, _ = stats.log_ratios(
+            precision.run_means(values, metric, "docker"), precision.run_means(values, metric, "native")
+        )
         if d.size >= 2:
             per_rep = sum(sum(step[x]) / len(step[x]) for x in ("docker", "native"))
             p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=per_rep)
@@ -285,8 +310,21 @@ def generic_report(path: Path, metric: str) -> list[str]:
 
 def run_generic(args) -> int:
     results = args.results_dir / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{args.experiment}"
-    cmd = [sys.executable, "-m", "pirex", "run", args.experiment, "--profile", args.profile, "--variants",
-           args.variants, "--seed", str(args.seed), "--results-dir", str(results)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pirex",
+        "run",
+        args.experiment,
+        "--profile",
+        args.profile,
+        "--variants",
+        args.variants,
+        "--seed",
+        str(args.seed),
+        "--results-dir",
+        str(results),
+    ]
     for s in args.set:
         cmd += ["--set", s]
     cmd += ["--tag", args.tag] if args.tag else []
@@ -306,10 +344,26 @@ def run_generic(args) -> int:
 # --- running
 
 
-def pirex_command(a: Allocation, variants: str, results: Path, tag: str | None, seed: int,
-                  cpus: str | None = None) -> list[str]:  # fmt: skip
-    cmd = [sys.executable, "-m", "pirex", "run", "jmh", "--profile", "paper", "--variants", variants,
-           "--seed", str(seed), "--results-dir", str(results), "--set", f"benchmarks={PATTERN}"]  # fmt: skip
+def pirex_command(
+    a: Allocation, variants: str, results: Path, tag: str | None, seed: int, cpus: str | None = None
+) -> list[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "pirex",
+        "run",
+        "jmh",
+        "--profile",
+        "paper",
+        "--variants",
+        variants,
+        "--seed",
+        str(seed),
+        "--results-dir",
+        str(results),
+        "--set",
+        f"benchmarks={PATTERN}",
+    ]
     for s in a.sets():
         cmd += ["--set", s]
     return cmd + (["--tag", tag] if tag else []) + (["--cpus", cpus] if cpus else [])

@@ -165,8 +165,12 @@ def rootfs(dpkg_arch: str) -> Path:
         args = ["mmdebstrap", *options, f"--arch={dpkg_arch}", bootstrap.SUITE, root, src]
         log.info("making the emulated Pi's %s rootfs from %s", dpkg_arch, desc)
         try:
-            proc.retry(lambda args=args: _run(args, timeout=MMDEBSTRAP_TIMEOUT, what=f"mmdebstrap {dpkg_arch}"),
-                       attempts=2, what=f"mmdebstrap {dpkg_arch}", delay=10)  # fmt: skip
+            proc.retry(
+                lambda args=args: _run(args, timeout=MMDEBSTRAP_TIMEOUT, what=f"mmdebstrap {dpkg_arch}"),
+                attempts=2,
+                what=f"mmdebstrap {dpkg_arch}",
+                delay=10,
+            )
         except PirexError:
             shutil.rmtree(root, ignore_errors=True)
             if n + 1 < len(cands):
@@ -191,8 +195,12 @@ def byte_compile(root: Path) -> None:
         return
     dirs = [str(d) for d in (root / "usr/lib" / here, root / "usr/lib/python3/dist-packages") if d.is_dir()]
     # -s/-p: the paths compiled in are the rootfs's own, as inside the chroot
-    r = _run([sys.executable, "-m", "compileall", "-q", "-j", "0", "-s", str(root), "-p", "/", *dirs],
-                 timeout=900, check=False, what="compileall")  # fmt: skip
+    r = _run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", "-s", str(root), "-p", "/", *dirs],
+        timeout=900,
+        check=False,
+        what="compileall",
+    )
     if not r.ok:  # a few of Debian's files are not Python 3 (test data): the rest is compiled
         log.info("compileall: %s", (r.stdout + r.stderr).strip().splitlines()[-1:])
 
@@ -233,8 +241,9 @@ class Pi:
 
     def copy_checkout(self) -> Path:
         """The repository's files (tracked and new, not ignored: no virtualenv, no results) into the work dir."""
-        files = proc.run(["git", "-C", paths.REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                         timeout=60).stdout.split("\0")  # fmt: skip
+        files = proc.run(
+            ["git", "-C", paths.REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard"], timeout=60
+        ).stdout.split("\0")
         dest = self.work / "pirex"
         for f in filter(None, files):
             src = paths.REPO / f

@@ -51,8 +51,13 @@ def wheelhouse() -> Path:
     """The runner's packages and its build backend as files, for hosts without a route out."""
     d = paths.cache_dir() / "fleet-hosts" / "wheels"
     if not list(d.glob("click-*.whl")):
-        proc.retry(lambda: proc.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(d), *RUNNER_WHEELS],
-                                    timeout=600), attempts=3, what="pip download")  # fmt: skip
+        proc.retry(
+            lambda: proc.run(
+                [sys.executable, "-m", "pip", "download", "-q", "-d", str(d), *RUNNER_WHEELS], timeout=600
+            ),
+            attempts=3,
+            what="pip download",
+        )
     return d
 
 
@@ -88,21 +93,41 @@ def lab(tmp: Path, names: list[str] = NAMES):
         sshds = {}
         for n, h in hosts.items():
             shutil.rmtree(disks[n] / "pirex" / "results", ignore_errors=True)  # an earlier session's fleet runs
-            env = {"DOCKER_HOST": f"unix://{h.socket}", "PIREX_CACHE": str(disks[n] / "cache"),
-                   "PIREX_LOCK_DIR": os.environ.get("PIREX_LOCK_DIR", "/run/pirex"), "PIP_NO_INDEX": "1",
-                   "PIP_FIND_LINKS": str(wheels)}  # fmt: skip
+            env = {
+                "DOCKER_HOST": f"unix://{h.socket}",
+                "PIREX_CACHE": str(disks[n] / "cache"),
+                "PIREX_LOCK_DIR": os.environ.get("PIREX_LOCK_DIR", "/run/pirex"),
+                "PIP_NO_INDEX": "1",
+                "PIP_FIND_LINKS": str(wheels),
+            }
             sshds[n] = netns.Sshd(h, tmp / f"sshd-{n}", key.with_suffix(".pub"), env)
             stack.callback(sshds[n].stop)
             sshds[n].start()
         inventory = tmp / "hosts.yml"
-        inventory.write_text(yaml.safe_dump({"all": {
-            "vars": {"ansible_user": "root", "ansible_ssh_private_key_file": str(key),
-                     "ansible_ssh_common_args": f"-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
-                                                f"-o ControlPath={tmp}/cp-%C",
-                     "ansible_python_interpreter": "/usr/bin/python3", "pirex_host_setup": False},
-            "hosts": {n: {"ansible_host": h.address, "pirex_dir": str(disks[n] / "pirex"),
-                          "pirex_device_labels": {"site": "namespace"}} for n, h in hosts.items()},
-        }}))  # fmt: skip
+        inventory.write_text(
+            yaml.safe_dump(
+                {
+                    "all": {
+                        "vars": {
+                            "ansible_user": "root",
+                            "ansible_ssh_private_key_file": str(key),
+                            "ansible_ssh_common_args": f"-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+                            f"-o ControlPath={tmp}/cp-%C",
+                            "ansible_python_interpreter": "/usr/bin/python3",
+                            "pirex_host_setup": False,
+                        },
+                        "hosts": {
+                            n: {
+                                "ansible_host": h.address,
+                                "pirex_dir": str(disks[n] / "pirex"),
+                                "pirex_device_labels": {"site": "namespace"},
+                            }
+                            for n, h in hosts.items()
+                        },
+                    }
+                }
+            )
+        )
         yield Lab(hosts, sshds, inventory, {n: disks[n] / "pirex" for n in names})
 
 

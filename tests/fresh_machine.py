@@ -107,8 +107,12 @@ def rootfs() -> Path:
         args = ["mmdebstrap", *options, f"--customize-hook={CUSTOMIZE}", "--arch=amd64", bootstrap.SUITE, root, src]
         log.info("making the fresh machine's rootfs from %s", desc)
         try:
-            proc.retry(lambda args=args: proc.run(args, timeout=MMDEBSTRAP_TIMEOUT, env=env, what="mmdebstrap amd64"),
-                       attempts=2, what="mmdebstrap amd64", delay=10)  # fmt: skip
+            proc.retry(
+                lambda args=args: proc.run(args, timeout=MMDEBSTRAP_TIMEOUT, env=env, what="mmdebstrap amd64"),
+                attempts=2,
+                what="mmdebstrap amd64",
+                delay=10,
+            )
         except PirexError:
             shutil.rmtree(root, ignore_errors=True)
             if n + 1 < len(cands):
@@ -123,8 +127,11 @@ def rootfs() -> Path:
 def _iptables(*rule: str, delete: bool = False) -> proc.Result:
     table, rest = (rule[:2], rule[2:]) if rule[0] == "-t" else ((), rule)
     target = "ACCEPT" if rest[0] == "FORWARD" else "MASQUERADE"
-    return proc.run(["iptables", *table, "-D" if delete else "-I", *rest, "-m", "comment", "--comment", RULE_COMMENT,
-                     "-j", target], timeout=30, check=not delete)  # fmt: skip
+    return proc.run(
+        ["iptables", *table, "-D" if delete else "-I", *rest, "-m", "comment", "--comment", RULE_COMMENT, "-j", target],
+        timeout=30,
+        check=not delete,
+    )
 
 
 RULES = (
@@ -154,8 +161,12 @@ def network() -> Iterator[str]:
         proc.run(["ip", "link", "add", VETH[0], "type", "veth", "peer", "name", VETH[1], "netns", NETNS], timeout=30)
         proc.run(["ip", "addr", "add", f"{SUBNET}.1/24", "dev", VETH[0]], timeout=30)
         proc.run(["ip", "link", "set", VETH[0], "up"], timeout=30)
-        for args in (["addr", "add", f"{SUBNET}.2/24", "dev", VETH[1]], ["link", "set", VETH[1], "up"],
-                     ["link", "set", "lo", "up"], ["route", "add", "default", "via", f"{SUBNET}.1"]):  # fmt: skip
+        for args in (
+            ["addr", "add", f"{SUBNET}.2/24", "dev", VETH[1]],
+            ["link", "set", VETH[1], "up"],
+            ["link", "set", "lo", "up"],
+            ["route", "add", "default", "via", f"{SUBNET}.1"],
+        ):
             proc.run(["ip", "-n", NETNS, *args], timeout=30)
         for rule in RULES:
             _iptables(*rule)
@@ -182,8 +193,9 @@ class Machine:
             root = Path(d) / "root"
             proc.run(["cp", "-a", "--reflink=auto", str(rootfs()), str(root)], timeout=600)
             try:
-                proc.run(["git", "clone", "-q", "--bare", "--no-hardlinks", str(source), f"{root}{cls.REMOTE}"],
-                         timeout=300)  # fmt: skip
+                proc.run(
+                    ["git", "clone", "-q", "--bare", "--no-hardlinks", str(source), f"{root}{cls.REMOTE}"], timeout=300
+                )
                 uid = 0 if owner == "root" else 1000
                 proc.run(["chown", "-R", f"{uid}:{uid}", f"{root}{cls.REMOTE}"], timeout=60)
                 yield cls(root)
@@ -191,16 +203,30 @@ class Machine:
                 # everything inside ended with its PID namespace and its mounts with the mount namespace
                 proc.run(["rm", "-rf", "--one-file-system", str(root)], timeout=1800, check=False)
 
-    def run(self, script: str, *, timeout: float, user: str | None = None, netns: str | None = None,
-            check: bool = False) -> proc.Result:  # fmt: skip
+    def run(
+        self, script: str, *, timeout: float, user: str | None = None, netns: str | None = None, check: bool = False
+    ) -> proc.Result:
         """bash -c SCRIPT inside, as root or as `user` (HOME its own), in `netns` or with no network at all."""
         if user:
             as_user = f"setpriv --reuid={user} --regid={user} --init-groups env HOME=/home/{user}"
             script = f"exec {as_user} bash -c {_q(script)}"
         env = {"FRESH_ROOT": str(self.root), "FRESH_GO": str(GO)}
         net = ["nsenter", f"--net=/run/netns/{netns}"] if netns else ["unshare", "--net"]
-        args = [*net, "unshare", "--pid", "--fork", "--kill-child", "--mount", "--propagation", "private",
-                "sh", "-c", SETUP, "fresh-setup", script]  # fmt: skip
+        args = [
+            *net,
+            "unshare",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            SETUP,
+            "fresh-setup",
+            script,
+        ]
         return proc.run(args, timeout=timeout, check=check, env=env, what="the fresh machine")
 
 

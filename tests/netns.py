@@ -56,8 +56,9 @@ CONTROLLER = 254  # with controller=True: this machine's own address on the brid
 
 
 @contextlib.contextmanager
-def hosts(names: list[str], site: int = 0, hostnames: bool = False, controller: bool = False,
-          docker_bridge: bool = False):  # fmt: skip
+def hosts(
+    names: list[str], site: int = 0, hostnames: bool = False, controller: bool = False, docker_bridge: bool = False
+):
     """{name: Host} with addresses SUBNET.1, .2, ... on BRIDGE, each running a dockerd. Another
     `site` (1, 2, ...) is a second such set of its own (bridge, subnet, namespaces, run and data
     directories), so that tests of different files do not meet; `hostnames`: each daemon in a UTS
@@ -99,10 +100,27 @@ def hosts(names: list[str], site: int = 0, hostnames: bool = False, controller: 
             log = open(run / "dockerd.log", "w")  # noqa: SIM115 (closed with the daemon)
             uts = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name] if hostnames else []
             d = subprocess.Popen(
-                ["nsenter", f"--net=/run/netns/{ns}", *uts, "dockerd", "--data-root", str(root / "data"),
-                 "--exec-root", str(run / "exec"), "--pidfile", str(run / "dockerd.pid"), "-H", f"unix://{sock}",
-                 *([] if docker_bridge else ["--bridge=none"]), "--iptables=false", "--ip6tables=false"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                [
+                    "nsenter",
+                    f"--net=/run/netns/{ns}",
+                    *uts,
+                    "dockerd",
+                    "--data-root",
+                    str(root / "data"),
+                    "--exec-root",
+                    str(run / "exec"),
+                    "--pidfile",
+                    str(run / "dockerd.pid"),
+                    "-H",
+                    f"unix://{sock}",
+                    *([] if docker_bridge else ["--bridge=none"]),
+                    "--iptables=false",
+                    "--ip6tables=false",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             daemons.append((d, run))
             out[name] = Host(name, f"{subnet}.{i}", sock, ns)
         for h in out.values():
@@ -140,8 +158,19 @@ def copy_images(host: Host, refs: list[str]) -> None:
 
     missing = [r for r in refs if image_id(r) != image_id(r, host.env)]
     if missing:
-        proc.run(["bash", "-o", "pipefail", "-c", 'docker save "$@" | DOCKER_HOST="$0" docker load -q',
-                  f"unix://{host.socket}", *missing], timeout=900, what=f"copying images to {host.name}")  # fmt: skip
+        proc.run(
+            [
+                "bash",
+                "-o",
+                "pipefail",
+                "-c",
+                'docker save "$@" | DOCKER_HOST="$0" docker load -q',
+                f"unix://{host.socket}",
+                *missing,
+            ],
+            timeout=900,
+            what=f"copying images to {host.name}",
+        )
 
 
 class Sshd:
@@ -167,9 +196,20 @@ class Sshd:
     def start(self) -> None:
         Path("/run/sshd").mkdir(exist_ok=True)  # its privilege separation directory
         log = open(self.dir / "sshd.log", "a")  # noqa: SIM115 (closed when it stops)
-        self.proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{self.host.netns}", "/usr/sbin/sshd", "-D", "-e",
-                                      "-f", str(self.dir / "sshd_config")], stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [
+                "nsenter",
+                f"--net=/run/netns/{self.host.netns}",
+                "/usr/sbin/sshd",
+                "-D",
+                "-e",
+                "-f",
+                str(self.dir / "sshd_config"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + 30
         while not _listening(self.host.address, 22):

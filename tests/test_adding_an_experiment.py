@@ -91,8 +91,7 @@ def checkout(tmp_path_factory) -> Path:
 def run_in(checkout: Path, *args: str, timeout: float = 120) -> str:
     """A Python command with the copy's pirex (not this checkout's) first on the path."""
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1"}
-    r = subprocess.run([sys.executable, *args], cwd=checkout, env=env, capture_output=True, text=True,
-                       timeout=timeout)  # fmt: skip
+    r = subprocess.run([sys.executable, *args], cwd=checkout, env=env, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
@@ -123,11 +122,36 @@ def test_the_release_graph_includes_it(docker, checkout, tmp_path):
 
 def test_pirex_run_and_the_generic_table_take_the_experiment(built, checkout, tmp_path):
     tag = f"{built.tag}-foo"
-    run_in(checkout, "-m", "pirex", "images", "build", "--platforms", "host", "--offline", "1", "--tag", tag, "foo",
-           timeout=900)  # fmt: skip
+    run_in(
+        checkout,
+        "-m",
+        "pirex",
+        "images",
+        "build",
+        "--platforms",
+        "host",
+        "--offline",
+        "1",
+        "--tag",
+        tag,
+        "foo",
+        timeout=900,
+    )
     results = tmp_path / "results"
-    run_in(checkout, "-m", "pirex", "run", "foo", "--tag", tag, "--results-dir", str(results), "--set", "size=7",
-           timeout=600)  # fmt: skip
+    run_in(
+        checkout,
+        "-m",
+        "pirex",
+        "run",
+        "foo",
+        "--tag",
+        tag,
+        "--results-dir",
+        str(results),
+        "--set",
+        "size=7",
+        timeout=600,
+    )
     (bundle,) = results.glob("foo/*/manifest.json")
     assert all(s["params"]["size"] == 7 for s in json.loads(bundle.read_text())["plan"])
     table = run_in(checkout, "-m", "pirex", "table", "foo", "--results-dir", str(results))
@@ -142,8 +166,14 @@ def test_make_run_takes_it(built, checkout):
     (HOST_SETUP=0: the host is set up; VENV: this checkout's, whose Python runs the copy's pirex)."""
     tag = f"{built.tag}-foo"
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1"}
-    r = subprocess.run(["make", "run", "EXPERIMENTS=foo", f"TAG={tag}", "HOST_SETUP=0", f"VENV={REPO / '.venv'}",
-                        "OFFLINE=1"], cwd=checkout, env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    r = subprocess.run(
+        ["make", "run", "EXPERIMENTS=foo", f"TAG={tag}", "HOST_SETUP=0", f"VENV={REPO / '.venv'}", "OFFLINE=1"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "--experiment foo" in r.stdout and f"run --profile quick --tag {tag} foo" in r.stdout
     (bundle,) = (checkout / "results" / "foo").glob("*/manifest.json")

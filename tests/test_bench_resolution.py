@@ -27,18 +27,40 @@ def _bundle(root: Path, variants: list[str], reps: int = 6, forks: int = 2) -> P
             scale = 1.02 if variant == "docker" else 1.0
             jvms = scale * 1e6 * np.exp(rng.normal(0, 0.02, forks))  # fork-to-fork CV 2 %
             raw = [[float(jvm * math.exp(rng.normal(0, 0.005))) for _ in range(4)] for jvm in jvms]
-            doc = [{"benchmark": "io.github.pirexbench.jmh.RecursionBenchmark.b1_default",
-                    "primaryMetric": {"rawData": raw, "scoreUnit": "ops/s"}},
-                   {"benchmark": "io.github.pirexbench.jmh.RecursionBenchmark.b2_inline",
-                    "primaryMetric": {"rawData": [[1.0]], "scoreUnit": "ops/s"}}]  # fmt: skip
+            doc = [
+                {
+                    "benchmark": "io.github.pirexbench.jmh.RecursionBenchmark.b1_default",
+                    "primaryMetric": {"rawData": raw, "scoreUnit": "ops/s"},
+                },
+                {
+                    "benchmark": "io.github.pirexbench.jmh.RecursionBenchmark.b2_inline",
+                    "primaryMetric": {"rawData": [[1.0]], "scoreUnit": "ops/s"},
+                },
+            ]
             (step / "jmh.json").write_text(json.dumps(doc))
             minute = 3 * rep + i
-            completed.append({"variant": variant, "repetition": rep, "started": f"2026-11-24T05:{minute:02d}:00Z",
-                              "ended": f"2026-11-24T05:{minute:02d}:30Z"})  # fmt: skip
-    params = {"repetitions": reps, "forks": forks, "warmup_iterations": 2, "iterations": 4, "warmup_time": "1s",
-              "time": "1s"}  # fmt: skip
-    manifest = {"started": "2026-11-24T05:00:00Z", "ended": "2026-11-24T06:00:00Z", "parameters": params,
-                "completed": completed}  # fmt: skip
+            completed.append(
+                {
+                    "variant": variant,
+                    "repetition": rep,
+                    "started": f"2026-11-24T05:{minute:02d}:00Z",
+                    "ended": f"2026-11-24T05:{minute:02d}:30Z",
+                }
+            )
+    params = {
+        "repetitions": reps,
+        "forks": forks,
+        "warmup_iterations": 2,
+        "iterations": 4,
+        "warmup_time": "1s",
+        "time": "1s",
+    }
+    manifest = {
+        "started": "2026-11-24T05:00:00Z",
+        "ended": "2026-11-24T06:00:00Z",
+        "parameters": params,
+        "completed": completed,
+    }
     (path / "manifest.json").write_text(json.dumps(manifest))
     return path
 

@@ -29,6 +29,10 @@ def test_the_analysis_tests_pass_on_debian_packages(tmp_path):
     show = "import numpy, scipy, matplotlib; print(numpy.__version__, scipy.__version__, matplotlib.__version__)"
     versions = proc.run([venv / "bin/python", "-c", show], timeout=120)
     assert [v.rsplit(".", 1)[0] for v in versions.stdout.split()] == ["1.24", "1.10", "3.6"]
-    r = proc.run([venv / "bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "pirex/analysis"],
-                 timeout=1800, check=False, cwd=paths.REPO)  # fmt: skip
+    r = proc.run(
+        [venv / "bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "pirex/analysis"],
+        timeout=1800,
+        check=False,
+        cwd=paths.REPO,
+    )
     assert r.returncode == 0, r.stdout[-5000:]

@@ -29,8 +29,20 @@ ARCHES = {  # dpkg architecture: (uname -m, the image platform, the analysis sta
     "arm64": ("aarch64", "linux/arm64", "wheels"),
     "armhf": ("armv7l", "linux/arm/v7", "debian"),
 }
-TINY = ["--set", "repetitions=1", "--set", "warmup_iterations=1", "--set", "iterations=1",
-        "--set", "warmup_time=100ms", "--set", "time=100ms", "--set", "benchmarks=RecursionBenchmark.b1"]  # fmt: skip
+TINY = [
+    "--set",
+    "repetitions=1",
+    "--set",
+    "warmup_iterations=1",
+    "--set",
+    "iterations=1",
+    "--set",
+    "warmup_time=100ms",
+    "--set",
+    "time=100ms",
+    "--set",
+    "benchmarks=RecursionBenchmark.b1",
+]
 
 
 @dataclass
@@ -50,8 +62,21 @@ def _prepare(arch: str, scratch: Path) -> Prepared:
     install = p.run("make", "-C", str(src), ".venv/.installed", timeout=3600, check=False)
     if install.returncode:
         return Prepared(arch, p, src, install, None)
-    run = p.run(f"{src}/.venv/bin/pirex", "run", "jmh", "--variants", "docker", "--tag", TEST_TAG,
-                "--results-dir", str(p.work / "results"), "--force", *TINY, timeout=3600, check=False)  # fmt: skip
+    run = p.run(
+        f"{src}/.venv/bin/pirex",
+        "run",
+        "jmh",
+        "--variants",
+        "docker",
+        "--tag",
+        TEST_TAG,
+        "--results-dir",
+        str(p.work / "results"),
+        "--force",
+        *TINY,
+        timeout=3600,
+        check=False,
+    )
     return Prepared(arch, p, src, install, run)
 
 
@@ -82,9 +107,13 @@ def pi(request, prepared) -> Prepared:
 def test_make_installs_pirex_without_compiling(pi):
     arch, p, src, r = pi.arch, pi.pi, pi.src, pi.install
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    versions = p.run(f"{src}/.venv/bin/python", "-c", "import numpy, scipy, matplotlib, yaml; "
-                     "print(numpy.__file__, numpy.__version__, scipy.__version__, matplotlib.__version__)",
-                     timeout=600).stdout.split()  # fmt: skip
+    versions = p.run(
+        f"{src}/.venv/bin/python",
+        "-c",
+        "import numpy, scipy, matplotlib, yaml; "
+        "print(numpy.__file__, numpy.__version__, scipy.__version__, matplotlib.__version__)",
+        timeout=600,
+    ).stdout.split()
     if ARCHES[arch][2] == "debian":
         assert "virtualenv on Debian's numpy 1.24" in r.stderr
         assert versions[0].startswith("/usr/lib/python3/dist-packages/")

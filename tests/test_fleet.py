@@ -26,8 +26,18 @@ from .conftest import TEST_TAG
 
 pytestmark = pytest.mark.docker
 
-TINY = ["--variants", "docker", "--set", "repetitions=1", "--set", "warmup_iterations=1", "--set", "iterations=2",
-        "--set", "benchmarks=RecursionBenchmark.b1_default"]  # fmt: skip
+TINY = [
+    "--variants",
+    "docker",
+    "--set",
+    "repetitions=1",
+    "--set",
+    "warmup_iterations=1",
+    "--set",
+    "iterations=2",
+    "--set",
+    "benchmarks=RecursionBenchmark.b1_default",
+]
 NAMES = fleet_lab.NAMES
 
 
@@ -46,8 +56,20 @@ def lab(images_archive, tmp_path_factory):
 
 
 def fleet_command(inventory: Path, results: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "pirex", "fleet", "run", "--inventory", str(inventory), "--results-dir", str(results),
-            "--tag", TEST_TAG, *args]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pirex",
+        "fleet",
+        "run",
+        "--inventory",
+        str(inventory),
+        "--results-dir",
+        str(results),
+        "--tag",
+        TEST_TAG,
+        *args,
+    ]
 
 
 def pirex_fleet(inventory: Path, results: Path, *args: str) -> proc.Result:
@@ -81,8 +103,11 @@ def test_three_hosts_at_once_three_verified_bundles_and_a_column_per_device(lab,
     assert len(columns) == 3 and all(c.startswith(f"{n} (") for c, n in zip(columns, NAMES, strict=True)), columns
     assert "3 of 3 hosts verified (all hosts at once" in r.stdout
     assert (run / "tables" / "devices.md").is_file()
-    r = proc.run([sys.executable, "-m", "pirex", "table", "jmh", str(run), "--out", str(tmp_path / "t")], timeout=300,
-                 check=False)  # fmt: skip
+    r = proc.run(
+        [sys.executable, "-m", "pirex", "table", "jmh", str(run), "--out", str(tmp_path / "t")],
+        timeout=300,
+        check=False,
+    )
     assert r.returncode == 0 and len(device_columns(r.stdout)) == 3, r.stderr
 
 
@@ -92,8 +117,12 @@ def test_a_host_lost_mid_run_is_named_and_resume_completes_it(lab, images_archiv
     bundles_of_c = lambda: set((checkouts["pi-c"] / "results" / "fleet").glob("*/jmh/*/manifest.json"))  # noqa: E731
     earlier = bundles_of_c()  # the first test's fleet run
     with open(tmp_path / "out", "w") as o, open(tmp_path / "err", "w") as e:
-        running = subprocess.Popen(fleet_command(inventory, results, "jmh", "--images-archive", str(images_archive),
-                                                 *TINY), stdout=o, stderr=e, start_new_session=True)  # fmt: skip
+        running = subprocess.Popen(
+            fleet_command(inventory, results, "jmh", "--images-archive", str(images_archive), *TINY),
+            stdout=o,
+            stderr=e,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 900
         while not bundles_of_c() - earlier:

@@ -19,9 +19,22 @@ SRC = REPO / "images" / "fork"
 NOBODY = 65534
 ONLINE = os.sysconf("SC_NPROCESSORS_ONLN")
 HEADER = ["mode", "migration", "size_mb", "repetition", "process", "cpu_before", "cpu_after", "wall_ns"]
-COUNTERS = ["cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations", "cycles", "instructions",
-            "cache-references", "cache-misses", "branch-misses", "L1-dcache-loads", "L1-dcache-load-misses",
-            "LLC-loads", "LLC-load-misses"]  # fmt: skip
+COUNTERS = [
+    "cpu-clock",
+    "task-clock",
+    "page-faults",
+    "context-switches",
+    "cpu-migrations",
+    "cycles",
+    "instructions",
+    "cache-references",
+    "cache-misses",
+    "branch-misses",
+    "L1-dcache-loads",
+    "L1-dcache-load-misses",
+    "LLC-loads",
+    "LLC-load-misses",
+]
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +154,17 @@ def test_single_layout_and_counters(forkbench, tmp_path):
 
 
 def test_counters_choice_and_no_drop_caches(forkbench, tmp_path):
-    r = run(forkbench, "--sizes", "1", "--repetitions", "2", "--events", "task-clock,cycles", "--no-drop-caches",
-            out=tmp_path)  # fmt: skip
+    r = run(
+        forkbench,
+        "--sizes",
+        "1",
+        "--repetitions",
+        "2",
+        "--events",
+        "task-clock,cycles",
+        "--no-drop-caches",
+        out=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     counters = check_counters(tmp_path)
     assert counters["page-faults"]["supported"] == "false" and "not selected" in counters["page-faults"]["reason"]
@@ -151,15 +173,33 @@ def test_counters_choice_and_no_drop_caches(forkbench, tmp_path):
 
 def test_raw_events_replace_a_generic_counter_or_add_one(forkbench, tmp_path):
     """PERF_TYPE_RAW: counted where this CPU's PMU opens the code, else unsupported with the reason; never 0."""
-    r = run(forkbench, "--sizes", "1", "--repetitions", "2", "--raw-events", "LLC-load-misses=0x52,L2D_CACHE=0x16",
-            out=tmp_path)  # fmt: skip
+    r = run(
+        forkbench,
+        "--sizes",
+        "1",
+        "--repetitions",
+        "2",
+        "--raw-events",
+        "LLC-load-misses=0x52,L2D_CACHE=0x16",
+        out=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     counters = check_counters(tmp_path, added=("L2D_CACHE",))
     assert counters["LLC-load-misses"]["event"] == "raw 0x52" and counters["L2D_CACHE"]["event"] == "raw 0x16"
     assert counters["LLC-loads"]["event"] == ""  # still the generic one
     assert meta(tmp_path)["raw_events"] == "LLC-load-misses=0x52,L2D_CACHE=0x16"
-    r = run(forkbench, "--sizes", "1", "--repetitions", "1", "--raw-events", "LLC-load-misses=0x52",
-            "--events", "task-clock", out=tmp_path / "sel")  # fmt: skip
+    r = run(
+        forkbench,
+        "--sizes",
+        "1",
+        "--repetitions",
+        "1",
+        "--raw-events",
+        "LLC-load-misses=0x52",
+        "--events",
+        "task-clock",
+        out=tmp_path / "sel",
+    )
     assert "not selected" in check_counters(tmp_path / "sel")["LLC-load-misses"]["reason"]
 
 
@@ -169,8 +209,18 @@ def test_raw_common_event_the_pmu_does_not_list_is_unsupported(forkbench, tmp_pa
     events.mkdir(parents=True)
     (events / "l2d_cache").write_text("event=0x0016\n")
     (events / "cpu_cycles").write_text("event=0x0011\n")
-    r = run(forkbench, "--sizes", "1", "--repetitions", "1", "--pmu-sysfs", str(tmp_path / "sysfs"),
-            "--raw-events", "LLC-loads=0x16,LLC-load-misses=0x17,L2D_CACHE_RD=0x50", out=tmp_path / "o")  # fmt: skip
+    r = run(
+        forkbench,
+        "--sizes",
+        "1",
+        "--repetitions",
+        "1",
+        "--pmu-sysfs",
+        str(tmp_path / "sysfs"),
+        "--raw-events",
+        "LLC-loads=0x16,LLC-load-misses=0x17,L2D_CACHE_RD=0x50",
+        out=tmp_path / "o",
+    )
     assert r.returncode == 0, r.stderr
     counters = check_counters(tmp_path / "o", added=("L2D_CACHE_RD",))
     lacking = counters["LLC-load-misses"]
@@ -262,8 +312,12 @@ ENTRY = SRC / "pirex-fork"
 
 def plan(*args: str) -> dict[str, str]:
     """pirex-fork --dry-run: each mode's forkbench command line (or why it is skipped)."""
-    r = subprocess.run(["sh", str(ENTRY), "run", "--dry-run", "--sizes", "1", "--output", "/o", *args],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    r = subprocess.run(
+        ["sh", str(ENTRY), "run", "--dry-run", "--sizes", "1", "--output", "/o", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     return dict(ln.split(": ", 1) for ln in r.stdout.splitlines())
 
@@ -285,12 +339,15 @@ def test_concurrent_runs_the_first_four_cores_of_a_bigger_machine():
     assert cores_of(modes["concurrent"]) == ["0", "1"] and modes["concurrent-migrate"] == "skipped, needs 4 CPUs"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--raw-events", "auto"], "--raw-events auto is decided by `pirex run`"),
-    (["--cores", "0,19", "--assume-cpus", "16", "--dry-run"], "core(s) 19 not usable here"),
-    (["--cores", "0,,1"], "'0,,1' is not a comma-separated list"),
-    (["--assume-cpus", "4"], "--assume-cpus plans only"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--raw-events", "auto"], "--raw-events auto is decided by `pirex run`"),
+        (["--cores", "0,19", "--assume-cpus", "16", "--dry-run"], "core(s) 19 not usable here"),
+        (["--cores", "0,,1"], "'0,,1' is not a comma-separated list"),
+        (["--assume-cpus", "4"], "--assume-cpus plans only"),
+    ],
+)
 def test_pirex_fork_rejects_bad_cores(args, message):
     r = subprocess.run(["sh", str(ENTRY), "run", *args], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and message in r.stderr
@@ -299,9 +356,26 @@ def test_pirex_fork_rejects_bad_cores(args, message):
 def test_fewer_cores_than_asked_run_all_of_them_and_say_so(forkbench, tmp_path):
     """The real forkbench through pirex-fork on this machine: the default asks for four cores."""
     env = {**os.environ, "PATH": f"{forkbench.parent}:{os.environ['PATH']}"}
-    r = subprocess.run(["sh", str(ENTRY), "run", "--modes", "concurrent", "--sizes", "1", "--repetitions", "1",
-                        "--no-drop-caches", "--output", str(tmp_path)], capture_output=True, text=True, env=env,
-                       timeout=300)  # fmt: skip
+    r = subprocess.run(
+        [
+            "sh",
+            str(ENTRY),
+            "run",
+            "--modes",
+            "concurrent",
+            "--sizes",
+            "1",
+            "--repetitions",
+            "1",
+            "--no-drop-caches",
+            "--output",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     usable = len(os.sched_getaffinity(0))
     assert meta(tmp_path / "concurrent")["processes"] == str(min(usable, 4))

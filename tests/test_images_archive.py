@@ -53,10 +53,25 @@ def lab_machine(tmp: Path):
         def start():
             with open(run / "dockerd.log", "a") as log:
                 started = subprocess.Popen(
-                    ["nsenter", f"--net=/run/netns/{NS}", "dockerd", "--data-root", str(tmp / "lab-docker"),
-                     "--exec-root", str(run / "exec"), "--pidfile", str(run / "dockerd.pid"), "-H", f"unix://{sock}",
-                     "--bip", "10.78.0.1/24"],
-                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                    [
+                        "nsenter",
+                        f"--net=/run/netns/{NS}",
+                        "dockerd",
+                        "--data-root",
+                        str(tmp / "lab-docker"),
+                        "--exec-root",
+                        str(run / "exec"),
+                        "--pidfile",
+                        str(run / "dockerd.pid"),
+                        "-H",
+                        f"unix://{sock}",
+                        "--bip",
+                        "10.78.0.1/24",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             deadline = time.monotonic() + 120
             while proc.run(["docker", "info"], timeout=30, check=False, env=env).returncode != 0:
                 if time.monotonic() > deadline or started.poll() is not None:
@@ -88,8 +103,12 @@ def lab_machine(tmp: Path):
 
 def pirex_on_lab(env: dict, *args: str, timeout: float = 900) -> proc.Result:
     env = {k: v for k, v in env.items() if isinstance(v, str)}
-    return proc.run(["nsenter", f"--net=/run/netns/{NS}", sys.executable, "-m", "pirex", *args], timeout=timeout,
-                    check=False, env=env)  # fmt: skip
+    return proc.run(
+        ["nsenter", f"--net=/run/netns/{NS}", sys.executable, "-m", "pirex", *args],
+        timeout=timeout,
+        check=False,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +116,23 @@ def exported(built, tmp_path_factory):
     """jmh exported for this machine's platform and arm64, with a registry.yaml naming the exported digest."""
     d = tmp_path_factory.mktemp("archive")
     file = d / "pirex-images.tar"
-    r = proc.run([sys.executable, "-m", "pirex", "images", "export", "--platforms", f"{plat.host()},linux/arm64",
-                  "--tag", TEST_TAG, str(file), IMAGE], timeout=900, check=False)  # fmt: skip
+    r = proc.run(
+        [
+            sys.executable,
+            "-m",
+            "pirex",
+            "images",
+            "export",
+            "--platforms",
+            f"{plat.host()},linux/arm64",
+            "--tag",
+            TEST_TAG,
+            str(file),
+            IMAGE,
+        ],
+        timeout=900,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     assert "MiB" in r.stdout
     with localregistry.local_registry():
@@ -118,16 +152,37 @@ def test_import_on_a_second_engine_gives_the_same_image_ids_and_a_run_records_th
         assert r.returncode == 0, r.stderr
         assert images[host].config_digest in r.stdout
         results = tmp_path / "results"
-        r = pirex_on_lab(lab, "run", IMAGE, "--variants", "docker", "--tag", TEST_TAG, "--results-dir", str(results),
-                         "--set", "repetitions=1", "--set", "warmup_iterations=1", "--set", "iterations=1",
-                         "--set", "benchmarks=RecursionBenchmark.b1", "--force", timeout=1800)  # fmt: skip
+        r = pirex_on_lab(
+            lab,
+            "run",
+            IMAGE,
+            "--variants",
+            "docker",
+            "--tag",
+            TEST_TAG,
+            "--results-dir",
+            str(results),
+            "--set",
+            "repetitions=1",
+            "--set",
+            "warmup_iterations=1",
+            "--set",
+            "iterations=1",
+            "--set",
+            "benchmarks=RecursionBenchmark.b1",
+            "--force",
+            timeout=1800,
+        )
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         [manifest] = results.glob(f"{IMAGE}/*/manifest.json")
         recorded = json.loads(manifest.read_text())["images"][IMAGE]
         assert recorded["image_id"] == images[host].config_digest  # the build's image ID, on the lab's engine
         assert recorded["digest"] == images[host].manifest_digest
-        lab_id = proc.run(["docker", "image", "inspect", "-f", "{{.Id}}", recorded["reference"]], timeout=60,
-                          env={k: v for k, v in lab.items() if isinstance(v, str)})  # fmt: skip
+        lab_id = proc.run(
+            ["docker", "image", "inspect", "-f", "{{.Id}}", recorded["reference"]],
+            timeout=60,
+            env={k: v for k, v in lab.items() if isinstance(v, str)},
+        )
         assert lab_id.stdout.strip() == images[host].config_digest
 
 
@@ -136,8 +191,12 @@ def test_a_truncated_archive_is_a_clear_error(exported, tmp_path):
     cut = tmp_path / "cut.tar"
     with open(file, "rb") as src, open(cut, "wb") as dst:
         dst.write(src.read(file.stat().st_size // 2))
-    r = proc.run([sys.executable, "-m", "pirex", "images", "import", "--registry-file", str(regfile), str(cut)],
-                 timeout=300, check=False, env={"PIREX_CACHE": str(tmp_path / "cache")})  # fmt: skip
+    r = proc.run(
+        [sys.executable, "-m", "pirex", "images", "import", "--registry-file", str(regfile), str(cut)],
+        timeout=300,
+        check=False,
+        env={"PIREX_CACHE": str(tmp_path / "cache")},
+    )
     assert r.returncode == 1
     [line] = r.stderr.strip().splitlines()
     assert line.startswith(f"pirex: error: {cut} is truncated or damaged") and "copy it again" in line
@@ -178,13 +237,37 @@ def test_dockerd_restarted_mid_run_gives_a_clear_message_and_a_resumable_bundle(
     with lab_machine(tmp_path) as lab:
         assert pirex_on_lab(lab, "images", "import", "--registry-file", str(regfile), str(file)).returncode == 0
         results = tmp_path / "results"
-        args = ["run", IMAGE, "--variants", "docker", "--tag", TEST_TAG, "--results-dir", str(results), "--force",
-                "--order", "sequential", "--set", "repetitions=3", "--set", "warmup_iterations=1", "--set",
-                "iterations=3", "--set", "time=1s", "--set", "benchmarks=RecursionBenchmark.b1"]  # fmt: skip
+        args = [
+            "run",
+            IMAGE,
+            "--variants",
+            "docker",
+            "--tag",
+            TEST_TAG,
+            "--results-dir",
+            str(results),
+            "--force",
+            "--order",
+            "sequential",
+            "--set",
+            "repetitions=3",
+            "--set",
+            "warmup_iterations=1",
+            "--set",
+            "iterations=3",
+            "--set",
+            "time=1s",
+            "--set",
+            "benchmarks=RecursionBenchmark.b1",
+        ]
         env = {k: v for k, v in lab.items() if isinstance(v, str)}
-        run = subprocess.Popen(["nsenter", f"--net=/run/netns/{NS}", sys.executable, "-m", "pirex", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **env})  # fmt: skip
+        run = subprocess.Popen(
+            ["nsenter", f"--net=/run/netns/{NS}", sys.executable, "-m", "pirex", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **env},
+        )
         try:
             deadline = time.monotonic() + 600
             while not list(results.glob(f"{IMAGE}/*/docker/0/jmh.json")) and run.poll() is None:

@@ -69,8 +69,12 @@ def test_published_images_are_pulled_by_digest_and_verified_not_built(published,
         assert sources.ensure([IMAGE], UNBUILT, plat.host(), regfile) == []  # a second run finds it here
         assert "is here already" in capsys.readouterr().out
     assert src.reference == entry.ref
-    assert src.origin == {"kind": "pulled", "repository": entry.repository, "tag": entry.tag,
-                          "index_digest": entry.digest}  # fmt: skip
+    assert src.origin == {
+        "kind": "pulled",
+        "repository": entry.repository,
+        "tag": entry.tag,
+        "index_digest": entry.digest,
+    }
     info = json.loads(proc.run(["docker", "image", "inspect", src.reference], timeout=60).stdout)[0]
     assert info["Id"] == built_image.config_digest  # the very image that was built and published
 
@@ -88,8 +92,23 @@ def test_an_unreachable_registry_falls_back_to_building_and_says_so(published, t
     gone = with_digest(regfile, tmp_path, repository=f"127.0.0.1:{free_port()}/lab/{IMAGE}")
     env = {"PIREX_REGISTRY_FILE": str(gone)}
     tag = f"{TEST_TAG}-fallback"  # its own tag: a host-only build must not replace the session's three platforms
-    r = proc.run([sys.executable, "-m", "pirex", "images", "ensure", "--offline", os.environ.get("OFFLINE", "auto"),
-                  "--tag", tag, IMAGE], timeout=3600, check=False, env=env)  # fmt: skip
+    r = proc.run(
+        [
+            sys.executable,
+            "-m",
+            "pirex",
+            "images",
+            "ensure",
+            "--offline",
+            os.environ.get("OFFLINE", "auto"),
+            "--tag",
+            tag,
+            IMAGE,
+        ],
+        timeout=3600,
+        check=False,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "cannot be reached" in r.stderr and f"building {IMAGE} here instead" in r.stderr
     assert f"{IMAGE}: {publish.local_ref(IMAGE, tag)}@" in r.stdout  # built, as `images build` reports

@@ -27,8 +27,11 @@ BENCHMARKS = {
 def run_jmh(built, platform, results, *cmd):
     ref = publish.pull_local("jmh", built.tag, platform)
     results.chmod(0o777)  # the image's user (1000) writes there
-    proc.run(["docker", "run", "--rm", "--platform", str(platform), "-v", f"{results}:/results", ref, *cmd],
-             timeout=900, what=f"jmh on {platform}")  # fmt: skip
+    proc.run(
+        ["docker", "run", "--rm", "--platform", str(platform), "-v", f"{results}:/results", ref, *cmd],
+        timeout=900,
+        what=f"jmh on {platform}",
+    )
     return json.loads((results / "jmh.json").read_text())
 
 
@@ -44,8 +47,28 @@ def test_quick_profile_runs_every_benchmark(built, tmp_path):
 
 
 def test_b1_runs_on_emulated_arm64(built, tmp_path):
-    doc = run_jmh(built, parse("linux/arm64"), tmp_path,
-                  "java", "-jar", "/opt/pirex/jmh.jar", "-f", "1", "-wi", "1", "-i", "1", "-w", "100ms", "-r", "100ms",
-                  "-rf", "json", "-rff", "/results/jmh.json", "RecursionBenchmark.b1_default")  # fmt: skip
+    doc = run_jmh(
+        built,
+        parse("linux/arm64"),
+        tmp_path,
+        "java",
+        "-jar",
+        "/opt/pirex/jmh.jar",
+        "-f",
+        "1",
+        "-wi",
+        "1",
+        "-i",
+        "1",
+        "-w",
+        "100ms",
+        "-r",
+        "100ms",
+        "-rf",
+        "json",
+        "-rff",
+        "/results/jmh.json",
+        "RecursionBenchmark.b1_default",
+    )
     assert [r["benchmark"] for r in doc] == ["io.github.pirexbench.jmh.RecursionBenchmark.b1_default"]
     assert doc[0]["vmName"] and "Server VM" in doc[0]["vmName"]

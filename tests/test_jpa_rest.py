@@ -51,18 +51,45 @@ def test_database_restart_mid_run_is_recorded_and_survived(built, tmp_path):
     out.chmod(0o777)
     project = f"pirex-jpa-rest-test-{int(time.time())}"
     # the compose file's numbers, as `pirex compose` passes them (experiment.yaml's quick profile)
-    env = {**settings.of(experiment.load("jpa-rest"), "quick"), "PIREX_TAG": TEST_TAG, "CUSTOMERS": "2000",
-           "RESULTS_DIR": str(out)}  # fmt: skip
+    env = {
+        **settings.of(experiment.load("jpa-rest"), "quick"),
+        "PIREX_TAG": TEST_TAG,
+        "CUSTOMERS": "2000",
+        "RESULTS_DIR": str(out),
+    }
     base = ["docker", "compose", "-p", project, "-f", str(compose.one_host_file("jpa-rest"))]
     try:
         proc.run([*base, "up", "-d", "--wait", "db", "loader", "web"], timeout=600, env=env)
         web = json.loads(proc.run([*base, "ps", "--format", "json", "web"], timeout=60, env=env).stdout.splitlines()[0])
         started = proc.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", web["ID"]], timeout=60).stdout
         driver = subprocess.Popen(  # a longer, interleaved load, on the compose network
-            ["docker", "run", "--rm", "--name", f"{project}-driver", "--network", f"{project}_default",
-             "-v", f"{out}:/results", publish.local_ref("locust", TEST_TAG), "quick", "--host", "http://web:8080",
-             "--customers", "2000", "--requests-per-operation", "6000", "--mix", "interleaved", "--output",
-             "/results"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--name",
+                f"{project}-driver",
+                "--network",
+                f"{project}_default",
+                "-v",
+                f"{out}:/results",
+                publish.local_ref("locust", TEST_TAG),
+                "quick",
+                "--host",
+                "http://web:8080",
+                "--customers",
+                "2000",
+                "--requests-per-operation",
+                "6000",
+                "--mix",
+                "interleaved",
+                "--output",
+                "/results",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             time.sleep(6)
             proc.run([*base, "restart", "db"], timeout=300, env=env)
@@ -77,7 +104,8 @@ def test_database_restart_mid_run_is_recorded_and_survived(built, tmp_path):
         assert failed, "the outage must show as failed requests"
         assert all(r["error"] for r in (rows[i] for i in failed))
         assert failed[-1] < len(rows) - 100 and all(r["ok"] == "1" for r in rows[failed[-1] + 1 :]), (
-            "the service recovers by itself")  # fmt: skip
+            "the service recovers by itself"
+        )
         after = proc.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", web["ID"]], timeout=60).stdout
         assert after == started, "the service was not restarted"
         results = jpa.analyse(jpa.runs_from_dirs({"docker": out}))  # Table 3 counts them apart, every one

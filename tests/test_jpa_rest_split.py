@@ -26,8 +26,11 @@ from .test_run_jpa_rest import native_servers
 
 pytestmark = pytest.mark.docker
 
-ROLES = {"pi-b": ("db.yml", ["postgres", "jpa-rest"]), "pi-a": ("web.yml", ["jpa-rest"]),
-         "laptop": ("driver.yml", ["locust"])}  # fmt: skip
+ROLES = {
+    "pi-b": ("db.yml", ["postgres", "jpa-rest"]),
+    "pi-a": ("web.yml", ["jpa-rest"]),
+    "laptop": ("driver.yml", ["locust"]),
+}
 
 
 @pytest.fixture
@@ -59,12 +62,25 @@ def test_db_web_and_driver_on_three_hosts(three_hosts, tmp_path):
 
     def compose_on(host: str, *args: str, timeout: float = 600):  # with the numbers pirex compose adds
         env = compose.split_env("jpa-rest", compose.read_env_file(env_file))
-        return h[host].docker("compose", "-f", str(REPO / "compose" / ROLES[host][0]), "--env-file", str(env_file),
-                              *args, timeout=timeout, check=False, env=env)  # fmt: skip
+        return h[host].docker(
+            "compose",
+            "-f",
+            str(REPO / "compose" / ROLES[host][0]),
+            "--env-file",
+            str(env_file),
+            *args,
+            timeout=timeout,
+            check=False,
+            env=env,
+        )
 
     def pirex_role(host: str, role: str):  # what a user types on each host: one command
-        return proc.run([sys.executable, "-m", "pirex", "compose", "jpa-rest", "--role", role, "--env-file",
-                         str(env_file)], timeout=900, check=False, env=h[host].env)  # fmt: skip
+        return proc.run(
+            [sys.executable, "-m", "pirex", "compose", "jpa-rest", "--role", role, "--env-file", str(env_file)],
+            timeout=900,
+            check=False,
+            env=h[host].env,
+        )
 
     try:
         for host, role in (("pi-b", "db"), ("pi-a", "web"), ("laptop", "driver")):  # database, service, driver
@@ -109,9 +125,25 @@ def test_native_db_and_web_on_two_hosts_with_the_driver_on_a_third(three_hosts, 
     )
 
     def pirex_role(host: str, role: str, *args: str):  # run on the host: in its network namespace
-        return proc.run(["nsenter", f"--net=/run/netns/pirex-{host}", sys.executable, "-m", "pirex", "compose",
-                         "jpa-rest", "--role", role, "--env-file", str(env_file), *args],
-                        timeout=900, check=False, env=h[host].env)  # fmt: skip
+        return proc.run(
+            [
+                "nsenter",
+                f"--net=/run/netns/pirex-{host}",
+                sys.executable,
+                "-m",
+                "pirex",
+                "compose",
+                "jpa-rest",
+                "--role",
+                role,
+                "--env-file",
+                str(env_file),
+                *args,
+            ],
+            timeout=900,
+            check=False,
+            env=h[host].env,
+        )
 
     try:
         for host, role, args in (("pi-b", "db", ["--native"]), ("pi-a", "web", ["--native"]), ("laptop", "driver", [])):

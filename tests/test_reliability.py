@@ -23,8 +23,15 @@ from .conftest import TEST_TAG
 
 pytestmark = pytest.mark.docker
 
-SMALL = {"repetitions": 1, "forks": 1, "warmup_iterations": 0, "iterations": 1, "time": "100ms", "warmup_time": "100ms",
-         "benchmarks": "RecursionBenchmark.b1_default"}  # fmt: skip
+SMALL = {
+    "repetitions": 1,
+    "forks": 1,
+    "warmup_iterations": 0,
+    "iterations": 1,
+    "time": "100ms",
+    "warmup_time": "100ms",
+    "benchmarks": "RecursionBenchmark.b1_default",
+}
 TINY = [a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]
 LONGER = ["--set", "time=3s"]  # a step long enough to be caught running on a loaded machine
 DEADLINE = 240  # seconds for any one wait below; a run of TINY takes well under a minute
@@ -49,8 +56,24 @@ main()
 
 def _start(results: Path, variants: str, *extra: str, script: str | None = None) -> subprocess.Popen:
     head = [sys.executable, "-c", script] if script else [sys.executable, "-m", "pirex"]
-    cmd = [*head, "run", "jmh", "--profile", "quick", "--variants", variants, "--order", "sequential",
-           "--results-dir", str(results), "--tag", TEST_TAG, "--force", *TINY, *extra]  # fmt: skip
+    cmd = [
+        *head,
+        "run",
+        "jmh",
+        "--profile",
+        "quick",
+        "--variants",
+        variants,
+        "--order",
+        "sequential",
+        "--results-dir",
+        str(results),
+        "--tag",
+        TEST_TAG,
+        "--force",
+        *TINY,
+        *extra,
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
@@ -90,8 +113,7 @@ def _kill(p: subprocess.Popen) -> None:
 
 def _nothing_left(bundle: Path) -> None:
     run_id = bundle.name
-    r = proc.run(["docker", "ps", "-a", "--filter", f"label=pirex.run={run_id}", "--format", "{{.Names}}"],
-                 timeout=60)  # fmt: skip
+    r = proc.run(["docker", "ps", "-a", "--filter", f"label=pirex.run={run_id}", "--format", "{{.Names}}"], timeout=60)
     assert r.stdout.split() == [], f"containers left: {r.stdout}"
     r = proc.run(["docker", "ps", "-a", "--filter", f"name=pirex-{run_id}", "--format", "{{.Names}}"], timeout=60)
     assert r.stdout.split() == [], f"containers left: {r.stdout}"

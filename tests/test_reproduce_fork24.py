@@ -37,7 +37,10 @@ def test_fork24_kick_the_tires_then_reused(built, tmp_path):
     assert len(summary.splitlines()) <= 25 and "report:" in summary
 
     lines.clear()
-    again = reproduction.reproduce(reproduction.Options(["fork24"], results_dir=tmp_path, tag=TEST_TAG),
-                                   reproduction.run_with_runner, echo=lines.append)  # fmt: skip
+    again = reproduction.reproduce(
+        reproduction.Options(["fork24"], results_dir=tmp_path, tag=TEST_TAG),
+        reproduction.run_with_runner,
+        echo=lines.append,
+    )
     assert again != out and len(list((tmp_path / "fork").glob("*/manifest.json"))) == 1  # reused, not rerun
     assert "done: 1 bundle(s) of this commit and machine" in lines[0]

@@ -26,9 +26,16 @@ from .conftest import TEST_TAG
 pytestmark = pytest.mark.docker
 
 # Small counts for every experiment the claims need; five repetitions stay (an interval needs them).
-SETS = ["jmh.warmup_iterations=1", "jmh.iterations=2", "jmh.warmup_time=100ms", "jmh.time=100ms",
-        "moobench.calls=1000", "moobench.sleep=0",
-        "jpa-rest.customers=300", "jpa-rest.requests_per_operation=60"]  # fmt: skip
+SETS = [
+    "jmh.warmup_iterations=1",
+    "jmh.iterations=2",
+    "jmh.warmup_time=100ms",
+    "jmh.time=100ms",
+    "moobench.calls=1000",
+    "moobench.sleep=0",
+    "jpa-rest.customers=300",
+    "jpa-rest.requests_per_operation=60",
+]
 
 
 def pirex(*args: str, results: Path) -> list[str]:
@@ -55,11 +62,19 @@ def test_icpe18_kick_the_tires_killed_then_resumed(built, tmp_path):
     results, log = tmp_path / "results", tmp_path / "first.log"
     args = [a for s in SETS for a in ("--set", s)]
     with open(log, "w") as out:
-        first = subprocess.Popen(pirex("icpe18", "--level", "kick-the-tires", *args, results=results), stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        first = subprocess.Popen(
+            pirex("icpe18", "--level", "kick-the-tires", *args, results=results),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
-        wait_for(lambda: [m for m in results.glob("jmh/*/manifest.json") if status(m) == "complete"], 900,
-                 "complete jmh bundle", log)  # fmt: skip
+        wait_for(
+            lambda: [m for m in results.glob("jmh/*/manifest.json") if status(m) == "complete"],
+            900,
+            "complete jmh bundle",
+            log,
+        )
         wait_for(lambda: list(results.glob("moobench/*/*/*/step.json")), 300, "moobench step", log)
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the reproduction and its runner, mid-step

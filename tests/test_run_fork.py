@@ -44,7 +44,13 @@ def test_native_and_docker_with_privileges(built, tmp_path):
     b = Bundle.open(path)
     run = json.loads((path / "run.json").read_text())
     assert run["variants"]["docker"]["privileges"]["docker_args"] == [
-        "--user", "0", "--cap-add", "SYS_ADMIN", "--security-opt", "systempaths=unconfined"]  # fmt: skip
+        "--user",
+        "0",
+        "--cap-add",
+        "SYS_ADMIN",
+        "--security-opt",
+        "systempaths=unconfined",
+    ]
     assert "perf_event_open" in run["variants"]["native"]["privileges"]["why"]
     for variant in ("native", "docker"):
         d = b.step_dir(variant, 0)
@@ -69,8 +75,17 @@ def test_native_and_docker_with_privileges(built, tmp_path):
 
 
 def test_arm64_emulated_counts_no_hardware_events(built, tmp_path):
-    opts = runner.Options("fork", "quick", "docker", "sequential", 1, tmp_path, TEST_TAG,
-                          {**SMALL, "modes": "single"}, platform="linux/arm64")  # fmt: skip
+    opts = runner.Options(
+        "fork",
+        "quick",
+        "docker",
+        "sequential",
+        1,
+        tmp_path,
+        TEST_TAG,
+        {**SMALL, "modes": "single"},
+        platform="linux/arm64",
+    )
     b = Bundle.open(runner.run(opts))
     counters = check_counters(b.step_dir("docker", 0) / "single")
     assert counters["cycles"]["supported"] == "false" and counters["instructions"]["supported"] == "false"

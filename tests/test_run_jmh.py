@@ -59,8 +59,16 @@ def test_interrupted_run_is_partial_and_resumes(built, tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(variants, "run_step", interrupted_second_step)
-    opts = runner.Options("jmh", "quick", "docker", "sequential", 1, tmp_path, TEST_TAG,
-                          {**SMALL, "benchmarks": "RecursionBenchmark.b1_default"})  # fmt: skip
+    opts = runner.Options(
+        "jmh",
+        "quick",
+        "docker",
+        "sequential",
+        1,
+        tmp_path,
+        TEST_TAG,
+        {**SMALL, "benchmarks": "RecursionBenchmark.b1_default"},
+    )
     with pytest.raises(KeyboardInterrupt):
         runner.run(opts)
     (path,) = (tmp_path / "jmh").iterdir()
@@ -78,14 +86,24 @@ def test_interrupted_run_is_partial_and_resumes(built, tmp_path, monkeypatch):
 
 def test_docker_variant_on_emulated_arm64(built, tmp_path):
     """A smoke run: the arm64 image under QEMU through the same runner (numbers are not timings)."""
-    opts = runner.Options("jmh", "quick", "native,docker", "sequential", 3, tmp_path, TEST_TAG,
-                          {**SMALL, "repetitions": 1, "benchmarks": "RecursionBenchmark.b1_default"},
-                          platform="linux/arm64")  # fmt: skip
+    opts = runner.Options(
+        "jmh",
+        "quick",
+        "native,docker",
+        "sequential",
+        3,
+        tmp_path,
+        TEST_TAG,
+        {**SMALL, "repetitions": 1, "benchmarks": "RecursionBenchmark.b1_default"},
+        platform="linux/arm64",
+    )
     path = runner.run(opts)
     b = Bundle.open(path)
     assert b.status == "complete" and b.manifest["variants"] == ["docker"]
     assert b.manifest["images"]["jmh"]["platform"] == "linux/arm64"
-    assert "native runs this machine's platform only" in json.loads((path / "run.json").read_text())[
-        "skipped_variants"]["native"]  # fmt: skip
+    assert (
+        "native runs this machine's platform only"
+        in json.loads((path / "run.json").read_text())["skipped_variants"]["native"]
+    )
     result = json.loads((b.step_dir("docker", 0) / "jmh.json").read_text())
     assert [r["benchmark"].rsplit(".", 1)[1] for r in result] == ["b1_default"]

@@ -61,8 +61,9 @@ def leftovers(run_id: str) -> list[str]:
 
 
 def test_native_docker_and_host_network_share_one_loaded_table(built, tmp_path):
-    path = runner.run(runner.Options("jpa-rest", "quick", ",".join(VARIANTS), "interleaved", 5, tmp_path, TEST_TAG,
-                                     SMALL))  # fmt: skip
+    path = runner.run(
+        runner.Options("jpa-rest", "quick", ",".join(VARIANTS), "interleaved", 5, tmp_path, TEST_TAG, SMALL)
+    )
     assert verify(path) == []
     b = Bundle.open(path)
     assert b.manifest["status"] == "complete"
@@ -95,8 +96,9 @@ def test_native_docker_and_host_network_share_one_loaded_table(built, tmp_path):
 
 def test_soak_holds_the_load_for_a_duration(built, tmp_path):
     params = {"repetitions": 1, "customers": 1000}
-    path = runner.run(runner.Options("jpa-rest", "quick", "docker", "interleaved", 1, tmp_path, TEST_TAG, params,
-                                     soak="20s"))  # fmt: skip
+    path = runner.run(
+        runner.Options("jpa-rest", "quick", "docker", "interleaved", 1, tmp_path, TEST_TAG, params, soak="20s")
+    )
     run = json.loads((path / "run.json").read_text())
     assert run["soak"]["duration"] == "20s"
     d = Bundle.open(path).step_dir("docker", 0)
@@ -119,9 +121,27 @@ def image(built, name):
 
 def test_loader_gives_up_on_an_unreachable_database_after_its_wait(built):
     started = time.monotonic()
-    r = proc.run(["docker", "run", "--rm", "-e", f"DB_URL=jdbc:postgresql://{UNREACHABLE}:5432/pirex", "-e",
-                  "DB_USER=pirex", "-e", "DB_PASSWORD=x", image(built, "jpa-rest"), "pirex-load-customers", "--rows",
-                  "10", "--wait", "8"], timeout=120, check=False)  # fmt: skip
+    r = proc.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "-e",
+            f"DB_URL=jdbc:postgresql://{UNREACHABLE}:5432/pirex",
+            "-e",
+            "DB_USER=pirex",
+            "-e",
+            "DB_PASSWORD=x",
+            image(built, "jpa-rest"),
+            "pirex-load-customers",
+            "--rows",
+            "10",
+            "--wait",
+            "8",
+        ],
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 1
     assert "the database did not answer within 8 s" in r.stderr
     assert time.monotonic() - started < 60, "bounded by --wait and the 5 s connect timeout"
@@ -133,9 +153,27 @@ def test_service_reports_down_and_the_wait_ends(built):
     port = deployment.free_port()
     proc.run(["docker", "rm", "-f", name], timeout=60, check=False)
     try:
-        proc.run(["docker", "run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8080", "-e",
-                  f"DB_URL=jdbc:postgresql://{UNREACHABLE}:5432/pirex", "-e", "DB_USER=pirex", "-e", "DB_PASSWORD=x",
-                  "-e", "DB_CONNECTION_TIMEOUT_MS=2000", image(built, "jpa-rest")], timeout=120)  # fmt: skip
+        proc.run(
+            [
+                "docker",
+                "run",
+                "-d",
+                "--name",
+                name,
+                "-p",
+                f"127.0.0.1:{port}:8080",
+                "-e",
+                f"DB_URL=jdbc:postgresql://{UNREACHABLE}:5432/pirex",
+                "-e",
+                "DB_USER=pirex",
+                "-e",
+                "DB_PASSWORD=x",
+                "-e",
+                "DB_CONNECTION_TIMEOUT_MS=2000",
+                image(built, "jpa-rest"),
+            ],
+            timeout=120,
+        )
         url = f"http://127.0.0.1:{port}/actuator/health"
         deadline = time.monotonic() + 180  # until the service has started and answers (not a timing assertion)
         while '"DOWN"' not in (last := deployment.wait_healthy(url, 2) or "UP") and time.monotonic() < deadline:
@@ -152,9 +190,11 @@ def test_web_host_role_fails_clearly_without_its_database_and_is_taken_down(buil
     env_file = tmp_path / "web.env"
     with localregistry.local_registry():
         publish.load_local("jpa-rest", TEST_TAG, plat.host())
-    env_file.write_text(f"PIREX_TAG={TEST_TAG}\nPIREX_IMAGES={localregistry.HOST}/{publish.LOCAL_NAMESPACE}\n"
-                        f"DB_HOST={UNREACHABLE}\nDB_PASSWORD=x\nWEB_PORT={deployment.free_port()}\n"
-                        f"WEB_HEALTH_RETRIES=15\nRESULTS_DIR={tmp_path / 'out'}\n")  # fmt: skip
+    env_file.write_text(
+        f"PIREX_TAG={TEST_TAG}\nPIREX_IMAGES={localregistry.HOST}/{publish.LOCAL_NAMESPACE}\n"
+        f"DB_HOST={UNREACHABLE}\nDB_PASSWORD=x\nWEB_PORT={deployment.free_port()}\n"
+        f"WEB_HEALTH_RETRIES=15\nRESULTS_DIR={tmp_path / 'out'}\n"
+    )
     base = ["docker", "compose", "-f", str(REPO / "compose" / "web.yml"), "--env-file", str(env_file)]
     env = compose.split_env("jpa-rest", compose.read_env_file(env_file))  # the numbers pirex compose adds
     try:
@@ -171,8 +211,11 @@ def test_web_host_role_fails_clearly_without_its_database_and_is_taken_down(buil
 def test_driver_gives_up_on_a_service_that_is_not_there(built):
     started = time.monotonic()
     url = f"http://127.0.0.1:{deployment.free_port()}"  # nothing listens: refused at once, every second
-    r = proc.run(["docker", "run", "--rm", "--network", "host", image(built, "locust"), "quick", "--host", url,
-                  "--wait", "4"], timeout=120, check=False)  # fmt: skip
+    r = proc.run(
+        ["docker", "run", "--rm", "--network", "host", image(built, "locust"), "quick", "--host", url, "--wait", "4"],
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 2
     assert f"{url}/actuator/health did not report healthy within 4 s" in r.stderr
     assert time.monotonic() - started < 60

@@ -34,8 +34,18 @@ def raw_rows(path):
 @docker
 def test_kieker_native_and_docker(built, tmp_path):
     configs = "baseline,kieker-dump,kieker-binary"
-    path = runner.run(runner.Options("moobench", "quick", "native,docker", "interleaved", 5, tmp_path, TEST_TAG,
-                                     {**SMALL, "configurations": configs}))  # fmt: skip
+    path = runner.run(
+        runner.Options(
+            "moobench",
+            "quick",
+            "native,docker",
+            "interleaved",
+            5,
+            tmp_path,
+            TEST_TAG,
+            {**SMALL, "configurations": configs},
+        )
+    )
     assert verify(path) == []
     b = Bundle.open(path)
     assert b.manifest["status"] == "complete" and sorted(b.manifest["variants"]) == ["docker", "native"]
@@ -61,9 +71,17 @@ def test_opentelemetry_in_docker(built, tmp_path):
 
 @docker
 def test_arm64_emulated_smoke(built, tmp_path):
-    opts = runner.Options("moobench", "quick", "docker", "sequential", 1, tmp_path, TEST_TAG,
-                          {**SMALL, "repetitions": 1, "calls": 500, "configurations": "baseline,kieker-dump"},
-                          platform="linux/arm64")  # fmt: skip
+    opts = runner.Options(
+        "moobench",
+        "quick",
+        "docker",
+        "sequential",
+        1,
+        tmp_path,
+        TEST_TAG,
+        {**SMALL, "repetitions": 1, "calls": 500, "configurations": "baseline,kieker-dump"},
+        platform="linux/arm64",
+    )
     b = Bundle.open(runner.run(opts))
     assert b.manifest["images"]["moobench"]["platform"] == "linux/arm64"
     assert len(raw_rows(b.step_dir("docker", 0) / "raw-kieker-dump.csv")) == 500
@@ -71,8 +89,17 @@ def test_arm64_emulated_smoke(built, tmp_path):
 
 @docker
 def test_fluctuation_matrix_records_its_cases(built, tmp_path):
-    opts = runner.Options("moobench", "quick", None, "sequential", 1, tmp_path, TEST_TAG,
-                          {"repetitions": 1, "calls": 1000, "sleep": 0}, matrix="fluctuation")  # fmt: skip
+    opts = runner.Options(
+        "moobench",
+        "quick",
+        None,
+        "sequential",
+        1,
+        tmp_path,
+        TEST_TAG,
+        {"repetitions": 1, "calls": 1000, "sleep": 0},
+        matrix="fluctuation",
+    )
     path = runner.run(opts)
     b = Bundle.open(path)
     run = json.loads((path / "run.json").read_text())

@@ -48,8 +48,10 @@ def swarm(hosts: dict[str, netns.Host]):
         token = laptop.docker("swarm", "join-token", "-q", "worker").stdout.strip()
         for name in ("pi-a", "pi-b"):
             hosts[name].docker("swarm", "join", "--token", token, f"{laptop.address}:2377", timeout=120)
-        nodes = {n.split()[1]: n.split()[0] for n in laptop.docker("node", "ls", "--format", "{{.ID}} {{.Hostname}}")
-                 .stdout.splitlines()}  # fmt: skip
+        nodes = {
+            n.split()[1]: n.split()[0]
+            for n in laptop.docker("node", "ls", "--format", "{{.ID}} {{.Hostname}}").stdout.splitlines()
+        }
         assert set(nodes) == set(NAMES), nodes  # each daemon its own hostname
         for name, role in LABELS.items():
             laptop.docker("node", "update", "--label-add", f"pirex.role={role}", nodes[name])
@@ -93,9 +95,28 @@ def leftovers() -> list[str]:
 def pirex_swarm(hosts, results: Path, *args: str) -> proc.Result:
     """What the user types on the laptop: pirex in the laptop's namespace, against its daemon."""
     laptop = hosts["laptop"]
-    return proc.run(["nsenter", f"--net=/run/netns/{laptop.netns}", sys.executable, "-m", "pirex", "swarm",
-                     "jpa-rest", "--profile", "quick", "--tag", TEST_TAG, "--results-dir", str(results), *TINY, *args],
-                    timeout=1200, check=False, env=laptop.env)  # fmt: skip
+    return proc.run(
+        [
+            "nsenter",
+            f"--net=/run/netns/{laptop.netns}",
+            sys.executable,
+            "-m",
+            "pirex",
+            "swarm",
+            "jpa-rest",
+            "--profile",
+            "quick",
+            "--tag",
+            TEST_TAG,
+            "--results-dir",
+            str(results),
+            *TINY,
+            *args,
+        ],
+        timeout=1200,
+        check=False,
+        env=laptop.env,
+    )
 
 
 def stack_left(hosts) -> list[str]:
@@ -157,16 +178,44 @@ def test_the_plain_stack_deploy_it_wraps_runs_with_the_printed_environment(swarm
     hosts, _ = swarm_hosts
     laptop = hosts["laptop"]
     in_laptop = ["nsenter", f"--net=/run/netns/{laptop.netns}"]
-    r = proc.run([*in_laptop, sys.executable, "-m", "pirex", "swarm", "jpa-rest", "--print-env", "--tag", TEST_TAG,
-                  "--results-dir", str(tmp_path), *TINY], timeout=300, check=False, env=laptop.env)  # fmt: skip
+    r = proc.run(
+        [
+            *in_laptop,
+            sys.executable,
+            "-m",
+            "pirex",
+            "swarm",
+            "jpa-rest",
+            "--print-env",
+            "--tag",
+            TEST_TAG,
+            "--results-dir",
+            str(tmp_path),
+            *TINY,
+        ],
+        timeout=300,
+        check=False,
+        env=laptop.env,
+    )
     assert r.returncode == 0 and "export CUSTOMERS=300" in r.stdout, r.stderr
     try:
-        deploy = proc.run([*in_laptop, "bash", "-c", f'{r.stdout}\ndocker stack deploy -c "$0" pirex',
-                           str(REPO / "compose" / "stack.yml")], timeout=300, check=False, env=laptop.env)  # fmt: skip
+        deploy = proc.run(
+            [
+                *in_laptop,
+                "bash",
+                "-c",
+                f'{r.stdout}\ndocker stack deploy -c "$0" pirex',
+                str(REPO / "compose" / "stack.yml"),
+            ],
+            timeout=300,
+            check=False,
+            env=laptop.env,
+        )
         assert deploy.returncode == 0, deploy.stderr
         deadline = time.monotonic() + 600
-        while not (state := laptop.docker("service", "ps", "--format", "{{.CurrentState}}", "pirex_driver").stdout
-                   ).startswith(("Complete", "Failed", "Rejected")):  # fmt: skip
+        while not (
+            state := laptop.docker("service", "ps", "--format", "{{.CurrentState}}", "pirex_driver").stdout
+        ).startswith(("Complete", "Failed", "Rejected")):
             assert time.monotonic() < deadline, state
             time.sleep(2)
         rows = list(csv.DictReader((tmp_path / "jpa-rest" / "swarm-by-hand" / "requests.csv").read_text().splitlines()))
@@ -182,9 +231,13 @@ def test_a_killed_pirex_swarm_leaves_its_stack_which_doctor_reaps(swarm_hosts, t
     laptop = hosts["laptop"]
     in_laptop = ["nsenter", f"--net=/run/netns/{laptop.netns}", sys.executable, "-m", "pirex"]
     with open(tmp_path / "out", "w") as out:
-        killed = subprocess.Popen([*in_laptop, "swarm", "jpa-rest", "--tag", TEST_TAG, "--results-dir", str(tmp_path),
-                                   *TINY], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **laptop.env},
-                                  start_new_session=True)  # fmt: skip
+        killed = subprocess.Popen(
+            [*in_laptop, "swarm", "jpa-rest", "--tag", TEST_TAG, "--results-dir", str(tmp_path), *TINY],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **laptop.env},
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 600
         while "pirex_db" not in laptop.docker("service", "ls", "--format", "{{.Name}}").stdout.split():

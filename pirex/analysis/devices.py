@@ -47,12 +47,30 @@ def table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
                 continue
             i = stats.mean_interval(xs, level, positive=all(x > 0 for x in xs))
             row.append(f"{i.text(digits(i.value))}, n={i.n}")
-            records.append({"metric": metric, "variant": variant, "device": dev, "runs": i.n, "mean": i.value,
-                            "low": i.low, "high": i.high, "unit": units[metric],
-                            "lower_is_better": lower[metric]})  # fmt: skip
+            records.append(
+                {
+                    "metric": metric,
+                    "variant": variant,
+                    "device": dev,
+                    "runs": i.n,
+                    "mean": i.value,
+                    "low": i.low,
+                    "high": i.high,
+                    "unit": units[metric],
+                    "lower_is_better": lower[metric],
+                }
+            )
         rows.append(row)
-    notes = [f"Each cell: the mean over the device's independent runs (forks, loops or repetitions) with its "
-             f"{stats.level_text(level)} interval over them; below {stats.MIN_RUNS} runs no interval. Devices are "
-             "named by their inventory name where a fleet run recorded one."]  # fmt: skip
-    return Table(f"Per device: mean over runs ({len(devs)} devices)", ["Metric", "Variant", *devs], rows, records,
-                 notes, label_columns=2)  # fmt: skip
+    notes = [
+        f"Each cell: the mean over the device's independent runs (forks, loops or repetitions) with its "
+        f"{stats.level_text(level)} interval over them; below {stats.MIN_RUNS} runs no interval. Devices are "
+        "named by their inventory name where a fleet run recorded one."
+    ]
+    return Table(
+        f"Per device: mean over runs ({len(devs)} devices)",
+        ["Metric", "Variant", *devs],
+        rows,
+        records,
+        notes,
+        label_columns=2,
+    )

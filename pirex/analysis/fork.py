@@ -43,12 +43,33 @@ WALL = "wall_ns"  # forkbench's own CLOCK_MONOTONIC time around fork() + waitpid
 FIXED = ("mode", "migration", "size_mb", "repetition", "process", "cpu_before", "cpu_after", WALL)
 NS_COUNTERS = {WALL, "cpu-clock", "task-clock"}
 # The thesis's figures first (6.1 CPU clock, 6.2 LLC misses, 6.3 branch misses, 6.4 instructions and cycles).
-COUNTER_ORDER = (WALL, "cpu-clock", "task-clock", "LLC-load-misses", "cache-misses", "branch-misses", "instructions",
-                 "cycles", "cache-references", "LLC-loads", "L1-dcache-loads", "L1-dcache-load-misses",
-                 "page-faults", "context-switches", "cpu-migrations")  # fmt: skip
-TITLES = {WALL: "wall time of fork() + waitpid()", "cpu-clock": "CPU clock", "task-clock": "task clock",
-          "LLC-load-misses": "last-level cache read misses", "cache-misses": "cache misses",
-          "branch-misses": "branch misses", "instructions": "instructions", "cycles": "CPU cycles"}  # fmt: skip
+COUNTER_ORDER = (
+    WALL,
+    "cpu-clock",
+    "task-clock",
+    "LLC-load-misses",
+    "cache-misses",
+    "branch-misses",
+    "instructions",
+    "cycles",
+    "cache-references",
+    "LLC-loads",
+    "L1-dcache-loads",
+    "L1-dcache-load-misses",
+    "page-faults",
+    "context-switches",
+    "cpu-migrations",
+)
+TITLES = {
+    WALL: "wall time of fork() + waitpid()",
+    "cpu-clock": "CPU clock",
+    "task-clock": "task clock",
+    "LLC-load-misses": "last-level cache read misses",
+    "cache-misses": "cache misses",
+    "branch-misses": "branch misses",
+    "instructions": "instructions",
+    "cycles": "CPU cycles",
+}
 
 
 @dataclass(frozen=True)
@@ -70,8 +91,20 @@ class ForkRow:
 
     def tidy(self) -> Row:
         bench = f"{self.mode} {self.size_mb} MB"
-        return Row("fork", self.run, self.device, self.storage, self.variant, bench, self.repetition, self.process,
-                   self.fork_repetition, self.counter, self.value, self.unit)  # fmt: skip
+        return Row(
+            "fork",
+            self.run,
+            self.device,
+            self.storage,
+            self.variant,
+            bench,
+            self.repetition,
+            self.process,
+            self.fork_repetition,
+            self.counter,
+            self.value,
+            self.unit,
+        )
 
 
 @dataclass(frozen=True)
@@ -133,9 +166,24 @@ def rows(bundle_path: Path) -> list[ForkRow]:
                     if c and c.get("supported") != "true":
                         continue
                     kernel = name == WALL or c.get("kernel_included") == "true"
-                    out.append(ForkRow("fork", b.run_id, device, storage, variant, mode, rep, int(r["size_mb"]),
-                                       int(r["repetition"]), int(r["process"]), name, float(cell),
-                                       "ns" if name in NS_COUNTERS else "count", kernel))  # fmt: skip
+                    out.append(
+                        ForkRow(
+                            "fork",
+                            b.run_id,
+                            device,
+                            storage,
+                            variant,
+                            mode,
+                            rep,
+                            int(r["size_mb"]),
+                            int(r["repetition"]),
+                            int(r["process"]),
+                            name,
+                            float(cell),
+                            "ns" if name in NS_COUNTERS else "count",
+                            kernel,
+                        )
+                    )
     return out
 
 
@@ -165,8 +213,7 @@ def notes(bundle_path: Path) -> list[Note]:
                 for c in _read_csv(d / "counters.csv"):
                     raw = (c.get("event") or "").startswith("raw ")
                     if c["supported"] != "true" or c["reason"]:
-                        add(Note(device, variant, mode, c["counter"],
-                                 (f"{c['event']}: " if raw else "") + c["reason"]))  # fmt: skip
+                        add(Note(device, variant, mode, c["counter"], (f"{c['event']}: " if raw else "") + c["reason"]))
                     elif raw:
                         add(Note(device, variant, mode, c["counter"], f"counted as the CPU's {c['event']}"))
             if (d / "skipped.csv").is_file():
@@ -177,15 +224,29 @@ def notes(bundle_path: Path) -> list[Note]:
             if (d / "meta.csv").is_file():
                 meta = {m["key"]: m["value"] for m in _read_csv(d / "meta.csv")}
                 if mode == "concurrent" and meta.get("processes"):
-                    add(Note(device, variant, mode, "processes",
-                             f"{meta['processes']} processes on cores {meta.get('cores', '?').replace(' ', ',')} "
-                             "(thesis: the Pi's four cores, the server's first four)"))  # fmt: skip
+                    add(
+                        Note(
+                            device,
+                            variant,
+                            mode,
+                            "processes",
+                            f"{meta['processes']} processes on cores {meta.get('cores', '?').replace(' ', ',')} "
+                            "(thesis: the Pi's four cores, the server's first four)",
+                        )
+                    )
                 if meta.get("drop_caches", "permitted") != "permitted":
                     add(Note(device, variant, mode, "drop_caches", meta["drop_caches"]))
                 if meta.get("kernel_included") in ("false", "partial"):
-                    add(Note(device, variant, mode, "kernel",
-                             f"counters saw user space only (perf_event_paranoid {meta.get('perf_event_paranoid')}); "
-                             "fork() does its work in the kernel"))  # fmt: skip
+                    add(
+                        Note(
+                            device,
+                            variant,
+                            mode,
+                            "kernel",
+                            f"counters saw user space only (perf_event_paranoid {meta.get('perf_event_paranoid')}); "
+                            "fork() does its work in the kernel",
+                        )
+                    )
     return list(seen.values())
 
 
@@ -207,8 +268,10 @@ def table(fork_rows: Iterable[ForkRow], process: int | None = None) -> list[Line
         dev, var, mode, size, counter = k
         return (order.get(counter, len(order)), counter, dev, var, mode_order.get(mode, 9), size)
 
-    return [Line(*k, len(v), sum(v) / len(v), min(v), max(v), units[k[4]]) for k, v in sorted(groups.items(),
-            key=lambda kv: key(kv[0]))]  # fmt: skip
+    return [
+        Line(*k, len(v), sum(v) / len(v), min(v), max(v), units[k[4]])
+        for k, v in sorted(groups.items(), key=lambda kv: key(kv[0]))
+    ]
 
 
 def _fmt(x: float) -> str:
@@ -218,11 +281,15 @@ def _fmt(x: float) -> str:
 
 
 def markdown(lines: Sequence[Line], notes_: Sequence[Note] = ()) -> str:
-    out = ["| Counter | Device | Variant | Mode | Size (MB) | n | Mean | Min | Max | Unit |",
-           "|---|---|---|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    out = [
+        "| Counter | Device | Variant | Mode | Size (MB) | n | Mean | Min | Max | Unit |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for ln in lines:
-        out.append(f"| {ln.counter} | {ln.device} | {ln.variant} | {ln.mode} | {ln.size_mb} | {ln.n} | "
-                   f"{_fmt(ln.mean)} | {_fmt(ln.min)} | {_fmt(ln.max)} | {ln.unit} |")  # fmt: skip
+        out.append(
+            f"| {ln.counter} | {ln.device} | {ln.variant} | {ln.mode} | {ln.size_mb} | {ln.n} | "
+            f"{_fmt(ln.mean)} | {_fmt(ln.min)} | {_fmt(ln.max)} | {ln.unit} |"
+        )
     if notes_:
         out += ["", "Not measured or measured differently:", ""]
         out += [f"- {n.device}, {n.variant}, {n.mode}: {n.subject}: {n.reason}" for n in notes_]
@@ -249,8 +316,9 @@ def _slug(counter: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in counter)
 
 
-def plot(bundles: Sequence[Path], out_dir: Path, process: int | None = 0,
-         counters: Sequence[str] | None = None) -> list[Path]:  # fmt: skip
+def plot(
+    bundles: Sequence[Path], out_dir: Path, process: int | None = 0, counters: Sequence[str] | None = None
+) -> list[Path]:
     """One figure per counter (fork-<counter>.png and .svg in out_dir): the average over every fork with the
     min-max band shaded, against the mapped size (log2 axis); left panel no migration, right panel migration;
     colour = device (Pi, server), line style = variant (native solid, docker dashed), marker = mode (single o,
@@ -297,8 +365,15 @@ def plot(bundles: Sequence[Path], out_dir: Path, process: int | None = 0,
         fig, axes = plt.subplots(1, 2, figsize=(14, height), sharey=True)
         fig.subplots_adjust(left=0.06, right=0.69, wspace=0.06, top=1 - 0.55 / height, bottom=(notes_h + 0.7) / height)
         if missing:
-            fig.text(0.06, (notes_h + 0.02) / height, "No line for:\n" + "\n".join(missing), fontsize=7, va="top",
-                     ha="left", color="dimgray")  # fmt: skip
+            fig.text(
+                0.06,
+                (notes_h + 0.02) / height,
+                "No line for:\n" + "\n".join(missing),
+                fontsize=7,
+                va="top",
+                ha="left",
+                color="dimgray",
+            )
         data = by_counter.get(counter, [])
         positive = all(ln.min > 0 for ln in data)
         spread = max((ln.max for ln in data), default=1) / max(min((ln.min for ln in data), default=1), 1e-12)
@@ -307,16 +382,27 @@ def plot(bundles: Sequence[Path], out_dir: Path, process: int | None = 0,
             for dev in devices:
                 for var in variants:
                     for mode in modes:
-                        pts = sorted((ln for ln in data if (ln.device, ln.variant, ln.mode) == (dev, var, mode)),
-                                     key=lambda ln: ln.size_mb)  # fmt: skip
+                        pts = sorted(
+                            (ln for ln in data if (ln.device, ln.variant, ln.mode) == (dev, var, mode)),
+                            key=lambda ln: ln.size_mb,
+                        )
                         if not pts:
                             continue
                         x = [p.size_mb for p in pts]
                         kind = mode.split("-")[0]
-                        ax.plot(x, [p.mean for p in pts], color=colours[dev], ls=styles[var], marker=MODE_MARKERS[mode],
-                                ms=4, lw=1.2, label=f"{dev} · {var} · {kind}")  # fmt: skip
-                        ax.fill_between(x, [p.min for p in pts], [p.max for p in pts], color=colours[dev], alpha=0.12,
-                                        lw=0)  # fmt: skip
+                        ax.plot(
+                            x,
+                            [p.mean for p in pts],
+                            color=colours[dev],
+                            ls=styles[var],
+                            marker=MODE_MARKERS[mode],
+                            ms=4,
+                            lw=1.2,
+                            label=f"{dev} · {var} · {kind}",
+                        )
+                        ax.fill_between(
+                            x, [p.min for p in pts], [p.max for p in pts], color=colours[dev], alpha=0.12, lw=0
+                        )
                         drawn += 1
             if not drawn:
                 ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", color="gray")
@@ -337,8 +423,16 @@ def plot(bundles: Sequence[Path], out_dir: Path, process: int | None = 0,
                 handles.setdefault(label, h)
         if handles:
             anchor = (0.70, 1 - 0.55 / height)
-            fig.legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=anchor, fontsize=7,
-                       frameon=False, title="device · variant · mode", title_fontsize=7)  # fmt: skip
+            fig.legend(
+                list(handles.values()),
+                list(handles),
+                loc="upper left",
+                bbox_to_anchor=anchor,
+                fontsize=7,
+                frameon=False,
+                title="device · variant · mode",
+                title_fontsize=7,
+            )
         stem = out_dir / f"fork-{_slug(counter)}"
         for ext in (".png", ".svg"):
             fig.savefig(stem.with_suffix(ext), dpi=150, bbox_inches="tight")
@@ -359,8 +453,10 @@ def _gaps(counter: str, unsupported: list[Note], all_notes: list[Note]) -> list[
         variants, modes = groups.setdefault((n.device, reason), (set(), set()))
         variants.add(n.variant)
         modes.add(n.mode)
-    return [f"{dev} ({', '.join(sorted(v))}; {', '.join(m for m in MODES if m in ms)}): {_short(reason)}"
-            for (dev, reason), (v, ms) in sorted(groups.items())]  # fmt: skip
+    return [
+        f"{dev} ({', '.join(sorted(v))}; {', '.join(m for m in MODES if m in ms)}): {_short(reason)}"
+        for (dev, reason), (v, ms) in sorted(groups.items())
+    ]
 
 
 # --- ftrace traces (`pirex run fork --trace`) ----------------------------------------------------------------------
@@ -414,22 +510,41 @@ def table_6_1_tables(calls: dict[tuple[str, str, str], list]) -> list[NamedTable
             sizes = sorted({z for r in rows for z in r.by_size})
             forks = {m: ftrace.forks_per_size(by_mode[m]) for m in (single, concurrent)}
             entry = ", ".join(sorted({c.stack[0] for c in by_mode[single] if c.stack}))
-            title = (f"Table 6.1 ({subtype}): {concurrent} minus {single}, µs per fork, functions at stack depth "
-                     f"{ftrace.TABLE_DEPTH} — {device}, {variant}")  # fmt: skip
+            title = (
+                f"Table 6.1 ({subtype}): {concurrent} minus {single}, µs per fork, functions at stack depth "
+                f"{ftrace.TABLE_DEPTH} — {device}, {variant}"
+            )
             table = Table(
                 title=title,
                 columns=["Function"] + [f"{z}_MB" for z in sizes],
-                rows=[[r.function] + ["-" if r.by_size.get(z) is None else f"{r.by_size[z]:.3f}" for z in sizes]
-                      for r in rows],  # fmt: skip
-                records=[{"device": device, "variant": variant, "subtype": subtype, "depth": r.depth,
-                          "function": r.function, "size_mb": z, "difference_us": v}
-                         for r in rows for z, v in r.by_size.items()],  # fmt: skip
-                notes=[f"Depth 0 is the clone syscall's entry ({entry});"
-                       " the thesis's Table 6.1 is at depth 7 for the migration subtype (chapter 5).",
-                       "Forks traced per size: " + ", ".join(
-                           f"{z} MB {forks[single].get(z, 0)} single / {forks[concurrent].get(z, 0)} concurrent"
-                           for z in sizes) + ". '-': the function ran in only one of the two modes at that size."],
-            )  # fmt: skip
+                rows=[
+                    [r.function] + ["-" if r.by_size.get(z) is None else f"{r.by_size[z]:.3f}" for z in sizes]
+                    for r in rows
+                ],
+                records=[
+                    {
+                        "device": device,
+                        "variant": variant,
+                        "subtype": subtype,
+                        "depth": r.depth,
+                        "function": r.function,
+                        "size_mb": z,
+                        "difference_us": v,
+                    }
+                    for r in rows
+                    for z, v in r.by_size.items()
+                ],
+                notes=[
+                    f"Depth 0 is the clone syscall's entry ({entry});"
+                    " the thesis's Table 6.1 is at depth 7 for the migration subtype (chapter 5).",
+                    "Forks traced per size: "
+                    + ", ".join(
+                        f"{z} MB {forks[single].get(z, 0)} single / {forks[concurrent].get(z, 0)} concurrent"
+                        for z in sizes
+                    )
+                    + ". '-': the function ran in only one of the two modes at that size.",
+                ],
+            )
             slug = _slug(f"table6.1-{subtype.replace(' ', '-')}-{variant}-{device}")
             out.append(NamedTable(slug, table))
     return out
@@ -449,8 +564,11 @@ def flame_graphs(calls: dict[tuple[str, str, str], list], out: Path) -> list[Pat
             stem = Path(out) / _slug(f"flamegraph-{key[0]}-{key[1]}-{key[2]}-{size}MB")
             stem.parent.mkdir(parents=True, exist_ok=True)
             stem.with_suffix(".folded").write_text("\n".join(folded) + "\n")
-            paths.append(ftrace.flamegraph_svg(folded, stem.with_suffix(".svg"),
-                                               f"fork(), {size} MB mapped — {_trace_label(key)}"))  # fmt: skip
+            paths.append(
+                ftrace.flamegraph_svg(
+                    folded, stem.with_suffix(".svg"), f"fork(), {size} MB mapped — {_trace_label(key)}"
+                )
+            )
     return paths
 
 
@@ -485,8 +603,11 @@ def depth_figures(calls: dict[tuple[str, str, str], list], out: Path) -> list[Pa
             ax.set_xlabel("mapped memory (MB)")
             ax.set_ylabel("time per fork (µs, log scale)")
             under = f" called by {parent}" if parent else ""
-            ax.set_title(f"Stack depth {depth}{under}: functions whose time depends on the size\n"
-                         f"{_trace_label(key)} (bar labels: calls per fork)", fontsize=9)  # fmt: skip
+            ax.set_title(
+                f"Stack depth {depth}{under}: functions whose time depends on the size\n"
+                f"{_trace_label(key)} (bar labels: calls per fork)",
+                fontsize=9,
+            )
             ax.legend(fontsize=7, frameon=False)
             ax.grid(True, axis="y", alpha=0.3)
             stem = Path(out) / _slug(f"stack-depth{depth}{'-' + parent if parent else ''}-{'-'.join(key)}")
@@ -527,8 +648,21 @@ def _check_view(view: str | None) -> None:
 
 def counter_table(lines: Sequence[Line], notes_: Sequence[Note]) -> Table:
     """The counters' average, min and max per device, variant, mode and size (the numbers of Figures 6.1-6.8)."""
-    cells = [[ln.counter, ln.device, ln.variant, ln.mode, str(ln.size_mb), str(ln.n), _fmt(ln.mean), _fmt(ln.min),
-              _fmt(ln.max), ln.unit] for ln in lines]  # fmt: skip
+    cells = [
+        [
+            ln.counter,
+            ln.device,
+            ln.variant,
+            ln.mode,
+            str(ln.size_mb),
+            str(ln.n),
+            _fmt(ln.mean),
+            _fmt(ln.min),
+            _fmt(ln.max),
+            ln.unit,
+        ]
+        for ln in lines
+    ]
     notes_text = [f"- {n.device}, {n.variant}, {n.mode}: {n.subject}: {n.reason}" for n in notes_]
     if notes_text:
         notes_text.insert(0, "Not measured, measured differently, or worth knowing:")

@@ -73,8 +73,20 @@ class Call:
         return None if self.duration_us is None else max(self.duration_us - self.children_us, 0.0)
 
 
-CSV_FIELDS = ("function", "duration_us", "parent", "depth", "timestamp", "self_us", "size_mb", "repetition",
-              "process", "pid", "cpu", "irq")  # fmt: skip
+CSV_FIELDS = (
+    "function",
+    "duration_us",
+    "parent",
+    "depth",
+    "timestamp",
+    "self_us",
+    "size_mb",
+    "repetition",
+    "process",
+    "pid",
+    "cpu",
+    "irq",
+)
 
 _TS = re.compile(r"\s*(\d+\.\d+)\s*\|")
 _CPU = re.compile(r"\s*(\d+)\)")
@@ -176,11 +188,26 @@ def parse(lines: Iterable[str]) -> list[Call]:
 
 def _new(function: str, t: _Task, ln: _Line) -> Call:
     parent = t.stack[-1] if t.stack else None
-    w = t.window or (parent and {"size_mb": parent.size_mb, "repetition": parent.repetition,
-                                 "process": parent.process}) or {}  # fmt: skip
-    return Call(function, None, parent.function if parent else "", len(t.stack), None, ln.ts, ln.pid, ln.cpu,
-                w.get("size_mb"), w.get("repetition"), w.get("process"), t.irq > 0,
-                (parent.stack if parent else ()) + (function,))  # fmt: skip
+    w = (
+        t.window
+        or (parent and {"size_mb": parent.size_mb, "repetition": parent.repetition, "process": parent.process})
+        or {}
+    )
+    return Call(
+        function,
+        None,
+        parent.function if parent else "",
+        len(t.stack),
+        None,
+        ln.ts,
+        ln.pid,
+        ln.cpu,
+        w.get("size_mb"),
+        w.get("repetition"),
+        w.get("process"),
+        t.irq > 0,
+        (parent.stack if parent else ()) + (function,),
+    )
 
 
 def _finish(c: Call, t: _Task, out: list[Call]) -> None:
@@ -287,8 +314,10 @@ def flamegraph_svg(folded_lines: Sequence[str], out: Path, title: str = "fork()"
         fits = int((w - 6) // CHAR_W)
         label = f.name if fits >= len(f.name) else (f.name[: fits - 2] + ".." if fits >= 3 else "")
         text = f'<text x="{x + 3:.1f}" y="{y + FRAME_H - 4:.1f}">{escape(label)}</text>' if label else ""
-        rects.append(f'<g><title>{tip}</title><rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
-                     f'height="{FRAME_H - 1}" rx="2" fill="{_colour(f.name)}"/>{text}</g>')  # fmt: skip
+        rects.append(
+            f'<g><title>{tip}</title><rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
+            f'height="{FRAME_H - 1}" rx="2" fill="{_colour(f.name)}"/>{text}</g>'
+        )
         cx = x
         for c in sorted(f.children.values(), key=lambda c: c.name):  # alphabetical, as FlameGraph
             draw(c, cx, level + 1)
@@ -339,8 +368,9 @@ def forks_per_size(calls: Iterable[Call]) -> dict[int, int]:
     return {z: len(f) for z, f in forks.items()}
 
 
-def per_fork_totals(calls: Iterable[Call], depth: int, include_irq: bool = True,
-                    parent: str | None = None) -> dict[tuple[str, int], float]:  # fmt: skip
+def per_fork_totals(
+    calls: Iterable[Call], depth: int, include_irq: bool = True, parent: str | None = None
+) -> dict[tuple[str, int], float]:
     """(function, size_mb) -> mean over forks (repetition x process windows) of the function's total duration in
     one fork, for calls at `depth` (and under `parent`, if given)."""
     calls = list(calls)
@@ -355,8 +385,9 @@ def per_fork_totals(calls: Iterable[Call], depth: int, include_irq: bool = True,
     return {k: v / forks[k[1]] for k, v in sums.items()}
 
 
-def depth_table(single: Iterable[Call], concurrent: Iterable[Call], depth: int = TABLE_DEPTH,
-                include_irq: bool = True) -> list[DepthDiff]:  # fmt: skip
+def depth_table(
+    single: Iterable[Call], concurrent: Iterable[Call], depth: int = TABLE_DEPTH, include_irq: bool = True
+) -> list[DepthDiff]:
     """The thesis's Table 6.1 for one depth: for each function called at that depth, the mean time it takes per
     fork in concurrent execution minus in single execution, per mapped size; largest difference first."""
     s, c = per_fork_totals(single, depth, include_irq), per_fork_totals(concurrent, depth, include_irq)
@@ -377,9 +408,11 @@ def depth_table(single: Iterable[Call], concurrent: Iterable[Call], depth: int =
 def table_6_1(calls_by_mode: dict[str, list[Call]], depth: int = TABLE_DEPTH) -> dict[str, list[DepthDiff]]:
     """Table 6.1 per subtype whose two modes were traced: concurrent-migrate minus single-migrate (the thesis's),
     concurrent minus single."""
-    return {name: depth_table(calls_by_mode[single], calls_by_mode[concurrent], depth)
-            for name, (single, concurrent) in SUBTYPES.items()
-            if calls_by_mode.get(single) and calls_by_mode.get(concurrent)}  # fmt: skip
+    return {
+        name: depth_table(calls_by_mode[single], calls_by_mode[concurrent], depth)
+        for name, (single, concurrent) in SUBTYPES.items()
+        if calls_by_mode.get(single) and calls_by_mode.get(concurrent)
+    }
 
 
 def depth_markdown(rows: Sequence[DepthDiff]) -> str:
@@ -403,8 +436,9 @@ class DepthProfile:
     calls_per_fork: dict  # size_mb -> calls
 
 
-def depth_profile(calls: Iterable[Call], depth: int, parent: str | None = None,
-                  min_ratio: float = 2.0) -> list[DepthProfile]:  # fmt: skip
+def depth_profile(
+    calls: Iterable[Call], depth: int, parent: str | None = None, min_ratio: float = 2.0
+) -> list[DepthProfile]:
     """The functions at `depth` (under `parent`) whose time per fork depends on the mapped size, as the thesis's
     stack graphs filtered them (5.2.2.2: functions with little deviation across sizes are left out): kept when
     the largest per-fork time over sizes is at least `min_ratio` times the smallest, or when the function is

@@ -68,8 +68,9 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
             for o in exp.outputs:
                 for f in sorted(folder.glob(o["path"])):
                     for column, mean in _csv_means(f).items():
-                        out.append(RunValue(exp.id, b.run_id, device, step["variant"], step["repetition"], column,
-                                            mean, ""))  # fmt: skip
+                        out.append(
+                            RunValue(exp.id, b.run_id, device, step["variant"], step["repetition"], column, mean, "")
+                        )
     return out
 
 

@@ -45,8 +45,22 @@ def read_rows(bundle_path: Path) -> list[Row]:
             metric = result["primaryMetric"]
             for fork, iterations in enumerate(metric["rawData"]):
                 for i, value in enumerate(iterations):
-                    rows.append(Row("jmh", b.run_id, device, storage, step["variant"], bench, step["repetition"],
-                                    fork, i, "throughput", float(value), metric["scoreUnit"]))  # fmt: skip
+                    rows.append(
+                        Row(
+                            "jmh",
+                            b.run_id,
+                            device,
+                            storage,
+                            step["variant"],
+                            bench,
+                            step["repetition"],
+                            fork,
+                            i,
+                            "throughput",
+                            float(value),
+                            metric["scoreUnit"],
+                        )
+                    )
     return rows
 
 
@@ -83,28 +97,60 @@ def _table1(lines: list[Line]) -> Table:
     cells, records = [], []
     for ln in lines:
         lo, hi = ln.summary.ci(LEVEL)
-        cells.append([ln.benchmark, ln.config, T.number(ln.summary.mean, 3), f"[{T.number(lo, 3)} ; {T.number(hi, 3)}]",
-                      T.number(ln.summary.sd, 3), str(ln.summary.n)])  # fmt: skip
-        records.append({"benchmark": ln.benchmark, "device": ln.device, "storage": ln.storage, "variant": ln.variant,
-                        "n": ln.summary.n, "mean": ln.summary.mean, "ci999_low": lo, "ci999_high": hi,
-                        "sd": ln.summary.sd})  # fmt: skip
-    note = ("The CIs pool every iteration, as the paper did (t interval, n iterations); they are far narrower than "
-            "the run-to-run spread. Judge differences by the ratio intervals over forks.")  # fmt: skip
-    return Table("ICPE'18 Table 1: JMH throughput (ops/s)",
-                 ["Benchmark", "Configuration", "Mean throughput (ops/s)", "99.9 % CI", "σ", "n"], cells, records,
-                 [note], label_columns=2)  # fmt: skip
+        cells.append(
+            [
+                ln.benchmark,
+                ln.config,
+                T.number(ln.summary.mean, 3),
+                f"[{T.number(lo, 3)} ; {T.number(hi, 3)}]",
+                T.number(ln.summary.sd, 3),
+                str(ln.summary.n),
+            ]
+        )
+        records.append(
+            {
+                "benchmark": ln.benchmark,
+                "device": ln.device,
+                "storage": ln.storage,
+                "variant": ln.variant,
+                "n": ln.summary.n,
+                "mean": ln.summary.mean,
+                "ci999_low": lo,
+                "ci999_high": hi,
+                "sd": ln.summary.sd,
+            }
+        )
+    note = (
+        "The CIs pool every iteration, as the paper did (t interval, n iterations); they are far narrower than "
+        "the run-to-run spread. Judge differences by the ratio intervals over forks."
+    )
+    return Table(
+        "ICPE'18 Table 1: JMH throughput (ops/s)",
+        ["Benchmark", "Configuration", "Mean throughput (ops/s)", "99.9 % CI", "σ", "n"],
+        cells,
+        records,
+        [note],
+        label_columns=2,
+    )
 
 
-def paired_ratios(values: Sequence[RunValue], numerator: str = "docker", denominator: str = "native",
-                  level: float = LEVEL) -> list[tuple[str, str, stats.Interval, stats.Interval | None]]:  # fmt: skip
+def paired_ratios(
+    values: Sequence[RunValue], numerator: str = "docker", denominator: str = "native", level: float = LEVEL
+) -> list[tuple[str, str, stats.Interval, stats.Interval | None]]:
     """Per benchmark and device: numerator/denominator paired by repetition (the interleaved plan's
     pairs), and the A/A interval of the denominator's second copy where the bundle ran one."""
     out = []
     for device, bench in sorted({(v.device, v.metric) for v in values}):
         mine = [v for v in values if v.device == device and v.metric == bench]
         if {numerator, denominator} <= {v.variant for v in mine}:
-            out.append((bench, device, precision.paired_interval(mine, bench, numerator, denominator, level),
-                        precision.aa_interval(mine, bench, denominator, level)))  # fmt: skip
+            out.append(
+                (
+                    bench,
+                    device,
+                    precision.paired_interval(mine, bench, numerator, denominator, level),
+                    precision.aa_interval(mine, bench, denominator, level),
+                )
+            )
     return out
 
 
@@ -116,7 +162,7 @@ def _ratio_table(pairs: list[tuple]) -> Table:
         [
             [b, d, r.text(4), aa.text(4) if aa else "not run (--variants native,docker,native-aa)"]
             for b, d, r, aa in pairs
-        ],  # fmt: skip
+        ],
         [
             {
                 "benchmark": b,
@@ -131,7 +177,7 @@ def _ratio_table(pairs: list[tuple]) -> Table:
                 "aa_high": aa.high if aa else None,
             }
             for b, d, r, aa in pairs
-        ],  # fmt: skip
+        ],
         label_columns=2,
     )
 
@@ -141,9 +187,11 @@ def _sink_note(bundles: Sequence[Path]) -> str | None:
     local = [b.name for b in bundles if not Bundle.open(b).manifest["parameters"].get("sink_host")]
     if not local:
         return None
-    return (f"B6 sent to a sink on the measuring host ({', '.join(local)}); ICPE'18 sent to another machine: run "
-            "`pirex service jmh sink --set sink_port=PORT` there and `--set sink_host=ADDRESS --set sink_port=PORT` "
-            "here.")  # fmt: skip
+    return (
+        f"B6 sent to a sink on the measuring host ({', '.join(local)}); ICPE'18 sent to another machine: run "
+        "`pirex service jmh sink --set sink_port=PORT` there and `--set sink_host=ADDRESS --set sink_port=PORT` "
+        "here."
+    )
 
 
 def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
@@ -170,5 +218,9 @@ def _run_values(rows: Sequence[Row]) -> list[RunValue]:
     forks: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         forks[(r.run, r.device, r.variant, r.repetition, r.fork, r.benchmark, r.unit)].append(r.value)
-    return [RunValue("jmh", run, dev, var, rep, bench, sum(v) / len(v), unit, lower_is_better=False, run=fork,
-                     inner=tuple(v)) for (run, dev, var, rep, fork, bench, unit), v in forks.items()]  # fmt: skip
+    return [
+        RunValue(
+            "jmh", run, dev, var, rep, bench, sum(v) / len(v), unit, lower_is_better=False, run=fork, inner=tuple(v)
+        )
+        for (run, dev, var, rep, fork, bench, unit), v in forks.items()
+    ]

@@ -150,8 +150,17 @@ def _warmup_of(warmup: int | Mapping[str, int] | None, operation: str, count: in
     return int(warmup)
 
 
-def read_run(path: Path, warmup: int | Mapping[str, int] | None = None, *, configuration: str = "", device: str = "",
-             storage: str = "", run: str = "", repetition: int = 0, timed: bool = False) -> Run:  # fmt: skip
+def read_run(
+    path: Path,
+    warmup: int | Mapping[str, int] | None = None,
+    *,
+    configuration: str = "",
+    device: str = "",
+    storage: str = "",
+    run: str = "",
+    repetition: int = 0,
+    timed: bool = False,
+) -> Run:
     """One run: `path` is requests.csv or its directory. warm-up: None (half of each operation's count), a number
     for every operation, or {operation: number} (operations not named get half). timed: the run was meant to stop
     by the clock (--soak), so the count is what was sent, not the (unbounded) count planned."""
@@ -170,9 +179,13 @@ def read_run(path: Path, warmup: int | Mapping[str, int] | None = None, *, confi
             raise PirexError(f"{f}: no column {', '.join(missing)}: not a requests.csv of images/locust")
         for line, r in enumerate(reader, start=2):
             try:
-                item = (int(r["seq"]), float(r["response_time_us"]), r["ok"].strip() == "1",
-                        float(r["service_time_ns"]) if r["service_time_ns"] not in ("", None) else math.nan,
-                        r["error"] or "")  # fmt: skip
+                item = (
+                    int(r["seq"]),
+                    float(r["response_time_us"]),
+                    r["ok"].strip() == "1",
+                    float(r["service_time_ns"]) if r["service_time_ns"] not in ("", None) else math.nan,
+                    r["error"] or "",
+                )
             except (TypeError, ValueError) as e:
                 raise PirexError(f"{f}:{line}: cannot read the row ({e}): the file is damaged") from None
             raw.setdefault(r["operation"], []).append(item)
@@ -192,9 +205,19 @@ def read_run(path: Path, warmup: int | Mapping[str, int] | None = None, *, confi
         good = steady & ok & ~flying
         with_service = good & ~np.isnan(svc)
         kinds = Counter(error_kind(i[4]) for i, s, o in zip(items, steady, ok, strict=True) if s and not o)
-        ops[op] = OperationRun(op, count, w, len(items), rt[good], int((steady & ~ok).sum()),
-                               int((~steady & ~ok).sum()), rt[with_service] - svc[with_service], svc[with_service],
-                               kinds, int(flying.sum()))  # fmt: skip
+        ops[op] = OperationRun(
+            op,
+            count,
+            w,
+            len(items),
+            rt[good],
+            int((steady & ~ok).sum()),
+            int((~steady & ~ok).sum()),
+            rt[with_service] - svc[with_service],
+            svc[with_service],
+            kinds,
+            int(flying.sum()),
+        )
     return Run(f, run or str(f.parent), device, storage, configuration, repetition, ops, summary)
 
 
@@ -216,8 +239,18 @@ def runs_from_bundle(bundle_path: Path, warmup: int | Mapping[str, int] | None =
     for _, step, step_dir in completed_steps([b]):
         f = _step_requests(step_dir)
         if f is not None:
-            out.append(read_run(f, warmup, configuration=step["variant"], device=device, storage=storage,
-                                run=b.run_id, repetition=step["repetition"], timed=timed))  # fmt: skip
+            out.append(
+                read_run(
+                    f,
+                    warmup,
+                    configuration=step["variant"],
+                    device=device,
+                    storage=storage,
+                    run=b.run_id,
+                    repetition=step["repetition"],
+                    timed=timed,
+                )
+            )
     if not out:
         raise PirexError(f"{bundle_path}: no completed step has a {REQUESTS}: not a bundle of the JPA experiment")
     return out
@@ -232,8 +265,12 @@ def _run_dirs(d: Path) -> list[Path]:
     return subs
 
 
-def runs_from_dirs(dirs: Mapping[str, Path | Sequence[Path]], warmup: int | Mapping[str, int] | None = None,
-                   device: str = "", storage: str = "") -> list[Run]:  # fmt: skip
+def runs_from_dirs(
+    dirs: Mapping[str, Path | Sequence[Path]],
+    warmup: int | Mapping[str, int] | None = None,
+    device: str = "",
+    storage: str = "",
+) -> list[Run]:
     """Runs of a docker compose deployment: {configuration label: directory or [directories]}. A directory holds
     requests.csv, or one subdirectory per repetition that does (in name order)."""
     out = []
@@ -348,14 +385,26 @@ def analyse(runs: Iterable[Run]) -> list[Result]:
         kinds: Counter = Counter()
         for o in ors:
             kinds.update(o.error_kinds)
-        out.append(Result(*key, stats.summary(steady), [float(o.steady.mean()) for o in ors if o.steady.size],
-                          sum(o.requests for o in ors), sum(o.failed for o in ors), sum(o.warmup_failed for o in ors),
-                          sum(max(o.missing, 0) for o in ors), kinds, stats.summary(outside), stats.summary(service),
-                          [float(o.outside.mean()) for o in ors if o.outside.size],
-                          [r.driver_us_per_request for r, _ in items if r.driver_us_per_request is not None],
-                          [o.warmup for o in ors], sum(1 for r, _ in items if r.complete is False),
-                          sum(o.in_flight for o in ors),
-                          tuple((r.run, r.repetition) for r, o in items if o.steady.size)))  # fmt: skip
+        out.append(
+            Result(
+                *key,
+                stats.summary(steady),
+                [float(o.steady.mean()) for o in ors if o.steady.size],
+                sum(o.requests for o in ors),
+                sum(o.failed for o in ors),
+                sum(o.warmup_failed for o in ors),
+                sum(max(o.missing, 0) for o in ors),
+                kinds,
+                stats.summary(outside),
+                stats.summary(service),
+                [float(o.outside.mean()) for o in ors if o.outside.size],
+                [r.driver_us_per_request for r, _ in items if r.driver_us_per_request is not None],
+                [o.warmup for o in ors],
+                sum(1 for r, _ in items if r.complete is False),
+                sum(o.in_flight for o in ors),
+                tuple((r.run, r.repetition) for r, o in items if o.steady.size),
+            )
+        )
     return sorted(out, key=_order)
 
 
@@ -418,31 +467,54 @@ def _failed_text(r: Result) -> str:
 def _record(r: Result, level: float, paper: Mapping[str, int] | None) -> dict:
     (lo, hi), (rlo, rhi) = r.ci(level), r.run_ci(level)
     pct = round(100 * level)
-    return {"operation": r.operation, "device": r.device, "storage": r.storage, "configuration": r.configuration,
-            "paper_line": _paper_line(r, paper), "n": r.summary.n, "runs": r.runs, "mean_us": r.summary.mean,
-            f"ci{pct}_low": lo, f"ci{pct}_high": hi, "sd_us": r.summary.sd, f"runs_ci{pct}_low": rlo,
-            f"runs_ci{pct}_high": rhi, "median_us": r.summary.median, "min_us": r.summary.min,
-            "max_us": r.summary.max, "requests": r.requests, "failed": r.failed, "failed_share": r.failed_share,
-            "warmup_failed": r.warmup_failed, "missing": r.missing,
-            "warmup": ";".join(str(w) for w in r.warmup)}  # fmt: skip
+    return {
+        "operation": r.operation,
+        "device": r.device,
+        "storage": r.storage,
+        "configuration": r.configuration,
+        "paper_line": _paper_line(r, paper),
+        "n": r.summary.n,
+        "runs": r.runs,
+        "mean_us": r.summary.mean,
+        f"ci{pct}_low": lo,
+        f"ci{pct}_high": hi,
+        "sd_us": r.summary.sd,
+        f"runs_ci{pct}_low": rlo,
+        f"runs_ci{pct}_high": rhi,
+        "median_us": r.summary.median,
+        "min_us": r.summary.min,
+        "max_us": r.summary.max,
+        "requests": r.requests,
+        "failed": r.failed,
+        "failed_share": r.failed_share,
+        "warmup_failed": r.warmup_failed,
+        "missing": r.missing,
+        "warmup": ";".join(str(w) for w in r.warmup),
+    }
 
 
 def _notes(results: Sequence[Result], level: float) -> list[str]:
     pct = f"{100 * level:g} %"
-    notes = [f"{pct} CI: t interval over every request after warm-up, as the paper computed it (n requests); "
-             f"{pct} CI (runs): over the runs' means (independent runs), the one to judge differences by; none "
-             f"below {stats.MIN_RUNS} runs."]  # fmt: skip
+    notes = [
+        f"{pct} CI: t interval over every request after warm-up, as the paper computed it (n requests); "
+        f"{pct} CI (runs): over the runs' means (independent runs), the one to judge differences by; none "
+        f"below {stats.MIN_RUNS} runs."
+    ]
     if flying := sum(r.in_flight for r in results):
         notes.append(f"In flight when the soak's clock stopped: {flying:,} requests, neither failures nor timed.")
     warmups = sorted({w for r in results for w in r.warmup})
-    notes.append(f"Warm-up: the first {', '.join(f'{w:,}' for w in warmups)} requests of each operation and run "
-                 "(seq in issue order) are left out.")  # fmt: skip
+    notes.append(
+        f"Warm-up: the first {', '.join(f'{w:,}' for w in warmups)} requests of each operation and run "
+        "(seq in issue order) are left out."
+    )
     for r in results:
         where = f"{OPERATIONS.get(r.operation, r.operation)}, {config_text(r)}"
         if r.failed:
             kinds = ", ".join(f"{k} x{n:,}" for k, n in r.error_kinds.most_common(3))
-            notes.append(f"{where}: {r.failed:,} of {r.requests:,} requests failed after warm-up ({kinds}), "
-                         f"{r.warmup_failed:,} during warm-up; left out of the statistics.")  # fmt: skip
+            notes.append(
+                f"{where}: {r.failed:,} of {r.requests:,} requests failed after warm-up ({kinds}), "
+                f"{r.warmup_failed:,} during warm-up; left out of the statistics."
+            )
         elif r.warmup_failed:
             notes.append(f"{where}: {r.warmup_failed:,} requests failed during warm-up, none after it.")
         if r.missing:
@@ -453,25 +525,54 @@ def _notes(results: Sequence[Result], level: float) -> list[str]:
     return notes
 
 
-def table3(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str, int] | None = None,
-           digits: int = 1) -> Table:  # fmt: skip
+def table3(
+    results: Sequence[Result], level: float = LEVEL, paper: Mapping[str, int] | None = None, digits: int = 1
+) -> Table:
     """ICPE'18 Table 3: rows operation x configuration: mean, 99 % CI, σ in µs, as the paper; then n, runs, the 99 % CI
     over runs, failed requests and the paper's line the row corresponds to."""
     pct = f"{100 * level:g} %"
-    columns = ["Line #", "Operation", "Configuration", "Mean Response Time (µs)", f"{pct} CI Resp. Time (µs)",
-               "σ (µs)", "n", "Runs", f"{pct} CI over runs (µs)", "Failed", "ICPE'18"]  # fmt: skip
+    columns = [
+        "Line #",
+        "Operation",
+        "Configuration",
+        "Mean Response Time (µs)",
+        f"{pct} CI Resp. Time (µs)",
+        "σ (µs)",
+        "n",
+        "Runs",
+        f"{pct} CI over runs (µs)",
+        "Failed",
+        "ICPE'18",
+    ]
     rows, records = [], []
     for i, r in enumerate(sorted(results, key=_order), start=1):
         line = _paper_line(r, paper)
-        rows.append([str(i), OPERATIONS.get(r.operation, r.operation), config_text(r),
-                     T.number(r.summary.mean, digits), T.bounds(r.ci(level), digits, SEP),
-                     T.number(r.summary.sd, digits), f"{r.summary.n:,}", str(r.runs),
-                     T.bounds(r.run_ci(level), digits, SEP) if r.run_interval(level).has_interval
-                     else r.run_interval(level).reason, _failed_text(r),
-                     "" if line is None else f"line {line}"])  # fmt: skip
+        rows.append(
+            [
+                str(i),
+                OPERATIONS.get(r.operation, r.operation),
+                config_text(r),
+                T.number(r.summary.mean, digits),
+                T.bounds(r.ci(level), digits, SEP),
+                T.number(r.summary.sd, digits),
+                f"{r.summary.n:,}",
+                str(r.runs),
+                T.bounds(r.run_ci(level), digits, SEP)
+                if r.run_interval(level).has_interval
+                else r.run_interval(level).reason,
+                _failed_text(r),
+                "" if line is None else f"line {line}",
+            ]
+        )
         records.append(_record(r, level, paper))
-    return Table("Results of the RESTful service experiment, response times in µs (ICPE'18 Table 3 layout)",
-                 columns, rows, records, _notes(results, level), label_columns=3)  # fmt: skip
+    return Table(
+        "Results of the RESTful service experiment, response times in µs (ICPE'18 Table 3 layout)",
+        columns,
+        rows,
+        records,
+        _notes(results, level),
+        label_columns=3,
+    )
 
 
 def overhead_table(results: Sequence[Result], level: float = LEVEL, digits: int = 1) -> Table:
@@ -479,9 +580,18 @@ def overhead_table(results: Sequence[Result], level: float = LEVEL, digits: int 
     (network, HTTP, the driver's client code), means over the successful requests after warm-up that carry a
     service time; the driver's CPU time per request from summary.json."""
     pct = f"{100 * level:g} %"
-    columns = ["Operation", "Configuration", "n (with service time)", "Response time (µs)", "Service time (µs)",
-               "Outside the service (µs)", f"{pct} CI", "σ", f"{pct} CI over runs",
-               "Driver CPU (µs/request)"]  # fmt: skip
+    columns = [
+        "Operation",
+        "Configuration",
+        "n (with service time)",
+        "Response time (µs)",
+        "Service time (µs)",
+        "Outside the service (µs)",
+        f"{pct} CI",
+        "σ",
+        f"{pct} CI over runs",
+        "Driver CPU (µs/request)",
+    ]
     rows, records = [], []
     for r in sorted(results, key=_order):
         o = r.outside
@@ -489,19 +599,44 @@ def overhead_table(results: Sequence[Result], level: float = LEVEL, digits: int 
         rlo, rhi = r.outside_run_ci(level)
         cpu = float(np.mean(r.driver_us_per_request)) if r.driver_us_per_request else math.nan
         response = r.service.mean + o.mean if o.n else math.nan  # of the same requests
-        rows.append([OPERATIONS.get(r.operation, r.operation), config_text(r), f"{o.n:,} of {r.summary.n:,}",
-                     T.number(response, digits), T.number(r.service.mean, digits), T.number(o.mean, digits),
-                     T.bounds((lo, hi), digits, SEP), T.number(o.sd, digits), T.bounds((rlo, rhi), digits, SEP),
-                     T.number(cpu, digits)])  # fmt: skip
-        records.append({"operation": r.operation, "device": r.device, "storage": r.storage,
-                        "configuration": r.configuration, "n_service": o.n, "n": r.summary.n,
-                        "response_us": response, "service_us": r.service.mean, "outside_us": o.mean,
-                        "outside_ci_low": lo, "outside_ci_high": hi, "outside_sd_us": o.sd,
-                        "outside_runs_ci_low": rlo, "outside_runs_ci_high": rhi,
-                        "driver_cpu_us_per_request": cpu})  # fmt: skip
-    notes = ["Outside the service = response_time_us - service_time_ns / 1000 per request: network, HTTP and the "
-             "driver's client code; the driver's CPU time (summary.json) is for all operations of a run "
-             "together."]  # fmt: skip
+        rows.append(
+            [
+                OPERATIONS.get(r.operation, r.operation),
+                config_text(r),
+                f"{o.n:,} of {r.summary.n:,}",
+                T.number(response, digits),
+                T.number(r.service.mean, digits),
+                T.number(o.mean, digits),
+                T.bounds((lo, hi), digits, SEP),
+                T.number(o.sd, digits),
+                T.bounds((rlo, rhi), digits, SEP),
+                T.number(cpu, digits),
+            ]
+        )
+        records.append(
+            {
+                "operation": r.operation,
+                "device": r.device,
+                "storage": r.storage,
+                "configuration": r.configuration,
+                "n_service": o.n,
+                "n": r.summary.n,
+                "response_us": response,
+                "service_us": r.service.mean,
+                "outside_us": o.mean,
+                "outside_ci_low": lo,
+                "outside_ci_high": hi,
+                "outside_sd_us": o.sd,
+                "outside_runs_ci_low": rlo,
+                "outside_runs_ci_high": rhi,
+                "driver_cpu_us_per_request": cpu,
+            }
+        )
+    notes = [
+        "Outside the service = response_time_us - service_time_ns / 1000 per request: network, HTTP and the "
+        "driver's client code; the driver's CPU time (summary.json) is for all operations of a run "
+        "together."
+    ]
     return Table("Time outside the service, µs per request", columns, rows, records, notes, label_columns=2)
 
 
@@ -542,8 +677,9 @@ def _verdict(r: stats.Ratio, low: float, high: float, judged: bool, why: str) ->
     return "consistent with the paper" if r.low <= high and low <= r.high else "differs from the paper"
 
 
-def compare(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str, int] | None = None
-            ) -> list[Comparison]:  # fmt: skip
+def compare(
+    results: Sequence[Result], level: float = LEVEL, paper: Mapping[str, int] | None = None
+) -> list[Comparison]:
     """Ratios of means, which carry across hardware better than the means themselves, beside the paper's. Ours:
     per repetition the ratio of the two sides' run means where the interleaved plan ran them in the same round
     (stats.ratio_over_runs: paired, else the unpaired bootstrap; no interval below MIN_RUNS runs).
@@ -562,10 +698,14 @@ def compare(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str,
     out = []
 
     def add(num: Result, den: Result, name: str, value: float, rng: tuple[float, float], judged: bool, why: str):
-        ratio = stats.ratio_over_runs(dict(zip(num.run_keys, num.run_means, strict=True)),
-                                      dict(zip(den.run_keys, den.run_means, strict=True)), level)  # fmt: skip
-        out.append(Comparison(num.operation, name, config_text(num), value, *rng, ratio,
-                              _verdict(ratio, *rng, judged, why)))  # fmt: skip
+        ratio = stats.ratio_over_runs(
+            dict(zip(num.run_keys, num.run_means, strict=True)),
+            dict(zip(den.run_keys, den.run_means, strict=True)),
+            level,
+        )
+        out.append(
+            Comparison(num.operation, name, config_text(num), value, *rng, ratio, _verdict(ratio, *rng, judged, why))
+        )
 
     for r, k in sorted(mapped, key=lambda x: _order(x[0])):
         if r.operation not in OPERATIONS:
@@ -575,30 +715,59 @@ def compare(results: Sequence[Result], level: float = LEVEL, paper: Mapping[str,
         if k % 2 == 0:
             for den, _ in (x for x in same if x[1] == k - 1):
                 pairs = [(pub[(op, p + 1)], pub[(op, p)]) for p in (1, 3, 5)]
-                add(r, den, f"docker / native ({k}) / ({k - 1})", pub[(op, k)] / pub[(op, k - 1)],
-                    _ratio_range(pairs), True, "")  # fmt: skip
+                add(
+                    r,
+                    den,
+                    f"docker / native ({k}) / ({k - 1})",
+                    pub[(op, k)] / pub[(op, k - 1)],
+                    _ratio_range(pairs),
+                    True,
+                    "",
+                )
         if k > 2:
             for den, _ in (x for x in same if x[1] == 1):
-                add(r, den, f"({k}) / (1)", pub[(op, k)] / pub[(op, 1)], _ratio_range([(pub[(op, k)], pub[(op, 1)])]),
-                    False, "depends on the devices and disks")  # fmt: skip
+                add(
+                    r,
+                    den,
+                    f"({k}) / (1)",
+                    pub[(op, k)] / pub[(op, 1)],
+                    _ratio_range([(pub[(op, k)], pub[(op, 1)])]),
+                    False,
+                    "depends on the devices and disks",
+                )
         base = by.get((*r.key[:3], BASELINE_OPERATION))
         if op != BASELINE_OPERATION and base is not None:
             pairs = [(pub[(op, j)], pub[(BASELINE_OPERATION, j)]) for j in PAPER_CONFIGS]
-            add(r, base, f"{op} / {BASELINE_OPERATION} ({k})", pub[(op, k)] / pub[(BASELINE_OPERATION, k)],
-                _ratio_range(pairs), False, "depends on the disk and the CPU")  # fmt: skip
+            add(
+                r,
+                base,
+                f"{op} / {BASELINE_OPERATION} ({k})",
+                pub[(op, k)] / pub[(BASELINE_OPERATION, k)],
+                _ratio_range(pairs),
+                False,
+                "depends on the disk and the CPU",
+            )
     return out
 
 
 def compare_markdown(result: Sequence[Comparison], level: float = LEVEL) -> str:
-    out = [f"| Operation | Ratio | Our configuration | ICPE'18 | ICPE'18 range | Ours ({100 * level:g} % bootstrap CI "
-           "over runs) | Verdict |", "|---|---|---|---:|---|---|---|"]  # fmt: skip
+    out = [
+        f"| Operation | Ratio | Our configuration | ICPE'18 | ICPE'18 range | Ours ({100 * level:g} % bootstrap CI "
+        "over runs) | Verdict |",
+        "|---|---|---|---:|---|---|---|",
+    ]
     for c in result:
-        out.append(f"| {OPERATIONS.get(c.operation, c.operation)} | {c.name} | {c.config} | {c.published:,.3f} | "
-                   f"{T.bounds((c.low, c.high), 3, SEP)} | {T.ratio_text(c.ours, sep=SEP)} | "
-                   f"{c.verdict} |")  # fmt: skip
-    out += ["", "ICPE'18 range: the paper's ratio over its three placements (docker / native) or its six "
-            "configurations (operation / create-random), widened by its rounding to 0.1 µs. The paper ran "
-            "Raspberry Pi 3 devices with USB hard disks, PostgreSQL 9.6.5 and a 10-million-row table."]  # fmt: skip
+        out.append(
+            f"| {OPERATIONS.get(c.operation, c.operation)} | {c.name} | {c.config} | {c.published:,.3f} | "
+            f"{T.bounds((c.low, c.high), 3, SEP)} | {T.ratio_text(c.ours, sep=SEP)} | "
+            f"{c.verdict} |"
+        )
+    out += [
+        "",
+        "ICPE'18 range: the paper's ratio over its three placements (docker / native) or its six "
+        "configurations (operation / create-random), widened by its rounding to 0.1 µs. The paper ran "
+        "Raspberry Pi 3 devices with USB hard disks, PostgreSQL 9.6.5 and a 10-million-row table.",
+    ]
     return "\n".join(out)
 
 
@@ -654,9 +823,19 @@ def memory_trend(path: Path, configuration: str = "", run: str = "", repetition:
         return None
     first = 1 if len(rss) > 2 else 0
     long_enough = seconds >= TREND_MIN_S
-    return MemoryTrend(configuration, run, repetition, seconds, len(rows), rss[first][1], rss[-1][1],
-                       _slope(rss) if long_enough else None, heap[min(first, len(heap) - 1)][1], heap[-1][1],
-                       _slope(heap) if long_enough else None)  # fmt: skip
+    return MemoryTrend(
+        configuration,
+        run,
+        repetition,
+        seconds,
+        len(rows),
+        rss[first][1],
+        rss[-1][1],
+        _slope(rss) if long_enough else None,
+        heap[min(first, len(heap) - 1)][1],
+        heap[-1][1],
+        _slope(heap) if long_enough else None,
+    )
 
 
 def memory_trends(bundle_path: Path) -> list[MemoryTrend]:
@@ -669,20 +848,40 @@ def memory_trends(bundle_path: Path) -> list[MemoryTrend]:
 
 
 def memory_table(trends: Sequence[MemoryTrend], digits: int = 1) -> Table:
-    columns = ["Configuration", "Run", "Duration (s)", "Samples", "RSS first min (MB)", "RSS last min (MB)",
-               "RSS slope (MB/min)", "Heap floor first min (MB)", "Heap floor last min (MB)",
-               "Heap floor slope (MB/min)"]  # fmt: skip
-    rows = [[t.configuration, f"{t.run}/{t.repetition}", T.number(t.seconds, 0), str(t.samples),
-             T.number(t.rss_first_mb, digits), T.number(t.rss_last_mb, digits), _trend_text(t.rss_slope_mb_per_min),
-             T.number(t.heap_floor_first_mb, digits), T.number(t.heap_floor_last_mb, digits),
-             _trend_text(t.heap_floor_slope_mb_per_min)]
-            for t in trends]  # fmt: skip
-    notes = [f"The service's resident memory (its process tree) and JVM heap, sampled every few seconds while the "
-             f"driver ran; per minute: RSS mean, heap floor = lowest heap use (what survives garbage collection). "
-             f"Slopes by least squares over the minutes after the first, for runs of at least {TREND_MIN_S} s "
-             f"(`pirex run jpa-rest --soak 10m`)."]  # fmt: skip
-    return Table("The service's memory over each run", columns, rows, [vars(t) for t in trends], notes,
-                 label_columns=2)  # fmt: skip
+    columns = [
+        "Configuration",
+        "Run",
+        "Duration (s)",
+        "Samples",
+        "RSS first min (MB)",
+        "RSS last min (MB)",
+        "RSS slope (MB/min)",
+        "Heap floor first min (MB)",
+        "Heap floor last min (MB)",
+        "Heap floor slope (MB/min)",
+    ]
+    rows = [
+        [
+            t.configuration,
+            f"{t.run}/{t.repetition}",
+            T.number(t.seconds, 0),
+            str(t.samples),
+            T.number(t.rss_first_mb, digits),
+            T.number(t.rss_last_mb, digits),
+            _trend_text(t.rss_slope_mb_per_min),
+            T.number(t.heap_floor_first_mb, digits),
+            T.number(t.heap_floor_last_mb, digits),
+            _trend_text(t.heap_floor_slope_mb_per_min),
+        ]
+        for t in trends
+    ]
+    notes = [
+        f"The service's resident memory (its process tree) and JVM heap, sampled every few seconds while the "
+        f"driver ran; per minute: RSS mean, heap floor = lowest heap use (what survives garbage collection). "
+        f"Slopes by least squares over the minutes after the first, for runs of at least {TREND_MIN_S} s "
+        f"(`pirex run jpa-rest --soak 10m`)."
+    ]
+    return Table("The service's memory over each run", columns, rows, [vars(t) for t in trends], notes, label_columns=2)
 
 
 def _trend_text(slope: float | None) -> str:
@@ -708,8 +907,11 @@ def _runs(paths: Sequence[Path]) -> list[Run]:
             continue
         record = next((p / f for f in ("machine.json", "machine-driver.json") if (p / f).exists()), None)
         before = json.loads(record.read_text())["before"] if record else {}
-        runs += runs_from_dirs({placement(p) or "docker": p}, device=device_of(before) if before else "",
-                               storage=storage_of(before) if before else "")  # fmt: skip
+        runs += runs_from_dirs(
+            {placement(p) or "docker": p},
+            device=device_of(before) if before else "",
+            storage=storage_of(before) if before else "",
+        )
     return runs
 
 
@@ -729,11 +931,33 @@ def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list
 def compare_table(result: Sequence[Comparison], level: float = LEVEL) -> Table:
     head, *notes = compare_markdown(result, level).split("\n\n")
     columns = [c.strip() for c in head.splitlines()[0].strip("|").split("|")]
-    cells = [[OPERATIONS.get(c.operation, c.operation), c.name, c.config, f"{c.published:,.3f}",
-              T.bounds((c.low, c.high), 3, SEP), T.ratio_text(c.ours, sep=SEP), c.verdict] for c in result]  # fmt: skip
-    records = [{"operation": c.operation, "ratio": c.name, "configuration": c.config, "published": c.published,
-                "published_low": c.low, "published_high": c.high, "ours": c.ours.value, "low": c.ours.low,
-                "high": c.ours.high, "verdict": c.verdict} for c in result]  # fmt: skip
+    cells = [
+        [
+            OPERATIONS.get(c.operation, c.operation),
+            c.name,
+            c.config,
+            f"{c.published:,.3f}",
+            T.bounds((c.low, c.high), 3, SEP),
+            T.ratio_text(c.ours, sep=SEP),
+            c.verdict,
+        ]
+        for c in result
+    ]
+    records = [
+        {
+            "operation": c.operation,
+            "ratio": c.name,
+            "configuration": c.config,
+            "published": c.published,
+            "published_low": c.low,
+            "published_high": c.high,
+            "ours": c.ours.value,
+            "low": c.ours.low,
+            "high": c.ours.high,
+            "verdict": c.verdict,
+        }
+        for c in result
+    ]
     return Table("Our ratios beside ICPE'18 Table 3", columns, cells, records, notes, label_columns=3)
 
 
@@ -747,6 +971,9 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
     for r in _runs(bundles):
         for op, o in r.operations.items():
             if o.steady.size:
-                out.append(RunValue("jpa-rest", r.run, r.device, r.configuration, r.repetition, op,
-                                    float(o.steady.mean()), "µs"))  # fmt: skip
+                out.append(
+                    RunValue(
+                        "jpa-rest", r.run, r.device, r.configuration, r.repetition, op, float(o.steady.mean()), "µs"
+                    )
+                )
     return out

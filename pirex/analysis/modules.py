@@ -57,8 +57,9 @@ def bundles(exp: experiment.Experiment, given: Sequence[Path], results_dir: Path
     found = [p for p in found + fleets if view_of(_expand(p)[0]) == view]
     if not found:
         how = f"pirex run {exp.id}" + (f" --matrix {view}" if view else "")
-        raise PirexError(f"no {exp.id} bundle{f' of the {view} matrix' if view else ''} under {results_dir}: "
-                         f"run `{how}` first")  # fmt: skip
+        raise PirexError(
+            f"no {exp.id} bundle{f' of the {view} matrix' if view else ''} under {results_dir}: run `{how}` first"
+        )
     return _expand(max(found, key=_started))
 
 

@@ -75,11 +75,20 @@ PAPER_SPASS = "spass-meter"
 PAPER_KIEKER = "kieker-text"  # the papers' Kieker: file system logging (Kieker's ASCII file writer in 2017)
 # Table 5's instrumented column: SPASS-meter as in the paper, else Kieker stands in (the first one present; the
 # fluctuation matrix of experiments/moobench falls back to kieker-dump when the image has no SPASS-meter).
-INSTRUMENTED = ("spass-meter", "kieker-dump", "kieker-text", "kieker-binary", "kieker-tcp", "kieker-deactivated",
-                "opentelemetry")  # fmt: skip
+INSTRUMENTED = (
+    "spass-meter",
+    "kieker-dump",
+    "kieker-text",
+    "kieker-binary",
+    "kieker-tcp",
+    "kieker-deactivated",
+    "opentelemetry",
+)
 # Where the papers' SPASS-meter rows would be and a bundle has none.
-SPASS_NOTE = ("SPASS-meter is bring-your-own and not in the image: images/moobench/spass-meter/README.md builds it "
-              "from its sources for Java 17")  # fmt: skip
+SPASS_NOTE = (
+    "SPASS-meter is bring-your-own and not in the image: images/moobench/spass-meter/README.md builds it "
+    "from its sources for Java 17"
+)
 
 
 @dataclass(frozen=True)
@@ -128,8 +137,17 @@ def fluctuation_cases(matrix=None) -> tuple[Case, ...]:
         sets = matrix.resolved(mc.name).set.get("configurations", "")
         own = tuple(c for c in str(sets).split(",") if c and c != BASELINE and c not in INSTRUMENTED)
         base = matrix.case(mc.base) if mc.base else None
-        out.append(Case(pid, row["experiment"], paper_base, mc.name, base and base.name, base and base.table_id,
-                        (*own, *INSTRUMENTED)))  # fmt: skip
+        out.append(
+            Case(
+                pid,
+                row["experiment"],
+                paper_base,
+                mc.name,
+                base and base.name,
+                base and base.table_id,
+                (*own, *INSTRUMENTED),
+            )
+        )
     return tuple(out)
 
 
@@ -359,11 +377,26 @@ def _loop_text(s: Stats, digits: int = 1) -> str:
 def _record(r: Result, level: float = LEVEL) -> dict:
     s = r.stats
     (lo, hi), (llo, lhi) = s.ci(level), s.loop_ci(level)
-    return {"device": r.device, "storage": r.storage, "variant": r.variant, "configuration": r.configuration,
-            "n": s.n, "loops": s.loops, "mean_us": s.mean, "sd_us": s.sd, "ci95_low": lo, "ci95_high": hi,
-            "loop_ci95_low": llo, "loop_ci95_high": lhi, "min_us": s.summary.min, "q1_us": s.summary.q1,
-            "median_us": s.summary.median, "q3_us": s.summary.q3, "max_us": s.summary.max,
-            "peaks": s.peaks}  # fmt: skip
+    return {
+        "device": r.device,
+        "storage": r.storage,
+        "variant": r.variant,
+        "configuration": r.configuration,
+        "n": s.n,
+        "loops": s.loops,
+        "mean_us": s.mean,
+        "sd_us": s.sd,
+        "ci95_low": lo,
+        "ci95_high": hi,
+        "loop_ci95_low": llo,
+        "loop_ci95_high": lhi,
+        "min_us": s.summary.min,
+        "q1_us": s.summary.q1,
+        "median_us": s.summary.median,
+        "q3_us": s.summary.q3,
+        "max_us": s.summary.max,
+        "peaks": s.peaks,
+    }
 
 
 LOOP_NOTE = (
@@ -389,11 +422,20 @@ def table2(results: list[Result], digits: int = 1) -> Table:
             if r is None:
                 row += ["", "", "", ""]
                 continue
-            row += [T.number(r.stats.mean, digits), T.bounds(r.stats.ci(), digits), T.number(r.stats.sd, digits),
-                    _loop_text(r.stats, digits)]  # fmt: skip
+            row += [
+                T.number(r.stats.mean, digits),
+                T.bounds(r.stats.ci(), digits),
+                T.number(r.stats.sd, digits),
+                _loop_text(r.stats, digits),
+            ]
         rows.append(row)
-    return Table("MooBench stable state response times in µs (ICPE'18 Table 2 layout)", columns, rows,
-                 [_record(r) for r in results], [LOOP_NOTE, *_spass_note(results)])  # fmt: skip
+    return Table(
+        "MooBench stable state response times in µs (ICPE'18 Table 2 layout)",
+        columns,
+        rows,
+        [_record(r) for r in results],
+        [LOOP_NOTE, *_spass_note(results)],
+    )
 
 
 def table1(results: list[Result], digits: int = 1) -> Table:
@@ -402,8 +444,9 @@ def table1(results: list[Result], digits: int = 1) -> Table:
     devices = sorted({r.device for r in results})
     variants = {r.variant for r in results}
     by = {r.key: r for r in results}
-    row_keys = sorted({(r.configuration, r.storage, r.variant) for r in results},
-                      key=lambda k: (config_order(k[0]), k[1], k[2]))  # fmt: skip
+    row_keys = sorted(
+        {(r.configuration, r.storage, r.variant) for r in results}, key=lambda k: (config_order(k[0]), k[1], k[2])
+    )
     columns = ["Experiment"]
     for dev in devices:
         columns += [f"{dev}: 95 % CI", f"{dev}: σ", f"{dev}: 95 % CI (loops)"]
@@ -413,11 +456,19 @@ def table1(results: list[Result], digits: int = 1) -> Table:
         row = [name]
         for dev in devices:
             r = by.get((dev, sto, var, cfg))
-            row += ["", "", ""] if r is None else [T.bounds(r.stats.ci(), digits), T.number(r.stats.sd, digits),
-                                                   _loop_text(r.stats, digits)]  # fmt: skip
+            row += (
+                ["", "", ""]
+                if r is None
+                else [T.bounds(r.stats.ci(), digits), T.number(r.stats.sd, digits), _loop_text(r.stats, digits)]
+            )
         rows.append(row)
-    return Table("Raw stable state response times in µs as CI and σ (SSP'17 Table 1 layout)", columns, rows,
-                 [_record(r) for r in results], [LOOP_NOTE, *_spass_note(results)])  # fmt: skip
+    return Table(
+        "Raw stable state response times in µs as CI and σ (SSP'17 Table 1 layout)",
+        columns,
+        rows,
+        [_record(r) for r in results],
+        [LOOP_NOTE, *_spass_note(results)],
+    )
 
 
 def _spass_note(results: list[Result]) -> list[str]:
@@ -427,8 +478,9 @@ def _spass_note(results: list[Result]) -> list[str]:
     return [f"No SPASS-meter rows (the papers' second framework): {SPASS_NOTE}."]
 
 
-def _case_source(variant: str | None, configs: Sequence[str], by: dict[Key, Result], device: str,
-                 storage: str) -> tuple[str, str] | None:  # fmt: skip
+def _case_source(
+    variant: str | None, configs: Sequence[str], by: dict[Key, Result], device: str, storage: str
+) -> tuple[str, str] | None:
     """(variant, instrumented configuration) of a case on a device, None without its data."""
     if variant is None or (device, storage, variant, BASELINE) not in by:
         return None
@@ -442,16 +494,24 @@ def id1_note() -> str:
     """Table 5's Id 1 ("from [16]") is SSP'17's SPASS-meter run on D1 with the USB hard disk: said with the two
     published numbers side by side (icpe18_table5.csv, ssp17_table1.csv)."""
     t5 = next(r for r in published_icpe18_table5() if r["id"] == "1" and r["configuration"] == PAPER_SPASS)
-    ssp = next(r for r in published_ssp17() if (r["configuration"], r["storage"], r["device"]) == (PAPER_SPASS, "usb",
-                                                                                                  "D1"))  # fmt: skip
-    return (f"Id 1 (\"from [16]\"): the paper's published values are SSP'17's run on device D1 with the USB hard "
-            f"disk (SSP'17 Table 1, SPASS-meter (USB-HDD), D1: 95 % CI [{ssp['ci_low']}; {ssp['ci_high']}], σ "
-            f"{ssp['sd']}; Table 5: mean {t5['mean']}, σ {t5['sd']}) at MooBench's defaults "
-            f"({setup_text(profile_setup(SPASS_PROFILE))}).")  # fmt: skip
+    ssp = next(
+        r for r in published_ssp17() if (r["configuration"], r["storage"], r["device"]) == (PAPER_SPASS, "usb", "D1")
+    )
+    return (
+        f"Id 1 (\"from [16]\"): the paper's published values are SSP'17's run on device D1 with the USB hard "
+        f"disk (SSP'17 Table 1, SPASS-meter (USB-HDD), D1: 95 % CI [{ssp['ci_low']}; {ssp['ci_high']}], σ "
+        f"{ssp['sd']}; Table 5: mean {t5['mean']}, σ {t5['sd']}) at MooBench's defaults "
+        f"({setup_text(profile_setup(SPASS_PROFILE))})."
+    )
 
 
-def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: int = 1,
-           run_notes: Sequence[str] = (), same: set[str] = frozenset()) -> Table:  # fmt: skip
+def table5(
+    results: list[Result],
+    cases: Sequence[Case] | None = None,
+    digits: int = 1,
+    run_notes: Sequence[str] = (),
+    same: set[str] = frozenset(),
+) -> Table:
     """ICPE'18 Table 5: per fluctuation case and device, the baseline and the instrumented configuration (SPASS-meter
     in the paper; Kieker stands in where the bundle has none): mean, σ, min, max, 95 % CI, peaks, 95 % CI (loops).
     run_notes: what the runs recorded (skipped cases, cases equal to their base here), appended to the notes."""
@@ -478,24 +538,47 @@ def table5(results: list[Result], cases: Sequence[Case] | None = None, digits: i
             row = [str(case.id), case.experiment + paper_base, ours, f"{dev}, {sto}", label(cfg)]
             for r in (base, inst):
                 s = r.stats
-                row += [T.number(s.mean, digits), T.number(s.sd, digits), T.number(s.summary.min, digits),
-                        T.number(s.summary.max, digits), T.bounds(s.ci(), digits), f"{s.peaks:,}",
-                        _loop_text(s, digits)]  # fmt: skip
-                records.append({"id": case.id, "experiment": case.experiment, "paper_base": case.paper_base,
-                                "case": case.ours, "base_case": case.base, "base_id": case.base_id,
-                                "role": "baseline" if r is base else "instrumented", **_record(r)})  # fmt: skip
+                row += [
+                    T.number(s.mean, digits),
+                    T.number(s.sd, digits),
+                    T.number(s.summary.min, digits),
+                    T.number(s.summary.max, digits),
+                    T.bounds(s.ci(), digits),
+                    f"{s.peaks:,}",
+                    _loop_text(s, digits),
+                ]
+                records.append(
+                    {
+                        "id": case.id,
+                        "experiment": case.experiment,
+                        "paper_base": case.paper_base,
+                        "case": case.ours,
+                        "base_case": case.base,
+                        "base_id": case.base_id,
+                        "role": "baseline" if r is base else "instrumented",
+                        **_record(r),
+                    }
+                )
             rows.append(row)
         if not found:
-            why = "not reproduced (SPASS-meter's internals, or services disabled by hand)" if case.ours is None else (
-                "no data in these bundles")  # fmt: skip
+            why = (
+                "not reproduced (SPASS-meter's internals, or services disabled by hand)"
+                if case.ours is None
+                else ("no data in these bundles")
+            )
             missing.append(f"{case.id} {case.experiment}: {why}")
-    notes = [LOOP_NOTE, f"peaks: calls longer than {PEAK_FACTOR:g} x the mean, over the pooled steady state.",
-             "Our case (our base): the case of experiments/moobench's fluctuation matrix and the case it changes one "
-             "factor of; where the paper's base is Id 6 (services disabled by hand, not reproduced), ours is Id 5.",
-             id1_note()]  # fmt: skip
+    notes = [
+        LOOP_NOTE,
+        f"peaks: calls longer than {PEAK_FACTOR:g} x the mean, over the pooled steady state.",
+        "Our case (our base): the case of experiments/moobench's fluctuation matrix and the case it changes one "
+        "factor of; where the paper's base is Id 6 (services disabled by hand, not reproduced), ours is Id 5.",
+        id1_note(),
+    ]
     if stand_in:
-        notes.append(f"No SPASS-meter in the bundle: {', '.join(label(c) for c in sorted(stand_in))} stands in "
-                     f"for SPASS-meter in the instrumented columns ({SPASS_NOTE}).")  # fmt: skip
+        notes.append(
+            f"No SPASS-meter in the bundle: {', '.join(label(c) for c in sorted(stand_in))} stands in "
+            f"for SPASS-meter in the instrumented columns ({SPASS_NOTE})."
+        )
     if missing:
         notes.append("Cases without data here: " + "; ".join(missing) + ".")
     notes += list(run_notes)
@@ -510,16 +593,41 @@ def overhead_table(results: list[Result], digits: int = 1) -> Table:
     rows, records = [], []
     for o in ov:
         r = by[(o.device, o.storage, o.variant, o.configuration)]
-        rows.append([f"{o.device}, {o.storage}", o.variant, label(o.configuration), T.number(r.stats.mean, digits),
-                     T.number(o.overhead, digits), T.ratio_text(o.ratio, "loops")])  # fmt: skip
-        records.append({"device": o.device, "storage": o.storage, "variant": o.variant,
-                        "configuration": o.configuration, "overhead_us": o.overhead, "ratio": o.ratio.value,
-                        "ratio_low": o.ratio.low, "ratio_high": o.ratio.high})  # fmt: skip
-    note = (f"× baseline: per loop, the configuration's mean over the baseline's in the same step; their geometric "
-            f"mean with a 95 % interval over loops (t or BCa on log ratios; no interval below {stats.MIN_RUNS} "
-            "loops).")  # fmt: skip
-    return Table("Monitoring overhead over the baseline of the same device and variant", columns, rows, records,
-                 [note], label_columns=3)  # fmt: skip
+        rows.append(
+            [
+                f"{o.device}, {o.storage}",
+                o.variant,
+                label(o.configuration),
+                T.number(r.stats.mean, digits),
+                T.number(o.overhead, digits),
+                T.ratio_text(o.ratio, "loops"),
+            ]
+        )
+        records.append(
+            {
+                "device": o.device,
+                "storage": o.storage,
+                "variant": o.variant,
+                "configuration": o.configuration,
+                "overhead_us": o.overhead,
+                "ratio": o.ratio.value,
+                "ratio_low": o.ratio.low,
+                "ratio_high": o.ratio.high,
+            }
+        )
+    note = (
+        f"× baseline: per loop, the configuration's mean over the baseline's in the same step; their geometric "
+        f"mean with a 95 % interval over loops (t or BCa on log ratios; no interval below {stats.MIN_RUNS} "
+        "loops)."
+    )
+    return Table(
+        "Monitoring overhead over the baseline of the same device and variant",
+        columns,
+        rows,
+        records,
+        [note],
+        label_columns=3,
+    )
 
 
 # --- figure --------------------------------------------------------------------------------------------------------
@@ -545,8 +653,15 @@ def figure(results: list[Result], stem: Path, configurations: Sequence[str] | No
             steady = max(steady, r.steady_from)
         if steady:
             ax.axvline(steady, color="grey", ls="--", lw=0.8)
-            ax.annotate("steady state", (steady, 1), xycoords=("data", "axes fraction"), xytext=(3, -12),
-                        textcoords="offset points", fontsize=8, color="grey")  # fmt: skip
+            ax.annotate(
+                "steady state",
+                (steady, 1),
+                xycoords=("data", "axes fraction"),
+                xytext=(3, -12),
+                textcoords="offset points",
+                fontsize=8,
+                color="grey",
+            )
         _label_panel(ax, panel, "calls (per loop)", f"response time (µs, mean per {BLOCK:,} calls)")
     fig.tight_layout()
     return _save(fig, stem)
@@ -597,8 +712,10 @@ def _panels(chosen: list[Result]) -> tuple:
 
     keys = sorted({r.key[:3] for r in chosen})
     fig, axes = plt.subplots(len(keys), 1, figsize=(9, 3.6 * len(keys)), squeeze=False)
-    return fig, [(ax, key, sorted((r for r in chosen if r.key[:3] == key), key=lambda r: config_order(r.configuration)))
-                 for ax, key in zip(axes[:, 0], keys, strict=True)]  # fmt: skip
+    return fig, [
+        (ax, key, sorted((r for r in chosen if r.key[:3] == key), key=lambda r: config_order(r.configuration)))
+        for ax, key in zip(axes[:, 0], keys, strict=True)
+    ]
 
 
 def _label_panel(ax, panel: tuple, xlabel: str, ylabel: str) -> None:
@@ -681,17 +798,41 @@ def published_ratios() -> list[PublishedRatio]:
     mid = {(r["configuration"], r["storage"], r["device"]): (float(r["ci_low"]) + float(r["ci_high"])) / 2 for r in t1}
     for sto in ("sd-card", "usb"):
         pairs = [(mid[("spass-meter", sto, d)], mid[("baseline", "sd-card", d)]) for d in ("D1", "D2", "D3")]
-        out.append(PublishedRatio("SSP'17 Table 1", f"{label(PAPER_SPASS)} / Baseline ({sto})", (sto, PAPER_SPASS),
-                                  (sto, BASELINE), *_ratio_range(pairs), SPASS_PROFILE))  # fmt: skip
+        out.append(
+            PublishedRatio(
+                "SSP'17 Table 1",
+                f"{label(PAPER_SPASS)} / Baseline ({sto})",
+                (sto, PAPER_SPASS),
+                (sto, BASELINE),
+                *_ratio_range(pairs),
+                SPASS_PROFILE,
+            )
+        )
     t2 = {(r["configuration"], r["variant"], r["device"]): float(r["mean"]) for r in published_icpe18_table2()}
     devs = ("D1", "D2", "D3")
     pairs = [(t2[("kieker", "native", d)], t2[("baseline", "", d)]) for d in devs]
-    out.append(PublishedRatio("ICPE'18 Table 2", f"{label(PAPER_KIEKER)} / Baseline (native)", ("native", PAPER_KIEKER),
-                              ("native", BASELINE), *_ratio_range(pairs), KIEKER_PROFILE))  # fmt: skip
+    out.append(
+        PublishedRatio(
+            "ICPE'18 Table 2",
+            f"{label(PAPER_KIEKER)} / Baseline (native)",
+            ("native", PAPER_KIEKER),
+            ("native", BASELINE),
+            *_ratio_range(pairs),
+            KIEKER_PROFILE,
+        )
+    )
     for cfg, ours, profile in (("spass-meter", PAPER_SPASS, SPASS_PROFILE), ("kieker", PAPER_KIEKER, KIEKER_PROFILE)):
         pairs = [(t2[(cfg, "docker", d)], t2[(cfg, "native", d)]) for d in devs]
-        out.append(PublishedRatio("ICPE'18 Table 2", f"{label(ours)} docker / native", ("docker", ours),
-                                  ("native", ours), *_ratio_range(pairs), profile))  # fmt: skip
+        out.append(
+            PublishedRatio(
+                "ICPE'18 Table 2",
+                f"{label(ours)} docker / native",
+                ("docker", ours),
+                ("native", ours),
+                *_ratio_range(pairs),
+                profile,
+            )
+        )
     return out
 
 
@@ -710,8 +851,9 @@ def verdict(ours: stats.Ratio, low: float, high: float) -> str:
     return "consistent with the paper" if ours.low <= high and low <= ours.high else "differs from the paper"
 
 
-def compare_results(results: list[Result], level: float = LEVEL,
-                    ratios: Sequence[PublishedRatio] | None = None) -> list[Comparison]:  # fmt: skip
+def compare_results(
+    results: list[Result], level: float = LEVEL, ratios: Sequence[PublishedRatio] | None = None
+) -> list[Comparison]:
     """Our ratios (paired by loop, 95 % interval over loops) beside the published ones. A verdict where our interval
     and the paper's range (over its devices, widened by its rounding) overlap or not; none below MIN_RUNS loops."""
     by = {r.key: r for r in results}
@@ -735,18 +877,25 @@ def compare_results(results: list[Result], level: float = LEVEL,
 
 
 def compare_markdown(result: list[Comparison]) -> str:
-    out = ["| Source | Ratio | Our configuration | Published (range over devices, rounding) | "
-           "Ours (95 % interval over paired loops) | Verdict |", "|---|---|---|---|---|---|"]  # fmt: skip
+    out = [
+        "| Source | Ratio | Our configuration | Published (range over devices, rounding) | "
+        "Ours (95 % interval over paired loops) | Verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in result:
         p = c.published
-        out.append(f"| {p.source} | {p.name} | {c.config} | {p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}] | "
-                   f"{T.ratio_text(c.ours, 'loops')} | {c.verdict} |")  # fmt: skip
+        out.append(
+            f"| {p.source} | {p.name} | {c.config} | {p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}] | "
+            f"{T.ratio_text(c.ours, 'loops')} | {c.verdict} |"
+        )
     out += ["", JVM_NOTE]
     return "\n".join(out)
 
 
-JVM_NOTE = ("The papers ran Oracle JDK 8 on Raspberry Pi 3 devices: ratios to the baseline depend on the JVM's JIT and "
-            "the CPU; docker/native and case/base ratios depend less on the machine.")  # fmt: skip
+JVM_NOTE = (
+    "The papers ran Oracle JDK 8 on Raspberry Pi 3 devices: ratios to the baseline depend on the JVM's JIT and "
+    "the CPU; docker/native and case/base ratios depend less on the machine."
+)
 
 
 # --- the analysis interface (pirex/analysis/interface.py) ---------------------------------------------------------
@@ -812,8 +961,11 @@ def run_notes(paths: Sequence[Path]) -> list[str]:
         for case, notes in ((info.get("matrix") or {}).get("notes") or {}).items():
             out.append(f"Note of {p.name}: {case}: {'; '.join(notes)}.")
         if info.get("matrix") and (flags := jvm_options(p)):
-            out.append(f"JVM options as run ({p.name}, step.json): "
-                       + "; ".join(f"{case}: {o or '(none)'}" for case, o in flags.items()) + ".")  # fmt: skip
+            out.append(
+                f"JVM options as run ({p.name}, step.json): "
+                + "; ".join(f"{case}: {o or '(none)'}" for case, o in flags.items())
+                + "."
+            )
     return out
 
 
@@ -821,8 +973,12 @@ def same_as_base(paths: Sequence[Path]) -> set[str]:
     """The cases whose run noted that they equal their base on that machine (pirex.runner.host.notes)."""
     from pirex.runner.host import SAME_AS_BASE
 
-    return {case for p in paths for case, notes in ((_run_info(p).get("matrix") or {}).get("notes") or {}).items()
-            if any(n.startswith(SAME_AS_BASE) for n in notes)}  # fmt: skip
+    return {
+        case
+        for p in paths
+        for case, notes in ((_run_info(p).get("matrix") or {}).get("notes") or {}).items()
+        if any(n.startswith(SAME_AS_BASE) for n in notes)
+    }
 
 
 SAME_MARK = " [same as its base here]"
@@ -890,9 +1046,19 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
                 if not loop.n:
                     continue
                 inner = tuple(float(x) * 1e-3 for x in _blocks_of(loop.steady))
-                out.append(RunValue("moobench", path.name, device, step["variant"], int(step["repetition"]),
-                                    f.name[len("raw-") : -len(".csv")], float(loop.steady.mean()) * 1e-3, "µs",
-                                    inner=inner))  # fmt: skip
+                out.append(
+                    RunValue(
+                        "moobench",
+                        path.name,
+                        device,
+                        step["variant"],
+                        int(step["repetition"]),
+                        f.name[len("raw-") : -len(".csv")],
+                        float(loop.steady.mean()) * 1e-3,
+                        "µs",
+                        inner=inner,
+                    )
+                )
     return out
 
 
@@ -918,9 +1084,16 @@ def compare(bundles, view: str | None = None, level: float = LEVEL):
 def compare_table(paths: Sequence[Path], level: float = LEVEL) -> Table:
     """Each published ratio with our bundles of the matching setup (or, where we have none, the others, said so)."""
     groups = {k: analyse(v) for k, v in _by_setup(paths).items()}
-    columns = ["Source", "Ratio", "Paper's setup (profile)", "Our configuration", "Our setup",
-               "Published (range over devices, rounding)", "Ours (95 % interval over paired loops)",
-               "Verdict"]  # fmt: skip
+    columns = [
+        "Source",
+        "Ratio",
+        "Paper's setup (profile)",
+        "Our configuration",
+        "Our setup",
+        "Published (range over devices, rounding)",
+        "Ours (95 % interval over paired loops)",
+        "Verdict",
+    ]
     rows, records = [], []
     has_spass = any(r.configuration.startswith("spass-meter") for res in groups.values() for r in res)
     for p in published_ratios():
@@ -930,29 +1103,78 @@ def compare_table(paths: Sequence[Path], level: float = LEVEL) -> Table:
         for setup, results in use.items():
             for c in compare_results(results, level, [p]):
                 found = True
-                v = c.verdict if setup == want else (f"{c.verdict}, but at another setup than the paper's: run "
-                                                     f"--profile {p.profile}")  # fmt: skip
-                rows.append([p.source, p.name, f"{setup_text(want)} ({p.profile})", c.config, setup_text(setup),
-                             f"{p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}]", T.ratio_text(c.ours, "loops"),
-                             v])  # fmt: skip
-                records.append({"source": p.source, "ratio": p.name, "profile": p.profile, "configuration": c.config,
-                                "calls": setup[0], "recursion_depth": setup[1], "published": p.value,
-                                "published_low": p.low, "published_high": p.high, "ours": c.ours.value,
-                                "ours_low": c.ours.low, "ours_high": c.ours.high, "verdict": v})  # fmt: skip
+                v = (
+                    c.verdict
+                    if setup == want
+                    else (f"{c.verdict}, but at another setup than the paper's: run --profile {p.profile}")
+                )
+                rows.append(
+                    [
+                        p.source,
+                        p.name,
+                        f"{setup_text(want)} ({p.profile})",
+                        c.config,
+                        setup_text(setup),
+                        f"{p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}]",
+                        T.ratio_text(c.ours, "loops"),
+                        v,
+                    ]
+                )
+                records.append(
+                    {
+                        "source": p.source,
+                        "ratio": p.name,
+                        "profile": p.profile,
+                        "configuration": c.config,
+                        "calls": setup[0],
+                        "recursion_depth": setup[1],
+                        "published": p.value,
+                        "published_low": p.low,
+                        "published_high": p.high,
+                        "ours": c.ours.value,
+                        "ours_low": c.ours.low,
+                        "ours_high": c.ours.high,
+                        "verdict": v,
+                    }
+                )
         if not found and PAPER_SPASS in (p.numerator[1], p.denominator[1]) and not has_spass:
             published = f"{p.value:,.3f} [{p.low:,.3f}; {p.high:,.3f}]"
-            rows.append([p.source, p.name, f"{setup_text(want)} ({p.profile})", "", "", published,
-                         "no SPASS-meter rows", SPASS_NOTE])  # fmt: skip
-    notes = [JVM_NOTE, "Each published ratio is paired with our bundles of the setup its rows ran at: SPASS-meter "
-             f"and SSP'17's baseline at {setup_text(profile_setup(SPASS_PROFILE))} (profile {SPASS_PROFILE}), Kieker "
-             f"and ICPE'18 Table 2's baseline at {setup_text(profile_setup(KIEKER_PROFILE))} (profile "
-             f"{KIEKER_PROFILE}); ratios across the two setups are not compared."]  # fmt: skip
-    return Table("MooBench against the published ratios (SSP'17 Table 1, ICPE'18 Table 2)", columns, rows, records,
-                 notes, label_columns=5)  # fmt: skip
+            rows.append(
+                [
+                    p.source,
+                    p.name,
+                    f"{setup_text(want)} ({p.profile})",
+                    "",
+                    "",
+                    published,
+                    "no SPASS-meter rows",
+                    SPASS_NOTE,
+                ]
+            )
+    notes = [
+        JVM_NOTE,
+        "Each published ratio is paired with our bundles of the setup its rows ran at: SPASS-meter "
+        f"and SSP'17's baseline at {setup_text(profile_setup(SPASS_PROFILE))} (profile {SPASS_PROFILE}), Kieker "
+        f"and ICPE'18 Table 2's baseline at {setup_text(profile_setup(KIEKER_PROFILE))} (profile "
+        f"{KIEKER_PROFILE}); ratios across the two setups are not compared.",
+    ]
+    return Table(
+        "MooBench against the published ratios (SSP'17 Table 1, ICPE'18 Table 2)",
+        columns,
+        rows,
+        records,
+        notes,
+        label_columns=5,
+    )
 
 
-def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, level: float = LEVEL,
-                   run_notes: Sequence[str] = (), same: set[str] = frozenset()) -> Table:  # fmt: skip
+def compare_table5(
+    results: list[Result],
+    cases: Sequence[Case] | None = None,
+    level: float = LEVEL,
+    run_notes: Sequence[str] = (),
+    same: set[str] = frozenset(),
+) -> Table:
     """ICPE'18 Table 5 as effects: each case against its base. The published reference is the case over the base in
     the paper's "(base)" column (Id 3 / Id 2, Id 9 / Id 6), which our case reproduces by changing the same one factor
     of our base (Id 5 stands where the paper's Id 6 was); it is the one judged. Beside it, the case against Id 1
@@ -962,9 +1184,18 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
     t5 = {(int(r["id"]), r["configuration"]): float(r["mean"]) for r in published_icpe18_table5()}
     root = next((c for c in cases if c.ours and c.base is None), None)
     configs = {c.ours: c.configs for c in cases if c.ours}
-    columns = ["Id", "Experiment (paper's base)", "Our case (our base)", "Device", "Configuration",
-               "Paper: case / its base", "Ours: case / our base (95 % CI over loops)", "Verdict",
-               "Paper: case / Id 1", "Ours: case / our Id 1"]  # fmt: skip
+    columns = [
+        "Id",
+        "Experiment (paper's base)",
+        "Our case (our base)",
+        "Device",
+        "Configuration",
+        "Paper: case / its base",
+        "Ours: case / our base (95 % CI over loops)",
+        "Verdict",
+        "Paper: case / Id 1",
+        "Ours: case / our Id 1",
+    ]
     rows, records, stand_in = [], [], set()
     for case in cases:
         if not case.ours or not case.base or case.paper_base is None:
@@ -993,27 +1224,59 @@ def compare_table5(results: list[Result], cases: Sequence[Case] | None = None, l
                 if case.ours in same:  # the case changed nothing on that machine: no effect to judge
                     v = f"no verdict: {SAME_MARK.strip(' []')} (notes)"
                 cfg_text = label(cfg) if cfg == base_cfg else f"{label(cfg)} / {label(base_cfg)}"
-                rows.append([str(case.id), f"{case.experiment} ({case.paper_base})",
-                             f"{case.ours} ({case.base}: Id {case.base_id}){SAME_MARK if case.ours in same else ''}",
-                             f"{dev}, {sto}", cfg_text,
-                             f"{pv:,.3f} [{plo:,.3f}; {phi:,.3f}] (Id {case.id} / Id {case.paper_base})",
-                             T.ratio_text(ours, "loops"), v, f"{p1:,.3f} (Id {case.id} / Id 1)", vs1])  # fmt: skip
-                records.append({"id": case.id, "paper_base": case.paper_base, "case": case.ours, "base": case.base,
-                                "device": dev, "storage": sto, "role": role, "configuration": cfg,
-                                "base_configuration": base_cfg, "published": pv, "published_low": plo,
-                                "published_high": phi, "ours": ours.value, "ours_low": ours.low,
-                                "ours_high": ours.high, "verdict": v, "published_vs_id1": p1})  # fmt: skip
-    notes = ["Judged by the case over its base: the paper's over the base in its \"(base)\" column, ours over the "
-             "case of ours it changes one factor of (Id 5 stands for the paper's Id 6, not reproduced). Paper: case / "
-             "Id 1 is the effect as the paper's text quotes some of them (Id 4: 11 % faster than Id 1); it mixes in "
-             "the changes between Id 1 and the base (Id 2's SPASS-meter object pools, Id 6's services).",
-             "Published range: widened by the rounding to 0.1 µs.", id1_note(), JVM_NOTE]  # fmt: skip
+                rows.append(
+                    [
+                        str(case.id),
+                        f"{case.experiment} ({case.paper_base})",
+                        f"{case.ours} ({case.base}: Id {case.base_id}){SAME_MARK if case.ours in same else ''}",
+                        f"{dev}, {sto}",
+                        cfg_text,
+                        f"{pv:,.3f} [{plo:,.3f}; {phi:,.3f}] (Id {case.id} / Id {case.paper_base})",
+                        T.ratio_text(ours, "loops"),
+                        v,
+                        f"{p1:,.3f} (Id {case.id} / Id 1)",
+                        vs1,
+                    ]
+                )
+                records.append(
+                    {
+                        "id": case.id,
+                        "paper_base": case.paper_base,
+                        "case": case.ours,
+                        "base": case.base,
+                        "device": dev,
+                        "storage": sto,
+                        "role": role,
+                        "configuration": cfg,
+                        "base_configuration": base_cfg,
+                        "published": pv,
+                        "published_low": plo,
+                        "published_high": phi,
+                        "ours": ours.value,
+                        "ours_low": ours.low,
+                        "ours_high": ours.high,
+                        "verdict": v,
+                        "published_vs_id1": p1,
+                    }
+                )
+    notes = [
+        'Judged by the case over its base: the paper\'s over the base in its "(base)" column, ours over the '
+        "case of ours it changes one factor of (Id 5 stands for the paper's Id 6, not reproduced). Paper: case / "
+        "Id 1 is the effect as the paper's text quotes some of them (Id 4: 11 % faster than Id 1); it mixes in "
+        "the changes between Id 1 and the base (Id 2's SPASS-meter object pools, Id 6's services).",
+        "Published range: widened by the rounding to 0.1 µs.",
+        id1_note(),
+        JVM_NOTE,
+    ]
     if stand_in:
-        notes.append(f"No SPASS-meter in the bundle: {', '.join(label(c) for c in sorted(stand_in))} stands in, so "
-                     f"the instrumented rows set Kieker's effects beside SPASS-meter's ({SPASS_NOTE}).")  # fmt: skip
+        notes.append(
+            f"No SPASS-meter in the bundle: {', '.join(label(c) for c in sorted(stand_in))} stands in, so "
+            f"the instrumented rows set Kieker's effects beside SPASS-meter's ({SPASS_NOTE})."
+        )
     notes += list(run_notes)
-    return Table("Fluctuation cases against their bases (ICPE'18 Table 5)", columns, rows, records, notes,
-                 label_columns=5)  # fmt: skip
+    return Table(
+        "Fluctuation cases against their bases (ICPE'18 Table 5)", columns, rows, records, notes, label_columns=5
+    )
 
 
 def comparisons(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:

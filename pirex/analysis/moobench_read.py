@@ -154,8 +154,14 @@ def read_loop(path: Path, engine: str | None = None) -> Loop:
     durations = np.asarray(durations, dtype=np.int64)
     if threads.size == 0 or (threads == threads[0]).all():  # one thread: no split needed
         n = durations.size
-        return Loop(path, durations[n - n // 2 :].copy(), _blocks(durations), (n,) if n else (), n - n // 2,
-                    *_extremes(durations))  # fmt: skip
+        return Loop(
+            path,
+            durations[n - n // 2 :].copy(),
+            _blocks(durations),
+            (n,) if n else (),
+            n - n // 2,
+            *_extremes(durations),
+        )
     steady, series, calls, lows, highs = [], [], [], [], []
     for rows in _split_threads(threads):
         d = durations[rows]

@@ -65,8 +65,10 @@ class Decomposition:
         for lv in self.levels:
             opt = self.optimal.get(lv.name)
             best = "" if lv.name not in self.optimal else f", K&J optimum {_count(opt, lv.name)} per parent"
-            out.append(f"{lv.name:>10}: {lv.count:>3} per parent, component {lv.t2:.4g} ({100 * lv.share:.0f} % of one"
-                       f" value's variance, {100 * lv.of_mean:.0f} % of the mean's){best}")  # fmt: skip
+            out.append(
+                f"{lv.name:>10}: {lv.count:>3} per parent, component {lv.t2:.4g} ({100 * lv.share:.0f} % of one"
+                f" value's variance, {100 * lv.of_mean:.0f} % of the mean's){best}"
+            )
         return out + ([self.note] if self.note else []) + [self.advice]
 
 
@@ -103,8 +105,9 @@ def _leaves(node, depth: int):
             yield from _leaves(c, depth - 1)
 
 
-def decompose(data: Sequence, names: Sequence[str] = LEVEL_NAMES,
-              costs: Sequence[float] | None = None) -> Decomposition:  # fmt: skip
+def decompose(
+    data: Sequence, names: Sequence[str] = LEVEL_NAMES, costs: Sequence[float] | None = None
+) -> Decomposition:
     """Variance components of a nested design, levels top first (`names`), `data` nested lists
     (or an array) of that depth, e.g. data[repetition][fork][iteration].
 
@@ -154,8 +157,10 @@ def decompose(data: Sequence, names: Sequence[str] = LEVEL_NAMES,
     # the grand mean's variance: component i divided by r_n..r_i, i.e. by the units at and above it
     per_mean = [t2[i] / math.prod(bottom_up[i:]) for i in range(len(t2))]
     total, total_mean = sum(t2) or 1.0, sum(per_mean) or 1.0
-    levels = tuple(Level(level_names[i], bottom_up[i], s2[i], t2[i], t2[i] / total, per_mean[i] / total_mean)
-                   for i in reversed(range(len(t2))))  # fmt: skip
+    levels = tuple(
+        Level(level_names[i], bottom_up[i], s2[i], t2[i], t2[i] / total, per_mean[i] / total_mean)
+        for i in reversed(range(len(t2)))
+    )
     optimal: dict[str, int | None] = {}
     if cost_list is not None and len(cost_list) == len(levels):
         c = list(reversed(cost_list))  # bottom first, like t2
@@ -227,8 +232,10 @@ class Plan:
         out += f" ({self.k} in the pilot, {self.extra} more"
         out += ")" if self.seconds is None else f", {self.seconds / 60:.1f} min)"
         if self.fits is False:
-            out += (f"; the budget of {self.budget / 60:.1f} min allows {self.n_budget}, "
-                    f"reaching ±{100 * self.reachable:.2g} %")  # fmt: skip
+            out += (
+                f"; the budget of {self.budget / 60:.1f} min allows {self.n_budget}, "
+                f"reaching ±{100 * self.reachable:.2g} %"
+            )
         return out
 
 
@@ -243,8 +250,13 @@ def stein_n(sd: float, k: int, precision: float, level: float = 0.95) -> int:
     return max(k, math.ceil((stats.t_quantile(level, k - 1) * sd / d) ** 2))
 
 
-def plan(pilot_log_ratios: Sequence[float], precision: float, level: float = 0.95,
-         seconds_per_repetition: float | None = None, budget: float | None = None) -> Plan:  # fmt: skip
+def plan(
+    pilot_log_ratios: Sequence[float],
+    precision: float,
+    level: float = 0.95,
+    seconds_per_repetition: float | None = None,
+    budget: float | None = None,
+) -> Plan:
     """Stein's second stage from the pilot's log ratios (stats.log_ratios). `budget` (seconds)
     counts the whole run, pilot included: at most floor(budget / seconds_per_repetition)
     repetitions, whose half-width is expm1(t(1-a/2, k-1) s / sqrt(n_budget))."""
@@ -296,8 +308,13 @@ def nested(values: Iterable[RunValue], metric: str, variant: str) -> list:
     return [[g[run].value for run in sorted(g)] for g in reps]
 
 
-def decompose_runs(values: Iterable[RunValue], metric: str, variant: str, names: Sequence[str] = LEVEL_NAMES,
-                   costs: Sequence[float] | None = None) -> Decomposition:  # fmt: skip
+def decompose_runs(
+    values: Iterable[RunValue],
+    metric: str,
+    variant: str,
+    names: Sequence[str] = LEVEL_NAMES,
+    costs: Sequence[float] | None = None,
+) -> Decomposition:
     """decompose() of one variant's metric; the iteration level only where every run has inner samples."""
     data = nested(values, metric, variant)
     depth = 3 if data and isinstance(data[0][0], list) else 2
@@ -305,17 +322,31 @@ def decompose_runs(values: Iterable[RunValue], metric: str, variant: str, names:
     return decompose(data, names, None if costs is None else list(costs)[:depth])
 
 
-def paired_interval(values: Iterable[RunValue], metric: str, numerator: str, denominator: str,
-                    level: float = 0.95, method: str = "auto", seed: int = 0) -> stats.Interval:  # fmt: skip
+def paired_interval(
+    values: Iterable[RunValue],
+    metric: str,
+    numerator: str,
+    denominator: str,
+    level: float = 0.95,
+    method: str = "auto",
+    seed: int = 0,
+) -> stats.Interval:
     """stats.paired_ratio of numerator/denominator for one metric, paired by (device, bundle, repetition).
     For a higher-is-better metric (throughput) the ratio is still numerator/denominator: read it so."""
     values = list(values)
-    return stats.paired_ratio(run_means(values, metric, numerator), run_means(values, metric, denominator), level,
-                              method, seed, names=(numerator, denominator))  # fmt: skip
+    return stats.paired_ratio(
+        run_means(values, metric, numerator),
+        run_means(values, metric, denominator),
+        level,
+        method,
+        seed,
+        names=(numerator, denominator),
+    )
 
 
-def aa_interval(values: Iterable[RunValue], metric: str, variant: str, level: float = 0.95,
-                seed: int = 0) -> stats.Interval | None:  # fmt: skip
+def aa_interval(
+    values: Iterable[RunValue], metric: str, variant: str, level: float = 0.95, seed: int = 0
+) -> stats.Interval | None:
     """`<variant>-aa` / `<variant>` paired: the noise floor beside every ratio; None when the
     bundles hold no A/A copy of the variant."""
     values = list(values)

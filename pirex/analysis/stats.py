@@ -75,8 +75,13 @@ class Ratio:
         return self.low is not None
 
 
-def ratio_ci(numerator_runs: Sequence[float], denominator_runs: Sequence[float], level: float = 0.999,
-             resamples: int = 10_000, seed: int = 0) -> Ratio:  # fmt: skip
+def ratio_ci(
+    numerator_runs: Sequence[float],
+    denominator_runs: Sequence[float],
+    level: float = 0.999,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> Ratio:
     """mean(numerator) / mean(denominator) over per-run means, with a percentile bootstrap
     interval that resamples runs within each side; no interval with fewer than MIN_RUNS per side."""
     num = np.asarray(numerator_runs, dtype=float)
@@ -211,16 +216,22 @@ def mean_interval(values: Sequence[float], level: float = 0.95, positive: bool =
 # --- paired ratio of two variants over interleaved repetitions
 
 
-def log_ratios(numerator: Mapping[Hashable, float], denominator: Mapping[Hashable, float],
-               names: tuple[str, str] = ("numerator", "denominator")) -> tuple[list, np.ndarray, str]:  # fmt: skip
+def log_ratios(
+    numerator: Mapping[Hashable, float],
+    denominator: Mapping[Hashable, float],
+    names: tuple[str, str] = ("numerator", "denominator"),
+) -> tuple[list, np.ndarray, str]:
     """The repetitions both variants have (sorted), d_j = log(numerator_j / denominator_j) for each,
     and a note naming the repetitions dropped because only one variant has them ("" if none).
     Keys are repetitions (or (bundle, repetition)); values the repetition's run mean, > 0."""
     common = sorted(set(numerator) & set(denominator), key=repr)
     only_num = len(set(numerator) - set(denominator))
     only_den = len(set(denominator) - set(numerator))
-    parts = [f"{k} repetition{'s' if k > 1 else ''} only in {name}" for k, name in
-             ((only_num, names[0]), (only_den, names[1])) if k]  # fmt: skip
+    parts = [
+        f"{k} repetition{'s' if k > 1 else ''} only in {name}"
+        for k, name in ((only_num, names[0]), (only_den, names[1]))
+        if k
+    ]
     note = f"unpaired, dropped: {' and '.join(parts)}" if parts else ""
     num = np.array([numerator[k] for k in common], dtype=float)
     den = np.array([denominator[k] for k in common], dtype=float)
@@ -245,9 +256,15 @@ def is_skewed(d: Sequence[float]) -> bool:
     return abs(float(sps.skew(a, bias=False))) > 2 * skewness_se(int(a.size))
 
 
-def paired_ratio(numerator: Mapping[Hashable, float], denominator: Mapping[Hashable, float], level: float = 0.95,
-                 method: str = "auto", seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
-                 names: tuple[str, str] = ("numerator", "denominator")) -> Interval:  # fmt: skip
+def paired_ratio(
+    numerator: Mapping[Hashable, float],
+    denominator: Mapping[Hashable, float],
+    level: float = 0.95,
+    method: str = "auto",
+    seed: int = 0,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    names: tuple[str, str] = ("numerator", "denominator"),
+) -> Interval:
     """Ratio numerator/denominator paired by repetition (keys of the two mappings; values: the
     repetition's run mean of each variant). With d_j = log(num_j / den_j) over the n paired
     repetitions, dbar their mean and s their sd (n-1):
@@ -275,8 +292,9 @@ def paired_ratio(numerator: Mapping[Hashable, float], denominator: Mapping[Hasha
     return Interval(value, math.exp(d.mean() - half), math.exp(d.mean() + half), n, level, "t-log", None, note)
 
 
-def ratio_over_runs(numerator: Mapping[Hashable, float], denominator: Mapping[Hashable, float],
-                    level: float = 0.95) -> Ratio:  # fmt: skip
+def ratio_over_runs(
+    numerator: Mapping[Hashable, float], denominator: Mapping[Hashable, float], level: float = 0.95
+) -> Ratio:
     """numerator/denominator over runs keyed by (bundle, repetition): paired_ratio where the two sides
     ran in the same rounds of an interleaved plan (shared keys), else (separate runs, e.g. two
     placements run one after the other) the unpaired ratio_ci, the only honest interval there."""
@@ -290,6 +308,12 @@ def _bca_mean(d: np.ndarray, level: float, seed: int, resamples: int) -> tuple[f
     if float(d.std()) == 0:  # every resample has the same mean: the interval is that point
         return float(d[0]), float(d[0])
     # random_state: the keyword both scipy 1.10 (Debian bookworm, 32-bit Pis) and 1.16 take
-    res = sps.bootstrap((d,), np.mean, confidence_level=level, n_resamples=resamples, method="BCa",
-                        random_state=np.random.default_rng(seed))  # fmt: skip
+    res = sps.bootstrap(
+        (d,),
+        np.mean,
+        confidence_level=level,
+        n_resamples=resamples,
+        method="BCa",
+        random_state=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)

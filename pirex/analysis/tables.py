@@ -45,16 +45,28 @@ def ratio_text(r: stats.Ratio, what: str = "runs", digits: int = 3, sep: str = "
 
 
 def markdown(t: Table) -> str:
-    out = [f"**{t.title}**", "", "| " + " | ".join(t.columns) + " |",
-           "|" + "|".join("---" if i < t.label_columns else "---:" for i in range(len(t.columns))) + "|"]  # fmt: skip
+    out = [
+        f"**{t.title}**",
+        "",
+        "| " + " | ".join(t.columns) + " |",
+        "|" + "|".join("---" if i < t.label_columns else "---:" for i in range(len(t.columns))) + "|",
+    ]
     out += ["| " + " | ".join(row) + " |" for row in t.rows]
     out += [""] + t.notes if t.notes else []
     return "\n".join(out)
 
 
 def _tex(s: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#"),
-                 ("σ", r"$\sigma$"), ("µ", r"$\mu$"), ("×", r"$\times$")):  # fmt: skip
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("_", r"\_"),
+        ("%", r"\%"),
+        ("&", r"\&"),
+        ("#", r"\#"),
+        ("σ", r"$\sigma$"),
+        ("µ", r"$\mu$"),
+        ("×", r"$\times$"),
+    ):
         s = s.replace(a, b)
     return s
 

@@ -12,17 +12,25 @@ from pirex.bundle import Bundle
 from pirex.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "fork"
-PI = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 4 Model B Rev 1.4"},
-      "storage": {"kind": "sd", "model": "SC64G", "fstype": "ext4"}}  # fmt: skip
-SERVER = {"hostname": "c220g1", "cpu": {"model": "Intel(R) Xeon(R) CPU E5-2660 v2 @ 2.20GHz"},
-          "storage": {"kind": "ssd", "fstype": "ext4"}}  # fmt: skip
+PI = {
+    "hostname": "pi-a",
+    "pi": {"model": "Raspberry Pi 4 Model B Rev 1.4"},
+    "storage": {"kind": "sd", "model": "SC64G", "fstype": "ext4"},
+}
+SERVER = {
+    "hostname": "c220g1",
+    "cpu": {"model": "Intel(R) Xeon(R) CPU E5-2660 v2 @ 2.20GHz"},
+    "storage": {"kind": "ssd", "fstype": "ext4"},
+}
 
 
-def make_bundle(tmp_path: Path, source: str, machine: dict, variants=("native", "docker"), reps: int = 2,
-                params: dict | None = None) -> Path:  # fmt: skip
+def make_bundle(
+    tmp_path: Path, source: str, machine: dict, variants=("native", "docker"), reps: int = 2, params: dict | None = None
+) -> Path:
     plan = [(v, r) for r in range(reps) for v in variants]
-    b = Bundle.create(tmp_path / source, "fork", "quick", params or {}, list(variants), plan, {},
-                      {"version": "t", "commit": "c"})  # fmt: skip
+    b = Bundle.create(
+        tmp_path / source, "fork", "quick", params or {}, list(variants), plan, {}, {"version": "t", "commit": "c"}
+    )
     b.write_machine(before=machine, after=machine)
     for v, r in plan:
         with b.step(v, r) as d:
@@ -94,8 +102,14 @@ def test_notes_markdown_and_csv(pi, tmp_path):
 def test_real_vm_output_hardware_unsupported_and_mode_skipped(tmp_path):
     b = make_bundle(tmp_path, "vm-x86_64", {"hostname": "vm", "cpu": {"model": "QEMU vCPU"}}, ("native",), 1)
     rows = fork.rows(b)
-    assert {r.counter for r in rows} == {"wall_ns", "cpu-clock", "task-clock", "page-faults", "context-switches",
-                                         "cpu-migrations"}  # fmt: skip
+    assert {r.counter for r in rows} == {
+        "wall_ns",
+        "cpu-clock",
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+    }
     assert {r.mode for r in rows} == {"single", "single-migrate", "concurrent"}
     assert all(r.kernel_included for r in rows)
     notes = {(n.mode, n.subject): n.reason for n in fork.notes(b)}

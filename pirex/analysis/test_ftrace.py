@@ -40,8 +40,16 @@ def test_depth_parent_stack_and_self_time(single):
     assert len(vnp) == 2 * 4 + 2 * 16
     v = vnp[0]
     assert (v.depth, v.parent, v.duration_us) == (7, "copy_pte_range", 0.9)
-    assert v.stack == ("__x64_sys_clone", "kernel_clone", "copy_process", "dup_mm", "dup_mmap", "copy_page_range",
-                       "copy_pte_range", "vm_normal_page")  # fmt: skip
+    assert v.stack == (
+        "__x64_sys_clone",
+        "kernel_clone",
+        "copy_process",
+        "dup_mm",
+        "dup_mmap",
+        "copy_page_range",
+        "copy_pte_range",
+        "vm_normal_page",
+    )
     assert v.timestamp == pytest.approx(v.start + 0.9e-6)  # a leaf completes at its start plus its duration
     pte = next(c for c in single if c.function == "__pte_alloc")
     assert pte.depth == 7 and pte.self_us == pytest.approx(3.5 - 2.1 - 0.6)
@@ -61,8 +69,11 @@ def test_arm64_without_proc_or_tail():
     calls = ftrace.read(DATA / "arm64-single.txt")
     assert calls and all(c.pid is None and c.cpu == 1 for c in calls)
     assert {c.function for c in calls if c.depth == 0} == {"__arm64_sys_clone"}
-    assert {c.function for c in calls if c.parent == "__pte_alloc"} == {"__alloc_pages", "__mod_lruvec_page_state",
-                                                                      "pmd_install"}  # fmt: skip
+    assert {c.function for c in calls if c.parent == "__pte_alloc"} == {
+        "__alloc_pages",
+        "__mod_lruvec_page_state",
+        "pmd_install",
+    }
     v = next(c for c in calls if c.function == "vm_normal_page")
     assert v.depth == 7 and v.size_mb == 1 and v.process == 0
 
@@ -82,8 +93,13 @@ def test_csv(single, tmp_path):
     assert list(rows[0])[:5] == ["function", "duration_us", "parent", "depth", "timestamp"]
     assert len(rows) == len(single)
     r = next(r for r in rows if r["function"] == "vm_normal_page")
-    assert (r["duration_us"], r["parent"], r["depth"], r["size_mb"], r["irq"]) == ("0.9", "copy_pte_range", "7", "1",
-                                                                                  "False")  # fmt: skip
+    assert (r["duration_us"], r["parent"], r["depth"], r["size_mb"], r["irq"]) == (
+        "0.9",
+        "copy_pte_range",
+        "7",
+        "1",
+        "False",
+    )
 
 
 def test_folded_stacks(single):
@@ -119,8 +135,12 @@ def test_flamegraph_svg(single, tmp_path):
     for g in svg.iterfind("s:g", ns):
         tip, rect = g.find("s:title", ns).text, g.find("s:rect", ns)
         text = g.find("s:text", ns)
-        frames[tip.split(" (")[0]] = (float(rect.get("x")), float(rect.get("y")), float(rect.get("width")),
-                                      text.text if text is not None else None)  # fmt: skip
+        frames[tip.split(" (")[0]] = (
+            float(rect.get("x")),
+            float(rect.get("y")),
+            float(rect.get("width")),
+            text.text if text is not None else None,
+        )
     root, clone = frames["all"], frames["__x64_sys_clone"]
     assert clone[2] == pytest.approx(root[2], rel=1e-3)  # the only root: as wide as everything
     assert root[1] > clone[1] > frames["kernel_clone"][1] > frames["copy_pte_range"][1]  # bottom-up
@@ -188,7 +208,12 @@ def test_depth_profiles_keep_what_depends_on_the_size(thesis):
 
 
 def test_a_step_trace_splits_at_the_mode_markers():
-    lines = ["# tracer: function_graph", " 0)   | tracing_mark_write: pirex-mode single", "a", "b",
-             " 1)   | tracing_mark_write: pirex-mode concurrent", "c"]  # fmt: skip
-    assert ftrace.by_mode(lines) == {"unknown": ["# tracer: function_graph"], "single": ["a", "b"],
-                                     "concurrent": ["c"]}  # fmt: skip
+    lines = [
+        "# tracer: function_graph",
+        " 0)   | tracing_mark_write: pirex-mode single",
+        "a",
+        "b",
+        " 1)   | tracing_mark_write: pirex-mode concurrent",
+        "c",
+    ]
+    assert ftrace.by_mode(lines) == {"unknown": ["# tracer: function_graph"], "single": ["a", "b"], "concurrent": ["c"]}

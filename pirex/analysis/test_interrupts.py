@@ -7,13 +7,26 @@ from pirex.bundle import Bundle
 
 
 def _counters(timer: int, eth: int) -> dict:
-    return {"cpus": 2, "lines": {"11": {"counts": [timer, timer], "description": "GICv2 30 Level arch_timer"},
-                                 "56": {"counts": [eth, 0], "description": "BCM2835 DWC OTG Controller"}}}  # fmt: skip
+    return {
+        "cpus": 2,
+        "lines": {
+            "11": {"counts": [timer, timer], "description": "GICv2 30 Level arch_timer"},
+            "56": {"counts": [eth, 0], "description": "BCM2835 DWC OTG Controller"},
+        },
+    }
 
 
 def test_interrupts_per_second_per_source_and_the_figure(tmp_path):
-    b = Bundle.create(tmp_path, "jmh", "quick", {}, ["native", "docker"], [("native", 0), ("docker", 0)], {},
-                      {"version": "t", "commit": "c"})  # fmt: skip
+    b = Bundle.create(
+        tmp_path,
+        "jmh",
+        "quick",
+        {},
+        ["native", "docker"],
+        [("native", 0), ("docker", 0)],
+        {},
+        {"version": "t", "commit": "c"},
+    )
     for v, eth in (("native", 100), ("docker", 300)):
         with b.step(v, 0) as d:
             (d / "interrupts.json").write_text(json.dumps({"before": _counters(0, 0), "after": _counters(500, eth)}))

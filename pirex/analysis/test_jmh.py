@@ -7,15 +7,20 @@ import pytest
 from pirex.analysis import jmh, tables
 from pirex.bundle import Bundle
 
-MACHINE = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
-           "storage": {"kind": "usb", "model": "WD Elements", "fstype": "ext4"}}  # fmt: skip
+MACHINE = {
+    "hostname": "pi-a",
+    "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
+    "storage": {"kind": "usb", "model": "WD Elements", "fstype": "ext4"},
+}
 
 
 def jmh_json(scores: dict[str, list[list[float]]]) -> str:
-    return json.dumps([
-        {"benchmark": f"io.github.pirexbench.jmh.X.{name}", "primaryMetric": {"rawData": raw, "scoreUnit": "ops/s"}}
-        for name, raw in scores.items()
-    ])  # fmt: skip
+    return json.dumps(
+        [
+            {"benchmark": f"io.github.pirexbench.jmh.X.{name}", "primaryMetric": {"rawData": raw, "scoreUnit": "ops/s"}}
+            for name, raw in scores.items()
+        ]
+    )
 
 
 def make_bundle(tmp_path, forks_per_variant: int):
@@ -25,10 +30,14 @@ def make_bundle(tmp_path, forks_per_variant: int):
     for v, r in plan:
         base = 100.0 if v == "native" else 90.0  # docker 10 % slower, exactly
         with b.step(v, r) as d:
-            (d / "jmh.json").write_text(jmh_json({
-                "b1_default": [[base + r, base - r]],
-                "b3_dontInline": [[base / 2 + r, base / 2 - r]],
-            }))  # fmt: skip
+            (d / "jmh.json").write_text(
+                jmh_json(
+                    {
+                        "b1_default": [[base + r, base - r]],
+                        "b3_dontInline": [[base / 2 + r, base / 2 - r]],
+                    }
+                )
+            )
     b.finish()
     return b.path
 

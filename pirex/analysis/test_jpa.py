@@ -17,8 +17,11 @@ from pirex.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "jpa"
 NATIVE, DOCKER = "web-native_db-native", "web-docker_db-docker"
-MACHINE = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 4 Model B Rev 1.5"},
-           "storage": {"kind": "usb", "model": "WD Elements", "fstype": "ext4"}}  # fmt: skip
+MACHINE = {
+    "hostname": "pi-a",
+    "pi": {"model": "Raspberry Pi 4 Model B Rev 1.5"},
+    "storage": {"kind": "usb", "model": "WD Elements", "fstype": "ext4"},
+}
 HEADER = "operation,seq,user,start_ns,response_time_us,locust_response_time_us,status,ok,service_time_ns,error\n"
 
 
@@ -142,8 +145,16 @@ def write_run(d: Path, means: dict[str, float]) -> None:
 
 def make_bundle(tmp_path: Path, runs: int = 5) -> Path:
     plan = [(v, r) for r in range(runs) for v in (NATIVE, DOCKER, "web-docker_db-native")]
-    b = Bundle.create(tmp_path, "jpa", "quick", {}, [NATIVE, DOCKER, "web-docker_db-native"], plan, {},
-                      {"version": "t", "commit": "c"})  # fmt: skip
+    b = Bundle.create(
+        tmp_path,
+        "jpa",
+        "quick",
+        {},
+        [NATIVE, DOCKER, "web-docker_db-native"],
+        plan,
+        {},
+        {"version": "t", "commit": "c"},
+    )
     b.write_machine(before=MACHINE, after=MACHINE)
     for v, r in plan:
         f = 1 + 0.01 * r
@@ -198,8 +209,7 @@ def test_published_table3_is_the_paper():
     assert (first["operation"], first["configuration"], first["variant"]) == ("read", "1", "native")
     assert [float(first[k]) for k in ("mean", "ci_low", "ci_high", "sd")] == [168914.4, 167197.2, 170631.7, 210817.8]
     assert [float(rows[9][k]) for k in ("mean", "ci_low", "ci_high", "sd")] == [14136.2, 14025.4, 14247.0, 13602.9]
-    assert [float(rows[17][k]) for k in ("mean", "ci_low", "ci_high", "sd")] == [551034.6, 548759.9, 553309.2,
-                                                                                  279250.8]  # fmt: skip
+    assert [float(rows[17][k]) for k in ("mean", "ci_low", "ci_high", "sd")] == [551034.6, 548759.9, 553309.2, 279250.8]
     for r in rows:
         k = int(r["configuration"])
         assert (r["web_device"], r["web_disk"], r["db_device"], r["db_disk"], r["variant"]) == jpa.PAPER_CONFIGS[k]

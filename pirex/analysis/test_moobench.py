@@ -17,8 +17,11 @@ ENGINES = ["numpy"] + (["numba"] if moobench_read.has_numba() else [])
 
 
 def machine(host: str, storage: str = "usb") -> dict:
-    return {"hostname": host, "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
-            "storage": {"kind": storage, "model": "WD", "fstype": "ext4"}}  # fmt: skip
+    return {
+        "hostname": host,
+        "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
+        "storage": {"kind": storage, "model": "WD", "fstype": "ext4"},
+    }
 
 
 def make_bundle(tmp_path, files, variants=("native",), host="pi-a", storage="usb", params=None, matrix=None):
@@ -116,15 +119,26 @@ def test_tables_overhead_and_compare(tmp_path):
     path = make_bundle(tmp_path, published_like, ("native", "docker"))
     res = moobench.analyse([path])
     dev = "Raspberry Pi 3 Model B Rev 1.2 (pi-a)"
-    assert {r.key for r in res} == {(dev, "usb WD ext4", v, c) for v in ("native", "docker")
-                                    for c in ("baseline", "spass-meter", "kieker-text")}  # fmt: skip
+    assert {r.key for r in res} == {
+        (dev, "usb WD ext4", v, c) for v in ("native", "docker") for c in ("baseline", "spass-meter", "kieker-text")
+    }
 
     t2 = moobench.table2(res)
-    assert t2.columns[:5] == ["Experiment", f"{dev}, usb WD ext4: mean", f"{dev}, usb WD ext4: 95 % CI",
-                              f"{dev}, usb WD ext4: σ", f"{dev}, usb WD ext4: 95 % CI (loops)"]  # fmt: skip
-    assert [row[0] for row in t2.rows] == ["Baseline docker", "Baseline native", "Kieker (file system logging, text) "
-                                           "docker", "Kieker (file system logging, text) native", "SPASS-meter docker",
-                                           "SPASS-meter native"]  # fmt: skip
+    assert t2.columns[:5] == [
+        "Experiment",
+        f"{dev}, usb WD ext4: mean",
+        f"{dev}, usb WD ext4: 95 % CI",
+        f"{dev}, usb WD ext4: σ",
+        f"{dev}, usb WD ext4: 95 % CI (loops)",
+    ]
+    assert [row[0] for row in t2.rows] == [
+        "Baseline docker",
+        "Baseline native",
+        "Kieker (file system logging, text) docker",
+        "Kieker (file system logging, text) native",
+        "SPASS-meter docker",
+        "SPASS-meter native",
+    ]
     md = moobench.markdown(t2)
     assert "| SPASS-meter native | 300.0 | [300.0; 300.0] |" in md
     t1 = moobench.table1(res)
@@ -154,15 +168,25 @@ def test_table5_with_kieker_standing_in(tmp_path):
         if r is None:
             return [None] * 2
         slow = 2 if v == "min-clock" else 1
-        return {"baseline": [9000, 9000, 1000 * slow, 1000 * slow],
-                "kieker-text": [9000, 9000, 100_000 * slow, 100_000 * slow + 6_000_000]}  # fmt: skip
+        return {
+            "baseline": [9000, 9000, 1000 * slow, 1000 * slow],
+            "kieker-text": [9000, 9000, 100_000 * slow, 100_000 * slow + 6_000_000],
+        }
 
     res = moobench.analyse([make_bundle(tmp_path, files, ("base", "min-clock", "unknown-case"))])
     t5 = moobench.table5(res)
-    assert t5.columns[:6] == ["Id", "Experiment (paper's base)", "Our case (our base)", "Device", "Instrumented",
-                              "Baseline: mean"]  # fmt: skip
-    assert [row[:3] for row in t5.rows] == [["1", "from [16]", "base"],
-                                            ["12", "min CPU clock (6)", "min-clock (ram-drive: Id 5)"]]  # fmt: skip
+    assert t5.columns[:6] == [
+        "Id",
+        "Experiment (paper's base)",
+        "Our case (our base)",
+        "Device",
+        "Instrumented",
+        "Baseline: mean",
+    ]
+    assert [row[:3] for row in t5.rows] == [
+        ["1", "from [16]", "base"],
+        ["12", "min CPU clock (6)", "min-clock (ram-drive: Id 5)"],
+    ]
     assert t5.rows[0][4] == "Kieker (file system logging, text)"  # no SPASS-meter, no kieker-dump here
     # Kieker native: 100, 6,100, 100, 6,100 µs: mean 3,100, sd sqrt(4 x 3,000² / 3); min 100, max 6,100
     # 95 % CI: 3,100 -/+ t(0.975, 3) 3.1824 x 3,464.1 / 2
@@ -240,8 +264,15 @@ def spass_like(scale):
 
 def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
     scale = {"base": 1.0, "parallel-gc": 1.3, "time-only": 0.9, "ram-drive": 1.1, "max-clock": 1.21}
-    path = make_bundle(tmp_path, spass_like(scale), tuple(scale), matrix={"name": "fluctuation", "notes": {
-        "max-clock": ["same as its base here: the performance governor is in effect for both"]}})  # fmt: skip
+    path = make_bundle(
+        tmp_path,
+        spass_like(scale),
+        tuple(scale),
+        matrix={
+            "name": "fluctuation",
+            "notes": {"max-clock": ["same as its base here: the performance governor is in effect for both"]},
+        },
+    )
     (t,) = moobench.compare([path], view="fluctuation")
     assert t.name == "compare-table5"
     rows = {(r["id"], r["role"]): r for r in t.table.records}
@@ -331,8 +362,9 @@ def test_run_values_one_per_loop(tmp_path):
 
 
 def test_each_published_ratio_is_paired_with_its_setup(tmp_path):
-    spass = make_bundle(tmp_path / "s", published_like, ("native", "docker"),
-                        params={"calls": 2_000_000, "recursion_depth": 10})  # fmt: skip
+    spass = make_bundle(
+        tmp_path / "s", published_like, ("native", "docker"), params={"calls": 2_000_000, "recursion_depth": 10}
+    )
     (t,) = moobench.compare([spass])
     by = {(r["ratio"], r["configuration"].rsplit(", ", 1)[1]): r for r in t.table.records}
     assert by[("SPASS-meter docker / native", "docker")]["verdict"] == "consistent with the paper"
@@ -342,8 +374,9 @@ def test_each_published_ratio_is_paired_with_its_setup(tmp_path):
         kieker["profile"] == "paper" and "at another setup than the paper's: run --profile paper" in kieker["verdict"]
     )
     # Kieker's bundle at its own setup: its rows are used, and SPASS-meter's are not mixed into it
-    kb = make_bundle(tmp_path / "k", published_like, ("native", "docker"),
-                     params={"calls": 1_000_000, "recursion_depth": 5})  # fmt: skip
+    kb = make_bundle(
+        tmp_path / "k", published_like, ("native", "docker"), params={"calls": 1_000_000, "recursion_depth": 5}
+    )
     (t,) = moobench.compare([spass, kb])
     setups = {(r["ratio"], r["calls"]) for r in t.table.records}
     assert ("SPASS-meter docker / native", 2_000_000) in setups and (
@@ -386,6 +419,10 @@ def test_figures_mean_and_raw(tmp_path):
     pytest.importorskip("matplotlib")
     path = make_bundle(tmp_path, published_like, ("native",))
     files = moobench.figures([path], tmp_path / "fig")
-    assert [f.name for f in files] == ["response-time.png", "response-time.svg", "response-time-raw.png",
-                                       "response-time-raw.svg"]  # fmt: skip
+    assert [f.name for f in files] == [
+        "response-time.png",
+        "response-time.svg",
+        "response-time-raw.png",
+        "response-time-raw.svg",
+    ]
     assert files[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -105,6 +105,8 @@ def test_run_values_grouped_for_the_decomposition():
     d = precision.decompose_runs(values, "B1", "native", costs=[1.0, 2.0, 1.0])
     assert [lv.name for lv in d.levels] == ["repetition", "fork", "iteration"]
     # without inner samples: two levels, repetition > fork
-    bare = [RunValue(v.experiment, v.bundle, v.device, v.variant, v.repetition, v.metric, v.value, v.unit, False, v.run)
-            for v in values]  # fmt: skip
+    bare = [
+        RunValue(v.experiment, v.bundle, v.device, v.variant, v.repetition, v.metric, v.value, v.unit, False, v.run)
+        for v in values
+    ]
     assert [lv.name for lv in precision.decompose_runs(bare, "B1", "native").levels] == ["repetition", "fork"]

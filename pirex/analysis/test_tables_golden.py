@@ -34,10 +34,16 @@ UPDATE = os.environ.get("PIREX_UPDATE_GOLDEN") == "1"
 MAX_BYTES = 50_000
 TOOL = {"version": "t", "commit": "c"}
 
-PI4 = {"hostname": "pi-a", "pi": {"model": "Raspberry Pi 4 Model B Rev 1.4"},
-       "storage": {"kind": "sd", "model": "SC64G", "fstype": "ext4"}}  # fmt: skip
-PI3 = {"hostname": "pi-b", "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
-       "storage": {"kind": "usb", "model": "WD Elements", "fstype": "ext4"}}  # fmt: skip
+PI4 = {
+    "hostname": "pi-a",
+    "pi": {"model": "Raspberry Pi 4 Model B Rev 1.4"},
+    "storage": {"kind": "sd", "model": "SC64G", "fstype": "ext4"},
+}
+PI3 = {
+    "hostname": "pi-b",
+    "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
+    "storage": {"kind": "usb", "model": "WD Elements", "fstype": "ext4"},
+}
 VM = {"hostname": "vm", "cpu": {"model": "QEMU Virtual CPU"}, "storage": {"kind": "ssd", "fstype": "ext4"}}
 
 
@@ -63,8 +69,12 @@ def _copy_modes(source: Path) -> Callable[[Path], None]:
 
 
 def _fork(root: Path, source: str, machine: dict) -> Path:
-    return _bundle(root / source, "fork", machine, {(v, r): _copy_modes(DATA / "fork" / source)
-                                                     for r in range(2) for v in ("native", "docker")})  # fmt: skip
+    return _bundle(
+        root / source,
+        "fork",
+        machine,
+        {(v, r): _copy_modes(DATA / "fork" / source) for r in range(2) for v in ("native", "docker")},
+    )
 
 
 PACKAGE = "io.github.pirexbench.jmh.X"
@@ -72,10 +82,15 @@ PACKAGE = "io.github.pirexbench.jmh.X"
 
 def _jmh(root: Path) -> Path:
     def fill(base: float, r: int) -> Callable[[Path], None]:
-        raw = {"b1_default": [[base + r, base - r, base + 2 * r]], "b3_dontInline": [[base / 2 + r, base / 2 - r]],
-               "b6_tcpSend": [[base / 10, base / 10 + r]]}  # fmt: skip
-        doc = [{"benchmark": f"{PACKAGE}.{name}", "primaryMetric": {"rawData": v, "scoreUnit": "ops/s"}}
-               for name, v in raw.items()]  # fmt: skip
+        raw = {
+            "b1_default": [[base + r, base - r, base + 2 * r]],
+            "b3_dontInline": [[base / 2 + r, base / 2 - r]],
+            "b6_tcpSend": [[base / 10, base / 10 + r]],
+        }
+        doc = [
+            {"benchmark": f"{PACKAGE}.{name}", "primaryMetric": {"rawData": v, "scoreUnit": "ops/s"}}
+            for name, v in raw.items()
+        ]
         return lambda d: (d / "jmh.json").write_text(json.dumps(doc))
 
     steps = {(v, r): fill(100.0 if v == "native" else 90.0 - r, r) for r in range(5) for v in ("native", "docker")}
@@ -132,8 +147,11 @@ def render(root: Path) -> dict[str, str]:
             ids = {Bundle.open(b).run_id: f"<run-{i}>" for i, b in enumerate(bundles, 1)}
             for nt in named:
                 T.write_csv(nt.table, root / "csv" / name / f"{nt.name}.csv")
-                texts = {"md": T.markdown(nt.table) + "\n", "tex": T.latex(nt.table),
-                         "csv": (root / "csv" / name / f"{nt.name}.csv").read_text()}  # fmt: skip
+                texts = {
+                    "md": T.markdown(nt.table) + "\n",
+                    "tex": T.latex(nt.table),
+                    "csv": (root / "csv" / name / f"{nt.name}.csv").read_text(),
+                }
                 for ext, text in texts.items():
                     for run_id, mark in ids.items():
                         text = text.replace(run_id, mark)

@@ -108,8 +108,9 @@ def _index_bytes(local: regclient.Registry, name: str, tag: str, entry: registry
     try:
         body, _ = local.manifest_bytes(repo, tag)
     except LookupError:
-        raise PirexError(f"{publish.local_ref(name, tag)} is not in the local registry: build it first "
-                         f"(make build TAG={tag})") from None  # fmt: skip
+        raise PirexError(
+            f"{publish.local_ref(name, tag)} is not in the local registry: build it first (make build TAG={tag})"
+        ) from None
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     if entry and entry.digest and digest != entry.digest:
         if local.has_blob(repo, entry.digest):  # imported before: the published list is kept as a blob
@@ -142,15 +143,19 @@ def export(file: Path, names: list[str], tag: str, platforms: list[Platform], re
                 have = {_platform_of(m): m for m in index.get("manifests", []) if _platform_of(m)}
                 missing = [str(p) for p in platforms if p not in have]
                 if missing:
-                    raise PirexError(f"{name}:{tag} has no image for {', '.join(missing)} "
-                                     f"(it has {', '.join(map(str, have))}): build those platforms first")  # fmt: skip
+                    raise PirexError(
+                        f"{name}:{tag} has no image for {', '.join(missing)} "
+                        f"(it has {', '.join(map(str, have))}): build those platforms first"
+                    )
                 for p in platforms:
                     mdigest = have[p]["digest"]
                     try:
                         mbody, _ = local.manifest_bytes(repo, mdigest)
                     except LookupError:
-                        raise PirexError(f"the local registry lacks {name}@{mdigest} ({p}) of {entries[name].ref}: "
-                                         "pull it first (make pull)") from None  # fmt: skip
+                        raise PirexError(
+                            f"the local registry lacks {name}@{mdigest} ({p}) of {entries[name].ref}: "
+                            "pull it first (make pull)"
+                        ) from None
                     w.add_bytes(mdigest, mbody)
                     manifest = json.loads(mbody)
                     for blob in [manifest["config"], *manifest["layers"]]:
@@ -159,12 +164,22 @@ def export(file: Path, names: list[str], tag: str, platforms: list[Platform], re
                     per_platform[str(p)] += len(mbody) + sum(
                         b["size"] for b in [manifest["config"], *manifest["layers"]]
                     )
-                descriptors.append({
-                    "mediaType": index.get("mediaType") or INDEX, "digest": digest, "size": len(body),
-                    "annotations": {REF_NAME: f"{name}:{tag}", IMAGE: name, PLATFORMS: ",".join(map(str, platforms))},
-                })  # fmt: skip
-            w.add_file("index.json", json.dumps({"schemaVersion": 2, "mediaType": INDEX,
-                                                 "manifests": descriptors}, indent=2).encode())  # fmt: skip
+                descriptors.append(
+                    {
+                        "mediaType": index.get("mediaType") or INDEX,
+                        "digest": digest,
+                        "size": len(body),
+                        "annotations": {
+                            REF_NAME: f"{name}:{tag}",
+                            IMAGE: name,
+                            PLATFORMS: ",".join(map(str, platforms)),
+                        },
+                    }
+                )
+            w.add_file(
+                "index.json",
+                json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": descriptors}, indent=2).encode(),
+            )
         os.replace(part, file)
     finally:
         part.unlink(missing_ok=True)
@@ -210,18 +225,23 @@ def import_(file: Path, platform: Platform, regfile: Path | None) -> list[Import
                 tag = ref_name.rpartition(":")[2] or "latest"
                 entry = entries.get(name)
                 if entry and entry.digest and entry.digest != d["digest"]:
-                    raise PirexError(f"{file}: {name} is {d['digest']}, but {regfile} names {entry.digest}: "
-                                     "not the published image, refused")  # fmt: skip
+                    raise PirexError(
+                        f"{file}: {name} is {d['digest']}, but {regfile} names {entry.digest}: "
+                        "not the published image, refused"
+                    )
                 if not (entry and entry.digest):
-                    log.warning("%s names no digest for %s: checked against the archive's own digests only",
-                                regfile, name)  # fmt: skip
+                    log.warning(
+                        "%s names no digest for %s: checked against the archive's own digests only", regfile, name
+                    )
                 body = blob(d["digest"])
                 index = json.loads(body)
                 have = {_platform_of(m): m for m in index.get("manifests", []) if _platform_of(m)}
                 exported = ann.get(PLATFORMS, "")
                 if platform not in have or str(platform) not in exported.split(","):
-                    raise PirexError(f"{file} holds {name} for {exported or 'no platform'}, not for this machine "
-                                     f"({platform}): export it with --platforms {platform}")  # fmt: skip
+                    raise PirexError(
+                        f"{file} holds {name} for {exported or 'no platform'}, not for this machine "
+                        f"({platform}): export it with --platforms {platform}"
+                    )
                 m = have[platform]
                 mbody = blob(m["digest"])
                 manifest = json.loads(mbody)

@@ -102,9 +102,10 @@ class Daemon:
         if died and exc_type is not None and issubclass(exc_type, Exception):
             tail = self.logfile.read_text(errors="replace").splitlines()[-5:] if self.logfile.exists() else []
             who = f"{self.name} (pid {pid})" if owned else f"the {self.name} that was already running"
-            raise PirexError(f"{who} died during the command, which failed for that reason; run the command again "
-                             f"and a fresh one is started. Its log ({self.logfile}) ends:\n" + "\n".join(tail)
-                             ) from exc  # fmt: skip
+            raise PirexError(
+                f"{who} died during the command, which failed for that reason; run the command again "
+                f"and a fresh one is started. Its log ({self.logfile}) ends:\n" + "\n".join(tail)
+            ) from exc
 
     def stop(self) -> None:
         if self.pid is None:

@@ -102,8 +102,13 @@ def tagged_locally(name: str, tag: str, platform: Platform) -> dict:
     src = resolve(name, tag, platform)
     local = publish.local_ref(name, tag)
     proc.run(["docker", "tag", src.reference, local], timeout=60)
-    return {"reference": local, "digest": src.reference.split("@", 1)[1], "pinned": src.reference,
-            "platform": str(platform), "origin": src.origin}  # fmt: skip
+    return {
+        "reference": local,
+        "digest": src.reference.split("@", 1)[1],
+        "pinned": src.reference,
+        "platform": str(platform),
+        "origin": src.origin,
+    }
 
 
 def pull(name: str, platform: Platform, regfile: Path) -> None:

@@ -29,8 +29,20 @@ from pirex.paths import PAPERS
 
 RULES = ("contains", "within", "direction")
 NEEDS = re.compile(r"^(spass-meter|specjenterprise-kit|cpufreq|pmu|function_graph|root|swap|devices:\d+|storages:\d+)$")
-KEYS = {"id", "where", "says", "experiment", "view", "variants", "ratio", "published", "rule", "tolerance",
-        "device_dependent", "needs"}  # fmt: skip
+KEYS = {
+    "id",
+    "where",
+    "says",
+    "experiment",
+    "view",
+    "variants",
+    "ratio",
+    "published",
+    "rule",
+    "tolerance",
+    "device_dependent",
+    "needs",
+}
 
 
 @dataclass(frozen=True)
@@ -184,8 +196,16 @@ def _claim(c: Any, path: Path, where: str, paper: str) -> Claim:
         raise _fail(path, f"{where}.rule", "direction (the paper gives no value to compare with)", rule)
     if rule == "direction" and direction is None:
         direction = "greater" if value > 1 else "less"
-    return Claim(**base, numerator=num, denominator=den, published=value, direction=direction, rule=rule,
-                 tolerance=float(tol), source=source)  # fmt: skip
+    return Claim(
+        **base,
+        numerator=num,
+        denominator=den,
+        published=value,
+        direction=direction,
+        rule=rule,
+        tolerance=float(tol),
+        source=source,
+    )
 
 
 def _ratio(r: Any, path: Path, where: str, exp: experiment.Experiment, view: str | None) -> tuple[Side, Side]:
@@ -238,8 +258,9 @@ def _published(p: Any, path: Path, where: str) -> tuple[float | None, str | None
             raise _fail(path, f"{where}.{key}", "a mapping of column to value selecting one row", match)
         found = [r for r in rows if all(r.get(k) == str(v) for k, v in match.items())]
         if len(found) != 1:
-            raise _fail(path, f"{where}.{key}", f"a selection of exactly one row of {table} ({len(found)} match)",
-                        match)  # fmt: skip
+            raise _fail(
+                path, f"{where}.{key}", f"a selection of exactly one row of {table} ({len(found)} match)", match
+            )
         try:
             return float(found[0][column])
         except ValueError:

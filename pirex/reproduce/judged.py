@@ -16,10 +16,15 @@ from pirex.reproduce.verdict import INCONCLUSIVE, Verdict, judge, ours
 LEVEL = 0.95
 
 
-def verdicts(exp: experiment.Experiment, mod: ModuleType, bundles: Sequence[Path], view: str | None,
-             level: float = LEVEL) -> list[Verdict]:  # fmt: skip
-    mine = [c for p in claims.available() for c in claims.load(p).claims
-            if c.experiment == exp.id and c.view == view and c.judged]  # fmt: skip
+def verdicts(
+    exp: experiment.Experiment, mod: ModuleType, bundles: Sequence[Path], view: str | None, level: float = LEVEL
+) -> list[Verdict]:
+    mine = [
+        c
+        for p in claims.available()
+        for c in claims.load(p).claims
+        if c.experiment == exp.id and c.view == view and c.judged
+    ]
     if not mine:
         return []
     values = mod.run_values(list(bundles), view)
@@ -35,10 +40,29 @@ def tables(exp: experiment.Experiment, mod: ModuleType, bundles: Sequence[Path],
     if not vs:
         return []
     rows = report.rows(vs)
-    records = [{"claim": f"{v.claim.paper}:{v.claim.id}", "published": v.claim.published,
-                "direction": v.claim.direction, "ours": v.ours.interval.value if v.ours else None,
-                "low": v.ours.interval.low if v.ours else None, "high": v.ours.interval.high if v.ours else None,
-                "verdict": v.verdict, "why": v.reason} for v in vs]  # fmt: skip
-    return [NamedTable("claims", Table(f"The papers' claims on {exp.id}, judged on these bundles "
-                                       f"({100 * LEVEL:g} % intervals over repetitions)", report.COLUMNS, rows,
-                                       records, label_columns=2))]  # fmt: skip
+    records = [
+        {
+            "claim": f"{v.claim.paper}:{v.claim.id}",
+            "published": v.claim.published,
+            "direction": v.claim.direction,
+            "ours": v.ours.interval.value if v.ours else None,
+            "low": v.ours.interval.low if v.ours else None,
+            "high": v.ours.interval.high if v.ours else None,
+            "verdict": v.verdict,
+            "why": v.reason,
+        }
+        for v in vs
+    ]
+    return [
+        NamedTable(
+            "claims",
+            Table(
+                f"The papers' claims on {exp.id}, judged on these bundles "
+                f"({100 * LEVEL:g} % intervals over repetitions)",
+                report.COLUMNS,
+                rows,
+                records,
+                label_columns=2,
+            ),
+        )
+    ]

@@ -51,8 +51,9 @@ class Need:
         return f"{self.experiment}{f'[{self.view}]' if self.view else ''}@{self.profile}"
 
 
-def calibration_score(loops: int = CALIBRATION_LOOPS, seconds: float = CALIBRATION_SECONDS,
-                      min_rounds: int = 3) -> float:  # fmt: skip
+def calibration_score(
+    loops: int = CALIBRATION_LOOPS, seconds: float = CALIBRATION_SECONDS, min_rounds: int = 3
+) -> float:
     """Loops per second of a fixed single-threaded workload (integer arithmetic and branches): the
     best of short rounds for about `seconds` (at least min_rounds), the round least disturbed by
     whatever else ran. A machine's speed, not its noise: on one 2-vCPU VM single rounds read 7.8 to
@@ -77,8 +78,17 @@ def missing_capabilities(root: Path = Path("/")) -> dict[str, str]:
     events = root / "sys/bus/event_source/devices"
     if not any((events / d).exists() for d in ("cpu", "cpu_core", "armv8_pmuv3", "armv8_pmuv3_0", "armv7_cortex_a7")):
         out["pmu"] = "no hardware performance counters (no PMU in /sys/bus/event_source/devices)"
-    tracers = next((p for p in (root / "sys/kernel/tracing/available_tracers",
-                                root / "sys/kernel/debug/tracing/available_tracers") if p.exists()), None)  # fmt: skip
+    tracers = next(
+        (
+            p
+            for p in (
+                root / "sys/kernel/tracing/available_tracers",
+                root / "sys/kernel/debug/tracing/available_tracers",
+            )
+            if p.exists()
+        ),
+        None,
+    )
     if tracers is None or "function_graph" not in tracers.read_text().split():
         out["function_graph"] = "no function_graph tracer in this kernel's tracefs"
     if os.geteuid() != 0:
@@ -86,10 +96,10 @@ def missing_capabilities(root: Path = Path("/")) -> dict[str, str]:
     if not host.active_swaps(root / "proc/swaps"):
         out["swap"] = "no swap is active"
     if not any((REPO / "images" / "moobench" / "spass-meter").glob("*.jar")):
-        out["spass-meter"] = ("SPASS-meter is bring-your-own and not supplied "
-                              "(images/moobench/spass-meter/README.md)")  # fmt: skip
-    out["specjenterprise-kit"] = ("SPECjEnterprise 2010 is a licensed kit pirex cannot ship: bring it as "
-                                  "analysis/icpe18/README.md says")  # fmt: skip
+        out["spass-meter"] = "SPASS-meter is bring-your-own and not supplied (images/moobench/spass-meter/README.md)"
+    out["specjenterprise-kit"] = (
+        "SPECjEnterprise 2010 is a licensed kit pirex cannot ship: bring it as analysis/icpe18/README.md says"
+    )
     return out
 
 
@@ -100,8 +110,9 @@ def blocked(claim: Claim, missing: dict[str, str], devices: int = 1) -> str | No
         if count:
             if devices < int(count):
                 what = "devices" if kind == "devices" else "storage devices"
-                return (f"needs {count} {what}; this machine is one (run it on each and give every bundle to "
-                        "`pirex table`)")  # fmt: skip
+                return (
+                    f"needs {count} {what}; this machine is one (run it on each and give every bundle to `pirex table`)"
+                )
         elif n in missing:
             return missing[n]
     return None
@@ -169,8 +180,14 @@ def parameters(need: Need, exp: experiment.Experiment) -> dict:
     return {k: v for k, v in wanted.items() if k not in ports}
 
 
-def matching_bundles(need: Need, results_dir: Path, commit: str | None, machine: dict, statuses=("complete",),
-                     any_repetitions: bool = False) -> list[Path]:  # fmt: skip
+def matching_bundles(
+    need: Need,
+    results_dir: Path,
+    commit: str | None,
+    machine: dict,
+    statuses=("complete",),
+    any_repetitions: bool = False,
+) -> list[Path]:
     """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed
     (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is)."""
     exp = experiment.load(need.experiment)

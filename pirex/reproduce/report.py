@@ -33,8 +33,17 @@ def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
     for v in verdicts:
         verdict = MARK[v.verdict] + (" (indicative)" if v.indicative and v.ours else "")
         metric = f" ({v.ours.metric})" if v.ours else ""
-        out.append([f"{v.claim.paper}:{v.claim.id}", v.claim.where, v.published_text, _ours(v) + metric, _aa(v),
-                    verdict, v.reason])  # fmt: skip
+        out.append(
+            [
+                f"{v.claim.paper}:{v.claim.id}",
+                v.claim.where,
+                v.published_text,
+                _ours(v) + metric,
+                _aa(v),
+                verdict,
+                v.reason,
+            ]
+        )
     return out
 
 
@@ -54,8 +63,7 @@ def summary(verdicts: Sequence[Verdict], report: Path | None, width: int = 110, 
         if fold and v.verdict == HOLDS:
             continue  # too many for a line each: the claims that hold share lines, the others keep theirs
         ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
-        lines.append(f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  "
-                     f"ours {ours}")  # fmt: skip
+        lines.append(f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}")
     if fold:
         ids = ", ".join(f"{v.claim.paper}:{v.claim.id}" for v in held)
         lines[:0] = textwrap.wrap(ids, width, initial_indent=f"{MARK[HOLDS]:<13} ", subsequent_indent=" " * 14)
@@ -109,20 +117,43 @@ def _figure_png(verdicts: Sequence[Verdict]) -> bytes | None:
     return buf.getvalue()
 
 
-def markdown(title: str, header: list[str], verdicts: Sequence[Verdict], needs: Sequence[Need],
-             missing: dict[str, str], timing: Sequence[Timing] = ()) -> str:  # fmt: skip
-    out = [f"# {title}", "", *header, "", "## Verdicts", "", "| " + " | ".join(COLUMNS) + " |",
-           "|" + "---|" * len(COLUMNS)]  # fmt: skip
+def markdown(
+    title: str,
+    header: list[str],
+    verdicts: Sequence[Verdict],
+    needs: Sequence[Need],
+    missing: dict[str, str],
+    timing: Sequence[Timing] = (),
+) -> str:
+    out = [
+        f"# {title}",
+        "",
+        *header,
+        "",
+        "## Verdicts",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+    ]
     out += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(verdicts)]
-    out += ["", "Intervals are over independent repetitions, each the ratio of the two sides' run means in the same "
-            "repetition (paired by the interleaved plan; t or BCa on log ratios); none below 5 repetitions. A/A: "
-            "the same variant run twice under two names, the noise floor of this machine. Device-dependent claims "
-            "are judged by their direction only.", "", "## Runs", "",
-            "| Run | Variants | Steps | Time here | Bundles |", "|---|---|---:|---|---|"]  # fmt: skip
+    out += [
+        "",
+        "Intervals are over independent repetitions, each the ratio of the two sides' run means in the same "
+        "repetition (paired by the interleaved plan; t or BCa on log ratios); none below 5 repetitions. A/A: "
+        "the same variant run twice under two names, the noise floor of this machine. Device-dependent claims "
+        "are judged by their direction only.",
+        "",
+        "## Runs",
+        "",
+        "| Run | Variants | Steps | Time here | Bundles |",
+        "|---|---|---:|---|---|",
+    ]
     for n in needs:
         t = f"{n.seconds / 60:.1f} min ({n.estimate_from})" if n.seconds is not None else n.estimate_from or "-"
-        out.append(f"| {n.key} | {', '.join(n.variants)} | {n.steps} | {t} | "
-                   f"{', '.join(p.name for p in n.bundles) or 'none'} |")  # fmt: skip
+        out.append(
+            f"| {n.key} | {', '.join(n.variants)} | {n.steps} | {t} | "
+            f"{', '.join(p.name for p in n.bundles) or 'none'} |"
+        )
     if timing:
         out += [
             "",
@@ -131,27 +162,45 @@ def markdown(title: str, header: list[str], verdicts: Sequence[Verdict], needs: 
             "| Run | Estimated | Took |",
             "|---|---:|---:|",
         ]
-        out += [f"| {key} | {f'{est / 60:.1f} min' if est else 'unknown'} | {took / 60:.1f} min |"
-                for key, est, took in timing]  # fmt: skip
+        out += [
+            f"| {key} | {f'{est / 60:.1f} min' if est else 'unknown'} | {took / 60:.1f} min |"
+            for key, est, took in timing
+        ]
     if missing:
         out += ["", "## What this machine cannot do", ""] + [f"- {k}: {v}" for k, v in missing.items()]
     out += ["", "## Deviations from the papers", ""] + [f"- {d}" for d in claims.deviations()]
     out += ["", "## Claims", ""]
     for v in verdicts:
         c = v.claim
-        out.append(f"- **{c.paper}:{c.id}** ({c.where}): {c.says}." + (f" Published: {c.source}." if c.source else "")
-                   + (f" Judged by direction only: {c.device_dependent}." if c.device_dependent else ""))  # fmt: skip
+        out.append(
+            f"- **{c.paper}:{c.id}** ({c.where}): {c.says}."
+            + (f" Published: {c.source}." if c.source else "")
+            + (f" Judged by direction only: {c.device_dependent}." if c.device_dependent else "")
+        )
     return "\n".join(out) + "\n"
 
 
-def write(out: Path, title: str, header: list[str], verdicts: Sequence[Verdict], needs: Sequence[Need],
-          missing: dict[str, str], timing: Sequence[Timing] = ()) -> tuple[Path, Path]:  # fmt: skip
+def write(
+    out: Path,
+    title: str,
+    header: list[str],
+    verdicts: Sequence[Verdict],
+    needs: Sequence[Need],
+    missing: dict[str, str],
+    timing: Sequence[Timing] = (),
+) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     md = markdown(title, header, verdicts, needs, missing, timing)
     (out / "REPORT.md").write_text(md)
     png = _figure_png(verdicts)
-    img = (f'<img alt="our intervals against the published values" src="data:image/png;base64,'
-           f'{base64.b64encode(png).decode()}">') if png else ""  # fmt: skip
+    img = (
+        (
+            f'<img alt="our intervals against the published values" src="data:image/png;base64,'
+            f'{base64.b64encode(png).decode()}">'
+        )
+        if png
+        else ""
+    )
     cells = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows(verdicts))
     head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
     page = f"""<!doctype html>

@@ -96,8 +96,9 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only
         )
         if not n.bundles and opts.reuse_only:  # judging what there is: another commit's bundle, said so
-            n.bundles = plan.of_newest_commit(plan.matching_bundles(n, opts.results_dir, None, here,
-                                                                    any_repetitions=True))  # fmt: skip
+            n.bundles = plan.of_newest_commit(
+                plan.matching_bundles(n, opts.results_dir, None, here, any_repetitions=True)
+            )
         plan.estimate(n, experiment.load(n.experiment), score, plan.measured_here(n, opts.results_dir, here))
 
     # the needs that bundles of another commit answer (--reuse-only, or a resumed reproduction's earlier runs)
@@ -148,15 +149,20 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         if n.bundles:
             exp = experiment.load(n.experiment)
             modules.write(modules.module(exp).tables(n.bundles, n.view), out / "tables" / n.key.replace("@", "-"))
-    header = [f"Level: {opts.level} ({plan.LEVELS[opts.level]} profiles)" +
-              (" - verdicts are indicative (small counts)" if opts.level == "kick-the-tires" else "") +
-              "".join(f"; {e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()),
-              f"Machine: {_device(here)}", f"pirex commit: {commit or 'unknown'}",
-              f"Confidence: {100 * opts.confidence:g} %" + (f", precision asked: ±{100 * opts.precision:g} %"
-                                                              if opts.precision else "")]  # fmt: skip
+    header = [
+        f"Level: {opts.level} ({plan.LEVELS[opts.level]} profiles)"
+        + (" - verdicts are indicative (small counts)" if opts.level == "kick-the-tires" else "")
+        + "".join(f"; {e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()),
+        f"Machine: {_device(here)}",
+        f"pirex commit: {commit or 'unknown'}",
+        f"Confidence: {100 * opts.confidence:g} %"
+        + (f", precision asked: ±{100 * opts.precision:g} %" if opts.precision else ""),
+    ]
     if elsewhere:
-        header.append("Bundles of another commit (this checkout's claims and analysis, that commit's measurements): "
-                      + ", ".join(f"{key} at {c}" for key, c in elsewhere.items()))  # fmt: skip
+        header.append(
+            "Bundles of another commit (this checkout's claims and analysis, that commit's measurements): "
+            + ", ".join(f"{key} at {c}" for key, c in elsewhere.items())
+        )
     title = "Reproduction of " + ", ".join(p.id for p in papers)
     durations = plan.measured_durations(needs, opts.results_dir, here, score)
     if durations:  # what an experiment.yaml's durations: block can take from this machine
@@ -192,9 +198,18 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
         return runner.resume(left[-1])
     overrides = {"repetitions": plan.repetitions(experiment.load(need.experiment), need.profile), **need.overrides}
     variants = None if need.view else ",".join(need.variants)
-    return runner.run(runner.Options(need.experiment, need.profile, variants, results_dir=opts.results_dir,
-                                     tag=opts.tag, overrides=overrides, matrix=need.view,
-                                     cases=tuple(need.cases) or None))  # fmt: skip
+    return runner.run(
+        runner.Options(
+            need.experiment,
+            need.profile,
+            variants,
+            results_dir=opts.results_dir,
+            tag=opts.tag,
+            overrides=overrides,
+            matrix=need.view,
+            cases=tuple(need.cases) or None,
+        )
+    )
 
 
 def _device(record: dict) -> str:
@@ -209,8 +224,13 @@ def _save(out: Path, state: dict) -> None:
     tmp.replace(out / STATE)
 
 
-def judge_all(claims: list[claims_mod.Claim], needs: list[plan.Need], missing: dict[str, str], failed: dict[str, str],
-              opts: Options) -> list[Verdict]:  # fmt: skip
+def judge_all(
+    claims: list[claims_mod.Claim],
+    needs: list[plan.Need],
+    missing: dict[str, str],
+    failed: dict[str, str],
+    opts: Options,
+) -> list[Verdict]:
     by_claim = {cid: n for n in needs for cid in n.claims}
     values_cache: dict[str, list] = {}
     out = []
@@ -251,8 +271,9 @@ def _plan_text(papers, claims, needs, missing, opts: Options, elsewhere: dict[st
             t = "time unknown (no measured duration)"
         runs = f"cases {','.join(n.cases)}" if n.cases else f"variants {','.join(n.variants)}"
         mem, disk, k = exp.needs.get("memory_mb", 0), exp.needs.get("disk_mb", 0), len(n.claims)
-        lines.append(f"  {n.key:<28} {runs}: {n.steps} steps, {t}; {mem} MB memory, {disk} MB disk; "
-                     f"{k} claim{'s' * (k > 1)}")  # fmt: skip
+        lines.append(
+            f"  {n.key:<28} {runs}: {n.steps} steps, {t}; {mem} MB memory, {disk} MB disk; {k} claim{'s' * (k > 1)}"
+        )
     blocked = {}
     for c in claims:
         if why := plan.blocked(c, missing):
@@ -263,6 +284,8 @@ def _plan_text(papers, claims, needs, missing, opts: Options, elsewhere: dict[st
     if opts.reuse_only:
         lines.append("  total to run: nothing (--reuse-only: judging the bundles there are)")
     else:
-        lines.append(f"  total to run: about {total / 60:.0f} min" +
-                     (f" and {unknown} run{'s' * (unknown > 1)} of unknown duration" if unknown else ""))  # fmt: skip
+        lines.append(
+            f"  total to run: about {total / 60:.0f} min"
+            + (f" and {unknown} run{'s' * (unknown > 1)} of unknown duration" if unknown else "")
+        )
     return "\n".join(lines)

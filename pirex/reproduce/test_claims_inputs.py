@@ -60,8 +60,10 @@ def test_a_claims_file_of_any_bytes_is_one_pirex_error_or_loads(raw, tmp_path):
 
 
 @SETTINGS
-@given(name=st.sampled_from(["repetitions", "forks", "time", "benchmarks", "sink_port", "nope", ""]),
-       value=st.text(max_size=12))  # fmt: skip
+@given(
+    name=st.sampled_from(["repetitions", "forks", "time", "benchmarks", "sink_port", "nope", ""]),
+    value=st.text(max_size=12),
+)
 def test_any_set_value_is_typed_or_one_pirex_error(name, value):
     exp = experiment.load("jmh")
     try:

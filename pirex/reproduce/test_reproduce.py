@@ -57,8 +57,13 @@ def test_every_claims_file_loads_and_its_values_come_from_the_published_tables()
     assert by_id["t1-b3-not-inlined"].direction == "less"  # device-dependent: judged by its sign
     icpe18 = claims.load("icpe18")
     tables = {c.where.split(",")[0] for c in icpe18.claims}
-    assert {"Table 1", "Table 2", "Table 3", "Table 4 and section 4.4 (SPECjEnterprise 2010 on the Pi pair)",
-            "Table 5"} <= tables  # fmt: skip
+    assert {
+        "Table 1",
+        "Table 2",
+        "Table 3",
+        "Table 4 and section 4.4 (SPECjEnterprise 2010 on the Pi pair)",
+        "Table 5",
+    } <= tables
 
 
 def _claim_of(doc: dict, claim_id: str) -> dict:
@@ -103,9 +108,21 @@ def test_a_bad_claim_is_a_load_error_naming_file_and_key(tmp_path, change, messa
 
 
 def _claim(rule="contains", published=1.0, direction=None, tolerance=0.0):
-    return claims.Claim("p", "c", "Table 1", "x", "jmh", None, ("native", "docker"),
-                        claims.Side(("B1",), "docker"), claims.Side(("B1",), "native"), published, direction, rule,
-                        tolerance)  # fmt: skip
+    return claims.Claim(
+        "p",
+        "c",
+        "Table 1",
+        "x",
+        "jmh",
+        None,
+        ("native", "docker"),
+        claims.Side(("B1",), "docker"),
+        claims.Side(("B1",), "native"),
+        published,
+        direction,
+        rule,
+        tolerance,
+    )
 
 
 def _values(ratio: float, n: int, sd: float = 0.002, seed: int = 1, aa: bool = False) -> list[RunValue]:
@@ -147,8 +164,10 @@ def test_the_summary_keeps_its_limit_with_many_claims():
 
     o = ours(_claim(published=0.998), _values(1.0, 12), 0.95)
     held = [Verdict(replace(_claim(), id=f"holds-{i}"), HOLDS, "ok", o) for i in range(24)]
-    odd = [Verdict(replace(_claim(), id="odd"), DIFFERS, "no", o), Verdict(replace(_claim(), id="wide"), INCONCLUSIVE,
-                                                                           "wide", o)]  # fmt: skip
+    odd = [
+        Verdict(replace(_claim(), id="odd"), DIFFERS, "no", o),
+        Verdict(replace(_claim(), id="wide"), INCONCLUSIVE, "wide", o),
+    ]
     away = [Verdict(replace(_claim(), id=f"away-{i}"), NOT_RUN, f"needs thing {i}") for i in range(5)]
     few = report.summary(held[:3] + odd, Path("R.md"))
     assert len(few.splitlines()) == 3 + 2 + 2 and "p:holds-0" in few  # room: a line per claim
@@ -166,16 +185,22 @@ def _record(cpuinfo: str, arch: str) -> dict:
     from pirex import machine
 
     info = machine.parse_cpuinfo((Path(machine.__file__).parent / "testdata" / "machine" / cpuinfo).read_text())
-    return {"hostname": "h", "architecture": {"uname_machine": arch},
-            "cpu": {"model": info["model"], "cores": info["cores"]},
-            "pi": {"model": info["board_model"]} if info["board_model"] else None}  # fmt: skip
+    return {
+        "hostname": "h",
+        "architecture": {"uname_machine": arch},
+        "cpu": {"model": info["model"], "cores": info["cores"]},
+        "pi": {"model": info["board_model"]} if info["board_model"] else None,
+    }
 
 
-@pytest.mark.parametrize(("cpuinfo", "arch", "score", "device"), [
-    ("x86-server.cpuinfo", "x86_64", 4e7, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz, 2 cores, x86_64"),
-    ("pi4-arm64.cpuinfo", "aarch64", 1e7, "Raspberry Pi 4 Model B Rev 1.4, 4 cores, aarch64"),
-    ("pi3-raspbian32.cpuinfo", "armv7l", 4e6, "Raspberry Pi 3 Model B Rev 1.2, 4 cores, armv7l"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("cpuinfo", "arch", "score", "device"),
+    [
+        ("x86-server.cpuinfo", "x86_64", 4e7, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz, 2 cores, x86_64"),
+        ("pi4-arm64.cpuinfo", "aarch64", 1e7, "Raspberry Pi 4 Model B Rev 1.4, 4 cores, aarch64"),
+        ("pi3-raspbian32.cpuinfo", "armv7l", 4e6, "Raspberry Pi 3 Model B Rev 1.2, 4 cores, armv7l"),
+    ],
+)
 def test_estimates_scale_with_the_machines_speed_but_timed_iterations_do_not(cpuinfo, arch, score, device):
     from pirex import experiment
 
@@ -239,13 +264,17 @@ def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
     from pirex.errors import PirexError
 
     src = (experiment.EXPERIMENTS / "fork" / "experiment.yaml").read_text()
-    bad_blocks = [("{quick: 3}", "durations.score"), ("{score: 1e7, quick: {step: 3, fixed: 9}}", "fixed"),
-                  ("{score: 1e7, nightly: 3}", "durations.nightly"), ("{score: 1e7, quick: -1}", "quick"),
-                  ("{score: 1e7, quick: {step: 3, machine: a Pi}}", "quick.score"),
-                  ("{quick: {step: 3, machine: a Pi, score: 0}}", "quick.score"),
-                  ("{score: 1e7, quick: {step: 3, run: -1}}", "quick.run"),
-                  ("{score: 1e7, nomatrix@quick: 3}", "durations.nomatrix@quick"),
-                  ("{score: 1e7, fluctuation@nightly: 3}", "durations.fluctuation@nightly")]  # fmt: skip
+    bad_blocks = [
+        ("{quick: 3}", "durations.score"),
+        ("{score: 1e7, quick: {step: 3, fixed: 9}}", "fixed"),
+        ("{score: 1e7, nightly: 3}", "durations.nightly"),
+        ("{score: 1e7, quick: -1}", "quick"),
+        ("{score: 1e7, quick: {step: 3, machine: a Pi}}", "quick.score"),
+        ("{quick: {step: 3, machine: a Pi, score: 0}}", "quick.score"),
+        ("{score: 1e7, quick: {step: 3, run: -1}}", "quick.run"),
+        ("{score: 1e7, nomatrix@quick: 3}", "durations.nomatrix@quick"),
+        ("{score: 1e7, fluctuation@nightly: 3}", "durations.fluctuation@nightly"),
+    ]
     for i, (bad, key) in enumerate(bad_blocks):
         d = tmp_path / str(i)
         d.mkdir()
@@ -299,19 +328,43 @@ def _jmh_bundle(results, reps: int, commit: str | None = None):
     from pirex import experiment
 
     params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps, "sink_port": 40123}
-    b = Bundle.create(results, "jmh", "quick", params, ["native", "docker"], steps, {},
-                      {"version": "t", "commit": commit or git_version()[1]})  # fmt: skip
+    b = Bundle.create(
+        results,
+        "jmh",
+        "quick",
+        params,
+        ["native", "docker"],
+        steps,
+        {},
+        {"version": "t", "commit": commit or git_version()[1]},
+    )
     b.write_machine(before=record, after=record)
     rng = np.random.default_rng(3)
     for v, r in steps:
         base = 1e7 * (1 + 0.01 * r) * (0.998 if v == "docker" else 1)  # the paper's B1 docker/native
         with b.step(v, r) as d:
-            raw = {name: [[base * f * (1 + rng.normal(0, 0.001)) for _ in range(3)]]
-                   for name, f in (("b1_default", 1.0), ("b2_inline", 1.0), ("b3_dontInline", 0.5),
-                                   ("b4_exclude", 0.05), ("b5_fileWrite", 0.1), ("b6_tcpSend", 0.02))}  # fmt: skip
-            (d / "jmh.json").write_text(json.dumps([
-                {"benchmark": f"io.github.pirexbench.jmh.X.{n}", "primaryMetric": {"rawData": x, "scoreUnit": "ops/s"}}
-                for n, x in raw.items()]))  # fmt: skip
+            raw = {
+                name: [[base * f * (1 + rng.normal(0, 0.001)) for _ in range(3)]]
+                for name, f in (
+                    ("b1_default", 1.0),
+                    ("b2_inline", 1.0),
+                    ("b3_dontInline", 0.5),
+                    ("b4_exclude", 0.05),
+                    ("b5_fileWrite", 0.1),
+                    ("b6_tcpSend", 0.02),
+                )
+            }
+            (d / "jmh.json").write_text(
+                json.dumps(
+                    [
+                        {
+                            "benchmark": f"io.github.pirexbench.jmh.X.{n}",
+                            "primaryMetric": {"rawData": x, "scoreUnit": "ops/s"},
+                        }
+                        for n, x in raw.items()
+                    ]
+                )
+            )
             (d / "step.json").write_text(json.dumps({"seconds": 20.0}))
     b.finish()
     return b.path
@@ -348,16 +401,21 @@ def test_a_resumed_reproduction_does_not_rerun_what_finished(tmp_path):
     first = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
     assert "jmh@quick" not in ran and ran  # the jmh bundle of this commit and machine is reused
     ran.clear()
-    again = reproduction.reproduce(reproduction.Options([], results_dir=results, resume=first), run_one,
-                                   echo=lambda *_: None)  # fmt: skip
+    again = reproduction.reproduce(
+        reproduction.Options([], results_dir=results, resume=first), run_one, echo=lambda *_: None
+    )
     assert again == first and "jmh@quick" not in ran
 
 
 def test_set_changes_one_experiments_runs_and_a_bundle_of_other_parameters_is_not_reused(tmp_path):
     sets = reproduction.parse_sets(["jmh.iterations=2", "jmh.time=100ms", "moobench.calls=500"])
     assert sets == {"jmh": {"iterations": 2, "time": "100ms"}, "moobench": {"calls": 500}}
-    for bad, says in [("iterations=2", "EXPERIMENT.NAME=VALUE"), ("jmh.iterations=-1", "iterations"),
-                      ("jmh.frobnicate=1", "frobnicate"), ("nosuch.x=1", "no experiment")]:  # fmt: skip
+    for bad, says in [
+        ("iterations=2", "EXPERIMENT.NAME=VALUE"),
+        ("jmh.iterations=-1", "iterations"),
+        ("jmh.frobnicate=1", "frobnicate"),
+        ("nosuch.x=1", "no experiment"),
+    ]:
         with pytest.raises(PirexError, match=says):
             reproduction.parse_sets([bad])
     results = tmp_path / "results"
@@ -376,11 +434,24 @@ def test_a_views_claims_run_only_the_cases_they_compare():
 
     every = claims.load("icpe18").claims
     (view,) = [n for n in plan.needs(every, "full") if n.view == "fluctuation"]
-    assert set(view.cases) == {"base", "parallel-gc", "time-only", "ram-drive", "one-core", "two-cores", "max-clock",
-                               "min-clock", "no-swap", "depth-1"}  # fmt: skip
+    assert set(view.cases) == {
+        "base",
+        "parallel-gc",
+        "time-only",
+        "ram-drive",
+        "one-core",
+        "two-cores",
+        "max-clock",
+        "min-clock",
+        "no-swap",
+        "depth-1",
+    }
     missing = {"cpufreq": "no cpufreq", "swap": "no swap", "spass-meter": "bring it"}  # a VM without SPASS-meter
-    (view,) = [n for n in plan.needs([c for c in every if not plan.blocked(c, missing)], "full", missing=missing)
-               if n.view == "fluctuation"]  # fmt: skip
+    (view,) = [
+        n
+        for n in plan.needs([c for c in every if not plan.blocked(c, missing)], "full", missing=missing)
+        if n.view == "fluctuation"
+    ]
     assert set(view.cases) == {"base", "parallel-gc", "ram-drive", "one-core", "two-cores", "depth-1"}
     matrix = experiment.load("moobench").matrices["fluctuation"]
     assert runner._chosen_cases(matrix, ("base", "depth-1")) == {"base", "depth-1"}
@@ -409,8 +480,9 @@ def test_reuse_only_judges_bundles_with_fewer_repetitions_than_a_run_would_make(
     (need,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires") if n.experiment == "jmh"]
     assert plan.matching_bundles(need, results, git_version()[1], here) == []  # a reproduction runs 5
     assert len(plan.matching_bundles(need, results, git_version()[1], here, any_repetitions=True)) == 1
-    out = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None,
-                                 echo=lambda *_: None)  # fmt: skip
+    out = reproduction.reproduce(
+        reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None, echo=lambda *_: None
+    )
     verdict = json.loads((out / "state.json").read_text())["verdicts"]["icpe18:t1-b1-docker"]
     assert verdict == INCONCLUSIVE  # judged on what there is: too few repetitions for an interval
 
@@ -427,8 +499,9 @@ def test_reuse_only_judges_another_commits_bundle_and_says_so_but_a_run_does_not
     reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
     assert "jmh@quick" in ran  # a run measures with this commit
     said = []
-    out = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None,
-                                 echo=said.append)  # fmt: skip
+    out = reproduction.reproduce(
+        reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None, echo=said.append
+    )
     assert "jmh@quick" in said[0] and "bundle(s) of commit 000000000000, this machine" in said[0]
     report = (out / "REPORT.md").read_text()
     assert "Bundles of another commit" in report and "jmh@quick at 000000000000" in report and older.name in report
@@ -457,8 +530,9 @@ def test_a_resumed_reproduction_keeps_its_bundles_from_an_earlier_commit(tmp_pat
         raise PirexError("the session ended")
 
     sets = {"moobench": {"calls": 500}}
-    first = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results, sets=sets, aa=True), run_one,
-                                   echo=lambda *_: None)  # fmt: skip
+    first = reproduction.reproduce(
+        reproduction.Options(["icpe18"], results_dir=results, sets=sets, aa=True), run_one, echo=lambda *_: None
+    )
     assert "jmh@quick" in ran
     monkeypatch.setattr(reproduction, "git_version", lambda: ("v2", "a-later-commit"))  # the next session's code
     ran.clear()

@@ -83,24 +83,40 @@ def judge(claim: Claim, o: Ours, precision: float | None, indicative: bool) -> V
             return Verdict(claim, HOLDS, "the interval lies on the paper's side of 1", o, indicative)
         if (claim.direction == "greater" and hi < 1) or (claim.direction == "less" and lo > 1):
             return Verdict(claim, DIFFERS, "the interval lies on the other side of 1", o, indicative)
-        return Verdict(claim, INCONCLUSIVE, f"the interval contains 1 ({_more(o, abs(i.value - 1) / 2)})", o,
-                       indicative)  # fmt: skip
+        return Verdict(
+            claim, INCONCLUSIVE, f"the interval contains 1 ({_more(o, abs(i.value - 1) / 2)})", o, indicative
+        )
     p = claim.published
     band = (p, p) if claim.rule == "contains" else (p * (1 - claim.tolerance), p * (1 + claim.tolerance))
     need = precision or claim.tolerance or (CONTAINS_PRECISION if claim.rule == "contains" else None)
     if hi < band[0] or lo > band[1]:
-        return Verdict(claim, DIFFERS, "the interval excludes the paper's value" if claim.rule == "contains"
-                       else f"the interval lies outside the paper's value ±{100 * claim.tolerance:g} %", o,
-                       indicative)  # fmt: skip
+        return Verdict(
+            claim,
+            DIFFERS,
+            "the interval excludes the paper's value"
+            if claim.rule == "contains"
+            else f"the interval lies outside the paper's value ±{100 * claim.tolerance:g} %",
+            o,
+            indicative,
+        )
     inside = band[0] <= lo and hi <= band[1] if claim.rule == "within" else lo <= p <= hi
     wide = need is not None and i.relative_half_width > need
     if inside and not wide:
-        how = ("contains the paper's value" if claim.rule == "contains"
-               else f"lies within ±{100 * claim.tolerance:g} % of the paper's value")  # fmt: skip
+        how = (
+            "contains the paper's value"
+            if claim.rule == "contains"
+            else f"lies within ±{100 * claim.tolerance:g} % of the paper's value"
+        )
         return Verdict(claim, HOLDS, f"the interval {how}", o, indicative)
     target = need or claim.tolerance or 0.01
-    return Verdict(claim, INCONCLUSIVE, f"the interval ±{100 * i.relative_half_width:.1f} % is wider than the "
-                   f"±{100 * target:g} % needed ({_more(o, target)})", o, indicative)  # fmt: skip
+    return Verdict(
+        claim,
+        INCONCLUSIVE,
+        f"the interval ±{100 * i.relative_half_width:.1f} % is wider than the "
+        f"±{100 * target:g} % needed ({_more(o, target)})",
+        o,
+        indicative,
+    )
 
 
 def _more(o: Ours, target: float) -> str:

@@ -34,8 +34,10 @@ def deployment_of(experiment_id: str) -> tuple[experiment.Experiment, experiment
     exp = experiment.load(experiment_id)
     if exp.deployment is None or not exp.deployment.compose:
         offered = [e for e in experiment.available() if (d := experiment.load(e).deployment) and d.compose]
-        raise PirexError(f"{exp.id} declares no deployment with compose files (experiment.yaml: deployment.compose); "
-                         f"experiments that do: {', '.join(offered) or 'none'}")  # fmt: skip
+        raise PirexError(
+            f"{exp.id} declares no deployment with compose files (experiment.yaml: deployment.compose); "
+            f"experiments that do: {', '.join(offered) or 'none'}"
+        )
     return exp, exp.deployment
 
 
@@ -51,8 +53,14 @@ def one_host_file(experiment_id: str) -> Path:
     return REPO / dep.compose["one_host"]
 
 
-def run(experiment_id: str, tag: str, results_dir: Path, profile: str = "quick", sets: tuple[str, ...] = (),
-        timeout: float | None = None) -> Path:  # fmt: skip
+def run(
+    experiment_id: str,
+    tag: str,
+    results_dir: Path,
+    profile: str = "quick",
+    sets: tuple[str, ...] = (),
+    timeout: float | None = None,
+) -> Path:
     exp, _ = deployment_of(experiment_id)
     numbers = settings.of(exp, profile, sets)  # checked before anything starts
     file = one_host_file(experiment_id)
@@ -66,20 +74,34 @@ def run(experiment_id: str, tag: str, results_dir: Path, profile: str = "quick",
     out.mkdir(parents=True)
     out.chmod(0o777)  # the driver runs as the image's user
     (out / "machine.json").write_text(json.dumps({"before": machine.record(out)}, indent=2) + "\n")
-    env = {**numbers, "PIREX_TAG": tag, "PIREX_IMAGES": f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
-           "RESULTS_DIR": str(out.resolve())}  # fmt: skip
-    (out / "compose.json").write_text(json.dumps({
-        "compose_file": str(file.relative_to(REPO)), "compose_file_sha256": sha256(file),
-        "images": refs, "environment": masked(env), "profile": profile,
-        "deployment": "docker (one host, compose network)",
-    }, indent=2) + "\n")  # fmt: skip
+    env = {
+        **numbers,
+        "PIREX_TAG": tag,
+        "PIREX_IMAGES": f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
+        "RESULTS_DIR": str(out.resolve()),
+    }
+    (out / "compose.json").write_text(
+        json.dumps(
+            {
+                "compose_file": str(file.relative_to(REPO)),
+                "compose_file_sha256": sha256(file),
+                "images": refs,
+                "environment": masked(env),
+                "profile": profile,
+                "deployment": "docker (one host, compose network)",
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     project = f"pirex-{exp.id}-{stamp.lower()}"
     base = ["docker", "compose", "-p", project, "-f", str(file)]
     with leftovers.Owner(project, out):  # a kill leaves the project up: recorded, for doctor --reap
         leftovers.note("compose", project=project)
         try:
-            r = proc.run([*base, "up", "--exit-code-from", DRIVER], timeout=timeout or _timeout(profile),
-                         check=False, env=env)  # fmt: skip
+            r = proc.run(
+                [*base, "up", "--exit-code-from", DRIVER], timeout=timeout or _timeout(profile), check=False, env=env
+            )
             (out / "compose.log").write_text(r.stdout + r.stderr)
         finally:
             proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, check=False, env=env)
@@ -178,11 +200,21 @@ def role(experiment_id: str, name: str, env_file: Path, down: bool = False, time
     if name == DRIVER:
         record["after"] = machine.record(out)
         (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (out / f"compose-{name}.json").write_text(json.dumps({
-        "role": name, "compose_file": str(file.relative_to(REPO)), "compose_file_sha256": sha256(file),
-        "environment": masked(full), "images": used,
-        "command": args, "exit_code": r.returncode,
-    }, indent=2) + "\n")  # fmt: skip
+    (out / f"compose-{name}.json").write_text(
+        json.dumps(
+            {
+                "role": name,
+                "compose_file": str(file.relative_to(REPO)),
+                "compose_file_sha256": sha256(file),
+                "environment": masked(full),
+                "images": used,
+                "command": args,
+                "exit_code": r.returncode,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     (out / f"compose-{name}.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
@@ -199,5 +231,7 @@ def _images_of(base: list[str], env: dict[str, str]) -> dict[str, dict]:
     for c in proc.run([*base, "ps", "-a", "-q"], timeout=60, check=False, env=env).stdout.split():
         info = json.loads(proc.run(["docker", "inspect", c], timeout=60).stdout)[0]
         images[info["Config"]["Labels"].get("com.docker.compose.service", c)] = {
-            "reference": info["Config"]["Image"], "image_id": info["Image"]}  # fmt: skip
+            "reference": info["Config"]["Image"],
+            "image_id": info["Image"],
+        }
     return images

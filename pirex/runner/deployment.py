@@ -83,8 +83,15 @@ class Servers:
     """What the steps of one run share: the images, a Docker network, the roles' data directories
     filled once by the setup. Entered once per run (and again on --resume)."""
 
-    def __init__(self, dep: Deployment, images: dict[str, dict], params: dict, bundle: Bundle,
-                 workdir: Path, by_name: dict[str, variants.Variant]):  # fmt: skip
+    def __init__(
+        self,
+        dep: Deployment,
+        images: dict[str, dict],
+        params: dict,
+        bundle: Bundle,
+        workdir: Path,
+        by_name: dict[str, variants.Variant],
+    ):
         self.dep, self.images, self.params, self.bundle = dep, images, params, bundle
         self.workdir, self.by_name = workdir, by_name
         self.prefix = f"pirex-{bundle.run_id}"
@@ -131,23 +138,45 @@ class Servers:
             values = {**self.params, **where, "port": 0}
             argv = render(setup.command, values)
             started = time.monotonic()
-            r = self._run_to_end(v, self.images[runs_in.image], argv, environment(runs_in, values),
-                                 f"{self.prefix}-setup", setup.timeout_s)  # fmt: skip
+            r = self._run_to_end(
+                v,
+                self.images[runs_in.image],
+                argv,
+                environment(runs_in, values),
+                f"{self.prefix}-setup",
+                setup.timeout_s,
+            )
             seconds = time.monotonic() - started
         result = setup_result(r, out / "setup.log", setup)
-        loads.append({"variant": v.name, "data_dir": "on the host disk beside the bundle, removed after the run",
-                      "shared_by": list(self.bundle.manifest["variants"]), "wall_seconds": round(seconds, 3),
-                      **result})  # fmt: skip
+        loads.append(
+            {
+                "variant": v.name,
+                "data_dir": "on the host disk beside the bundle, removed after the run",
+                "shared_by": list(self.bundle.manifest["variants"]),
+                "wall_seconds": round(seconds, 3),
+                **result,
+            }
+        )
         record.write_text(json.dumps({"loads": loads}, indent=2) + "\n")
         said = ", ".join(f"{k} {v}" for k, v in result.items())
         print(f"{setup.what}: {said or 'done'} in {seconds:.1f} s (once per run, shared by every variant)", flush=True)
 
-    def _run_to_end(self, v: variants.Variant, image: dict, argv: list[str], env: dict, name: str,
-                    timeout: float) -> proc.Result:  # fmt: skip
+    def _run_to_end(
+        self, v: variants.Variant, image: dict, argv: list[str], env: dict, name: str, timeout: float
+    ) -> proc.Result:
         if v.is_native:
             return run_native(image["reference"], argv, env, timeout)
-        cmd = ["docker", "run", "--rm", "--name", name, *leftovers.docker_args(), "--platform", image["platform"],
-               *self._network_args(v)]  # fmt: skip
+        cmd = [
+            "docker",
+            "run",
+            "--rm",
+            "--name",
+            name,
+            *leftovers.docker_args(),
+            "--platform",
+            image["platform"],
+            *self._network_args(v),
+        ]
         leftovers.note("container", name=name)
         for k, val in env.items():
             cmd += ["-e", f"{k}={val}"]
@@ -193,19 +222,42 @@ class Servers:
                 urls[f"{r.name}_url"] = url
             yield {**where, **urls}
 
-    def _start(self, stack: ExitStack, role: Role, v: variants.Variant, values: dict, out: Path,
-               binds: dict[Path, str], how: dict, publish: tuple[int, int] | None = None) -> Started:  # fmt: skip
+    def _start(
+        self,
+        stack: ExitStack,
+        role: Role,
+        v: variants.Variant,
+        values: dict,
+        out: Path,
+        binds: dict[Path, str],
+        how: dict,
+        publish: tuple[int, int] | None = None,
+    ) -> Started:
         name, image = role.name, self.images[role.image]
         argv = render(role.command, values)
         env = environment(role, values)
         log_path = out / f"{name}.log"
         if v.is_native:
-            how[name] = {"runs": "chroot into the image's exported files", "argv": argv, "image": image["reference"],
-                         "listens": f"{LOOPBACK}:{values['port']}"}  # fmt: skip
+            how[name] = {
+                "runs": "chroot into the image's exported files",
+                "argv": argv,
+                "image": image["reference"],
+                "listens": f"{LOOPBACK}:{values['port']}",
+            }
             return start_native(stack, name, image["reference"], argv, env, binds, log_path)
         container = f"{self.prefix}-{name}"
-        cmd = ["docker", "run", "-d", "--name", container, *leftovers.docker_args(), "--platform", image["platform"],
-               *v.docker_args, *self._network_args(v)]  # fmt: skip
+        cmd = [
+            "docker",
+            "run",
+            "-d",
+            "--name",
+            container,
+            *leftovers.docker_args(),
+            "--platform",
+            image["platform"],
+            *v.docker_args,
+            *self._network_args(v),
+        ]
         if not v.host_network:
             cmd += ["--network-alias", name]
         if publish:
@@ -218,8 +270,12 @@ class Servers:
         leftovers.note("container", name=container)
         stack.callback(_stop_container, container, log_path)
         proc.run([*cmd, image["reference"], *argv], timeout=300, what=f"starting the {name} container")
-        how[name] = {"runs": "docker run", "docker_args": [_masked(a) for a in cmd[2:]], "image": image["reference"],
-                     "argv": argv}  # fmt: skip
+        how[name] = {
+            "runs": "docker run",
+            "docker_args": [_masked(a) for a in cmd[2:]],
+            "image": image["reference"],
+            "argv": argv,
+        }
         return Started(name, log_path, container=container)
 
 
@@ -227,8 +283,12 @@ def run_native(reference: str, argv: list[str], env: dict[str, str], timeout: fl
     """A command run to its end chroot-ed into the image's exported files (its mounts undone after)."""
     root, config = native.rootfs(reference)
     with native.mounted(root, {}):
-        return proc.run(native.command(root, config, argv, env), timeout=timeout, check=False,
-                        started=lambda pid: leftovers.note_process(pid, f"native {argv[0]}"))  # fmt: skip
+        return proc.run(
+            native.command(root, config, argv, env),
+            timeout=timeout,
+            check=False,
+            started=lambda pid: leftovers.note_process(pid, f"native {argv[0]}"),
+        )
 
 
 def setup_result(r: proc.Result, log_path: Path, setup: Setup) -> dict[str, str]:
@@ -255,27 +315,53 @@ def prepare_data_dir(data: Path, db_image: str) -> None:
     try:
         os.chown(data, int(uid), int(gid or uid))
     except PermissionError:
-        raise PirexError(f"the database's data directory {data} must belong to the image's user {user}, "
-                         "and only root can give it away: run pirex as root (sudo)") from None  # fmt: skip
+        raise PirexError(
+            f"the database's data directory {data} must belong to the image's user {user}, "
+            "and only root can give it away: run pirex as root (sudo)"
+        ) from None
     data.chmod(0o700)
 
 
 def image_user(reference: str) -> str:
     """uid:gid the image runs as."""
-    r = proc.run(["docker", "run", "--rm", *leftovers.docker_args(), "--entrypoint", "sh", reference, "-c",
-                  'echo "$(id -u):$(id -g)"'], timeout=300)  # fmt: skip
+    r = proc.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            *leftovers.docker_args(),
+            "--entrypoint",
+            "sh",
+            reference,
+            "-c",
+            'echo "$(id -u):$(id -g)"',
+        ],
+        timeout=300,
+    )
     return r.stdout.strip()
 
 
-def start_native(stack: ExitStack, name: str, reference: str, argv: list[str], env: dict[str, str],
-                 binds: dict[Path, str], log_path: Path) -> Started:  # fmt: skip
+def start_native(
+    stack: ExitStack,
+    name: str,
+    reference: str,
+    argv: list[str],
+    env: dict[str, str],
+    binds: dict[Path, str],
+    log_path: Path,
+) -> Started:
     """A role's server chroot-ed into its image's exported files, in its own process group; stopped
     (SIGTERM, then SIGKILL after STOP_GRACE) and its mounts undone when the stack closes."""
     root, config = native.rootfs(reference)
     stack.enter_context(native.mounted(root, binds))
     logf = stack.enter_context(open(log_path, "wb"))
-    p = subprocess.Popen(native.command(root, config, argv, env), stdout=logf, stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    p = subprocess.Popen(
+        native.command(root, config, argv, env),
+        stdout=logf,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     stack.callback(proc.stop_group, p, STOP_GRACE)
     leftovers.note_process(p.pid, f"native {name}")
     return Started(name, log_path, popen=p)
@@ -297,8 +383,10 @@ def wait_line(s: Started, line: str, timeout: float = READY_TIMEOUT) -> None:
 def wait_health(s: Started, url: str, timeout: float = READY_TIMEOUT) -> None:
     last = wait_healthy(url, timeout, s.running)
     if last is not None:
-        raise PirexError(f"the {s.name} service did not report UP at {url} within {timeout:.0f} s "
-                         f"(last answer: {last}); its log ends:\n{_tail(s.logs())}")  # fmt: skip
+        raise PirexError(
+            f"the {s.name} service did not report UP at {url} within {timeout:.0f} s "
+            f"(last answer: {last}); its log ends:\n{_tail(s.logs())}"
+        )
 
 
 def wait_healthy(url: str, timeout: float, running=lambda: True) -> str | None:

@@ -43,8 +43,11 @@ def settle(bundle: Bundle, status: str) -> str | None:
     try:
         return bundle.finish(status)
     except (OSError, PirexError) as e:
-        log.warning("could not write the final manifest of %s (%s): it keeps the steps completed so far", bundle.path,
-                    getattr(e, "strerror", None) or e)  # fmt: skip
+        log.warning(
+            "could not write the final manifest of %s (%s): it keeps the steps completed so far",
+            bundle.path,
+            getattr(e, "strerror", None) or e,
+        )
         bundle.close()
         return None
 
@@ -55,14 +58,17 @@ def explained(e: BaseException, bundle: Bundle) -> BaseException:
     resume = f"then `pirex run --resume {bundle.path}` finishes the run"
     if isinstance(e, OSError) and e.errno in SPACE:
         where = e.filename or bundle.path
-        return PirexError(f"no space left on the file system of {where}: free some space (or move the results), "
-                          f"{resume}")  # fmt: skip
+        return PirexError(
+            f"no space left on the file system of {where}: free some space (or move the results), {resume}"
+        )
     if isinstance(e, OSError) and e.errno == errno.EROFS:
         return PirexError(f"{e.filename or bundle.path} is on a read-only file system: remount it writable, {resume}")
     if isinstance(e, CommandFailed) and any(s in e.result.stderr + e.result.stdout for s in DOCKER_DOWN):
         what = " ".join(e.result.args[:3])
-        return PirexError(f"the Docker daemon stopped answering during the run ({what}): start it again "
-                          f"(systemctl start docker), {resume}")  # fmt: skip
+        return PirexError(
+            f"the Docker daemon stopped answering during the run ({what}): start it again "
+            f"(systemctl start docker), {resume}"
+        )
     return e
 
 
@@ -75,8 +81,10 @@ def container_end(returncode: int, oom_killed: bool | None) -> str | None:
     if oom_killed:
         return "the kernel's OOM killer stopped the container (out of memory): give it more memory, then resume"
     if returncode == 137:
-        return ("the container was killed from outside the run (SIGKILL: `docker kill`, or the OOM killer of "
-                "another cgroup); resume the run to do this step again")  # fmt: skip
+        return (
+            "the container was killed from outside the run (SIGKILL: `docker kill`, or the OOM killer of "
+            "another cgroup); resume the run to do this step again"
+        )
     if returncode == 143:
         return "the container was stopped from outside the run (SIGTERM: `docker stop`); resume to do this step again"
     return None

@@ -113,14 +113,17 @@ def unavailable_reason(case: Case, cpu_root: Path = CPU, base: Case | None = Non
 SAME_AS_BASE = "same as its base here"  # the start of a note whose case changed nothing on this machine
 
 
-def notes(case: Case, cpu_root: Path = CPU, base: Case | None = None, swaps: Path = SWAPS,
-          cpus: set[int] | None = None) -> list[str]:  # fmt: skip
+def notes(
+    case: Case, cpu_root: Path = CPU, base: Case | None = None, swaps: Path = SWAPS, cpus: set[int] | None = None
+) -> list[str]:
     """What the bundle should know about how the case ran here."""
     out = []
     # said once, by the case that sets it (the root); the cases built on it inherit it
     if case.governor and base is None and (why := governor_problem(case.governor, cpu_root)):
-        out.append(f"the {case.governor} governor was not set ({why}); it ran with "
-                   f"{current_governor(cpu_root) or 'the clock the machine has'}")  # fmt: skip
+        out.append(
+            f"the {case.governor} governor was not set ({why}); it ran with "
+            f"{current_governor(cpu_root) or 'the clock the machine has'}"
+        )
     if _own_governor(case, base) and governor_in_effect(case, cpu_root) == governor_in_effect(base, cpu_root):
         out.append(f"{SAME_AS_BASE}: the {governor_in_effect(case, cpu_root)} governor is in effect for both")
     if case.swap == "off" and (base is None or base.swap != "off") and not active_swaps(swaps):

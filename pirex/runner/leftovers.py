@@ -78,8 +78,13 @@ class Owner:
     def __init__(self, run_id: str, bundle: Path | None = None):
         self.run_id, self.bundle = run_id, bundle
         self.state = runs_dir() / f"{run_id}.json"
-        self.doc = {"run_id": run_id, "pid": os.getpid(), "bundle": str(bundle.resolve()) if bundle else None,
-                    "host": lock.host_identity(), "resources": []}  # fmt: skip
+        self.doc = {
+            "run_id": run_id,
+            "pid": os.getpid(),
+            "bundle": str(bundle.resolve()) if bundle else None,
+            "host": lock.host_identity(),
+            "resources": [],
+        }
         self._fd: int | None = None
 
     def __enter__(self) -> Owner:
@@ -117,8 +122,12 @@ class Owner:
                     f.flush()
                     os.fsync(f.fileno())
             except OSError as e:  # a full disk must not stop the cleanup record: the host's file has it
-                log.warning("cannot append to %s (%s); the host's record %s has it", self.bundle / RESOURCES,
-                            e.strerror, self.state)  # fmt: skip
+                log.warning(
+                    "cannot append to %s (%s); the host's record %s has it",
+                    self.bundle / RESOURCES,
+                    e.strerror,
+                    self.state,
+                )
 
     def _save(self) -> None:
         data = json.dumps(self.doc).encode()
@@ -247,8 +256,9 @@ def _still_there(e: dict, ours: set[int] = frozenset()) -> list[Leftover]:
         if kind == "swap":
             off = [a for a in e["areas"] if a not in _active_swaps()]
             return [Leftover(rid, kind, f"swap areas off: {', '.join(off)}", e)] if off else []
-        if kind == "tracefs" and any(_read(str(Path(e["root"]) / k)) not in (None, v)
-                                     for k, v in (e.get("saved") or {}).items()):  # fmt: skip
+        if kind == "tracefs" and any(
+            _read(str(Path(e["root"]) / k)) not in (None, v) for k, v in (e.get("saved") or {}).items()
+        ):
             return [Leftover(rid, kind, f"ftrace settings under {e['root']}", e)]
     except (KeyError, TypeError, ValueError):
         log.warning("ignoring a damaged resource record: %s", e)
@@ -272,8 +282,11 @@ def _docker_exists(kind: str, name: str) -> bool:
 def _docker_labelled(live: dict, run_id: str | None) -> list[Leftover]:
     want = f"label={LABEL}" + (f"={run_id}" if run_id else "")
     out = []
-    for kind, cmd, fmt in (("container", ["ps", "-a"], "{{.Names}}"), ("network", ["network", "ls"], "{{.Name}}"),
-                           ("volume", ["volume", "ls"], "{{.Name}}")):  # fmt: skip
+    for kind, cmd, fmt in (
+        ("container", ["ps", "-a"], "{{.Names}}"),
+        ("network", ["network", "ls"], "{{.Name}}"),
+        ("volume", ["volume", "ls"], "{{.Name}}"),
+    ):
         r = _docker(*cmd, "--filter", want, "--format", fmt + ' {{.Label "' + LABEL + '"}}')
         for line in r.stdout.splitlines() if r and r.ok else []:
             name, _, rid = line.partition(" ")
@@ -303,8 +316,11 @@ def remove_stack(name: str, grace: float = STACK_GRACE) -> None:
 def _compose_objects(project: str) -> list[tuple[str, str]]:
     label = f"label=com.docker.compose.project={project}"
     out = []
-    for kind, cmd, fmt in (("container", ["ps", "-a"], "{{.ID}}"), ("network", ["network", "ls"], "{{.ID}}"),
-                           ("volume", ["volume", "ls"], "{{.Name}}")):  # fmt: skip
+    for kind, cmd, fmt in (
+        ("container", ["ps", "-a"], "{{.ID}}"),
+        ("network", ["network", "ls"], "{{.ID}}"),
+        ("volume", ["volume", "ls"], "{{.Name}}"),
+    ):
         r = _docker(*cmd, "--filter", label, "--format", fmt)
         out += [(kind, x) for x in (r.stdout.split() if r and r.ok else [])]
     return out
@@ -392,8 +408,12 @@ def _active_swaps() -> list[str]:
 def reap(found: list[Leftover]) -> list[str]:
     """Remove what find() found: processes first (they hold mounts), then containers, networks,
     volumes, mounts, settings. Returns what could not be removed."""
-    order = {k: i for i, k in enumerate(("process", "stack", "container", "compose", "network", "volume", "mount",
-                                          "tracefs", "setting", "swap"))}  # fmt: skip
+    order = {
+        k: i
+        for i, k in enumerate(
+            ("process", "stack", "container", "compose", "network", "volume", "mount", "tracefs", "setting", "swap")
+        )
+    }
     failed = []
     for left in sorted(found, key=lambda x: order.get(x.kind, 99)):
         try:
@@ -496,8 +516,11 @@ def reap_run(run_id: str, bundle: Path, say=print) -> list[Leftover]:
         say(f"  {left.kind} {left.what}")
     failed = reap(found)
     if failed:
-        raise PirexError("could not remove what the killed run left: " + "; ".join(failed)
-                              + " (remove them by hand, or see `pirex doctor`)")  # fmt: skip
+        raise PirexError(
+            "could not remove what the killed run left: "
+            + "; ".join(failed)
+            + " (remove them by hand, or see `pirex doctor`)"
+        )
     with contextlib.suppress(OSError):
         (runs_dir() / f"{run_id}.json").unlink()
     return found

@@ -89,8 +89,9 @@ def measuring(allow_concurrent: bool = False, directory: Path | None = None) -> 
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
-        raise PirexError(f"cannot take the one-run-per-host lock {path}: {e.strerror}; run pirex as root, "
-                         "or pass --allow-concurrent") from None  # fmt: skip
+        raise PirexError(
+            f"cannot take the one-run-per-host lock {path}: {e.strerror}; run pirex as root, or pass --allow-concurrent"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -98,8 +99,10 @@ def measuring(allow_concurrent: bool = False, directory: Path | None = None) -> 
         info = _read(path)
         who = f"run {info.get('run_id') or '(starting)'} (pid {info.get('pid', '?')}"
         who += f", bundle {info['bundle']})" if info.get("bundle") else ")"
-        raise PirexError(f"another measuring run is under way on this host: {who}; two runs at once measure each "
-                         "other: wait for it to end, or pass --allow-concurrent if you mean it") from None  # fmt: skip
+        raise PirexError(
+            f"another measuring run is under way on this host: {who}; two runs at once measure each "
+            "other: wait for it to end, or pass --allow-concurrent if you mean it"
+        ) from None
     _held.update(fd=fd, path=path, info={"pid": os.getpid()})
     try:
         describe()

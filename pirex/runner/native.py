@@ -45,8 +45,11 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
         root.mkdir(parents=True)
         cid = proc.run(["docker", "create", *leftovers.docker_args(), image_ref, "true"], timeout=120).stdout.strip()
         try:
-            proc.run(["bash", "-o", "pipefail", "-c", 'docker export "$0" | tar -x -C "$1" --numeric-owner', cid, root],
-                     timeout=900, what=f"exporting {image_ref}")  # fmt: skip
+            proc.run(
+                ["bash", "-o", "pipefail", "-c", 'docker export "$0" | tar -x -C "$1" --numeric-owner', cid, root],
+                timeout=900,
+                what=f"exporting {image_ref}",
+            )
         finally:
             proc.run(["docker", "rm", "-f", cid], timeout=120, check=False)
         (root / ".complete").write_text(info["Id"] + "\n")
@@ -62,9 +65,15 @@ def _prune(directory: Path, keep: Path) -> None:
     """Exports of older images go, so that a new commit's image does not add another ~300 MB each time; only
     this host's (hosts simulated in network namespaces share the disk, and one's export is not another's)."""
     mine = keep.name.partition(HOST_MARK)[2]
-    exports = sorted((p for p in directory.iterdir() if (p / ".complete").exists() and p != keep
-                      and p.name.partition(HOST_MARK)[2] in (mine, "")),  # "": from before exports were per host
-                     key=lambda p: (p / ".complete").stat().st_mtime, reverse=True)  # fmt: skip
+    exports = sorted(
+        (
+            p
+            for p in directory.iterdir()
+            if (p / ".complete").exists() and p != keep and p.name.partition(HOST_MARK)[2] in (mine, "")
+        ),  # "": from before exports were per host
+        key=lambda p: (p / ".complete").stat().st_mtime,
+        reverse=True,
+    )
     for old in exports[KEEP_EXPORTS - 1 :]:
         if _mounts_under(old):
             continue  # in use by another run
@@ -133,5 +142,16 @@ def command(root: Path, config: dict, argv: list[str], extra_env: dict[str, str]
     user = config.get("User") or "0:0"
     workdir = config.get("WorkingDir") or "/"
     env = [e for e in config.get("Env") or []] + [f"{k}={v}" for k, v in extra_env.items()]
-    return ["chroot", f"--userspec={user}", str(root), "/usr/bin/env", "-i", *env,
-            "/bin/sh", "-c", 'cd "$0" && exec "$@"', workdir, *argv]  # fmt: skip
+    return [
+        "chroot",
+        f"--userspec={user}",
+        str(root),
+        "/usr/bin/env",
+        "-i",
+        *env,
+        "/bin/sh",
+        "-c",
+        'cd "$0" && exec "$@"',
+        workdir,
+        *argv,
+    ]

@@ -67,8 +67,10 @@ def _image(env: dict[str, str], name: str) -> dict:
     ref = f"{env.get('PIREX_IMAGES', 'localhost:5000/pirex')}/{name}:{env['PIREX_TAG']}"
     r = proc.run(["docker", "image", "inspect", ref], timeout=60, check=False)
     if r.returncode != 0:
-        raise PirexError(f"{ref} is not in this host's Docker engine: `make build PLATFORMS=host && make load` "
-                         "(or `docker pull` a published tag) first")  # fmt: skip
+        raise PirexError(
+            f"{ref} is not in this host's Docker engine: `make build PLATFORMS=host && make load` "
+            "(or `docker pull` a published tag) first"
+        )
     info = json.loads(r.stdout)[0]
     return {"reference": ref, "image_id": info["Id"], "digests": info.get("RepoDigests") or []}
 
@@ -86,14 +88,31 @@ def start(experiment_id: str, role: str, env_file: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     files = _files(out, role)
     if files["pid"].exists() and _alive(int(files["pid"].read_text())):
-        raise PirexError(f"the native {role} role already runs here (pid {files['pid'].read_text().strip()}): "
-                         "stop it with --down first")  # fmt: skip
+        raise PirexError(
+            f"the native {role} role already runs here (pid {files['pid'].read_text().strip()}): "
+            "stop it with --down first"
+        )
     files["json"].unlink(missing_ok=True)
     with open(files["log"], "wb") as log:
-        p = subprocess.Popen([sys.executable, "-m", "pirex", "compose", exp.id, "--role", role, "--native",
-                              "--foreground", "--env-file", str(env_file.resolve())],
-                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             start_new_session=True)  # fmt: skip
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pirex",
+                "compose",
+                exp.id,
+                "--role",
+                role,
+                "--native",
+                "--foreground",
+                "--env-file",
+                str(env_file.resolve()),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     files["pid"].write_text(f"{p.pid}\n")
     deadline = time.monotonic() + timeout
     while True:
@@ -165,9 +184,14 @@ def serve(experiment_id: str, role: str, env_file: Path) -> None:
             raise SystemExit(128 + signum)
         stopping.set()
 
-    ran: dict = {"role": role, "variant": "native", "settings": str(env_file.resolve()),
-                 "environment": deployment.masked(env),
-                 "started": utcnow().isoformat(), "images": {}}  # fmt: skip
+    ran: dict = {
+        "role": role,
+        "variant": "native",
+        "settings": str(env_file.resolve()),
+        "environment": deployment.masked(env),
+        "started": utcnow().isoformat(),
+        "images": {},
+    }
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
     record = {"role": role, "variant": "native", "before": machine.record(out)}
@@ -187,8 +211,9 @@ def serve(experiment_id: str, role: str, env_file: Path) -> None:
     files["json"].write_text(json.dumps(ran, indent=2) + "\n")
 
 
-def _serve(stack: ExitStack, exp: experiment.Experiment, role: Role, env: dict, values: dict, out: Path,
-           ran: dict) -> None:  # fmt: skip
+def _serve(
+    stack: ExitStack, exp: experiment.Experiment, role: Role, env: dict, values: dict, out: Path, ran: dict
+) -> None:
     """The role's server on every address of the host (as the compose file publishes it), ready; then the
     deployment's setup when this is the last role it needs (e.g. the loader, once the database is up)."""
     dep: Deployment = exp.deployment
@@ -206,8 +231,9 @@ def _serve(stack: ExitStack, exp: experiment.Experiment, role: Role, env: dict, 
             deployment.prepare_data_dir(data, image["reference"])
         binds = {data: role.data}
     argv = experiment.render(role.command, role_values)
-    server = deployment.start_native(stack, role.name, image["reference"], argv, role_env, binds,
-                                     out / f"{role.name}.log")  # fmt: skip
+    server = deployment.start_native(
+        stack, role.name, image["reference"], argv, role_env, binds, out / f"{role.name}.log"
+    )
     ran["listens"] = f"*:{port}"
     ran["images"] = {role.name: image}
     ran["argv"] = argv
@@ -224,8 +250,12 @@ def _serve(stack: ExitStack, exp: experiment.Experiment, role: Role, env: dict, 
         setup_image = _image(env, runs_in.image)
         setup_values = {**values, f"{role.name}_host": deployment.LOOPBACK, f"{role.name}_port": port, "port": 0}
         started = time.monotonic()
-        r = deployment.run_native(setup_image["reference"], experiment.render(setup.command, setup_values),
-                                  deployment.environment(runs_in, setup_values), setup.timeout_s)  # fmt: skip
+        r = deployment.run_native(
+            setup_image["reference"],
+            experiment.render(setup.command, setup_values),
+            deployment.environment(runs_in, setup_values),
+            setup.timeout_s,
+        )
         result = deployment.setup_result(r, out / "setup.log", setup)
         ran["load"] = {
             "wall_seconds": round(time.monotonic() - started, 3),

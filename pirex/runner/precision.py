@@ -36,8 +36,10 @@ def _pair(variants: list[str]) -> tuple[str, str]:
 
 def _seconds_per_repetition(bundle: Path) -> float:
     m = json.loads((bundle / "manifest.json").read_text())
-    secs = [json.loads((bundle / s["variant"] / str(s["repetition"]) / "step.json").read_text())["seconds"]
-            for s in m["completed"]]  # fmt: skip
+    secs = [
+        json.loads((bundle / s["variant"] / str(s["repetition"]) / "step.json").read_text())["seconds"]
+        for s in m["completed"]
+    ]
     reps = len({s["repetition"] for s in m["completed"]}) or 1
     return sum(secs) / reps
 
@@ -62,8 +64,10 @@ def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
         if d.size >= 2 and math.isfinite(float(d.std(ddof=1))):
             plans.append(prec.plan(d, target.precision, target.level, per_rep, target.budget))
     if not plans:
-        raise PirexError(f"{pilot}: the pilot has fewer than 2 paired repetitions of {num} and {den}: "
-                         "nothing to plan from (run at least 2 repetitions)")  # fmt: skip
+        raise PirexError(
+            f"{pilot}: the pilot has fewer than 2 paired repetitions of {num} and {den}: "
+            "nothing to plan from (run at least 2 repetitions)"
+        )
     return max(plans, key=lambda p: p.n)
 
 
@@ -80,7 +84,9 @@ def two_stage(opts, run: Callable, echo: Callable[[str], None]) -> list[Path]:
         overrides = {**(opts.overrides or {}), "repetitions": extra}
         bundles.append(run(dataclasses.replace(opts, overrides=overrides, seed=None)))
     for metric, i in report(exp, bundles, target):
-        echo(f"  {metric}: {i.text(4)} {i.percent()} over {i.n} repetitions "
-             f"({'reached' if (i.relative_half_width or math.inf) <= target.precision else 'not reached'}: "
-             f"±{100 * target.precision:g} % asked)")  # fmt: skip
+        echo(
+            f"  {metric}: {i.text(4)} {i.percent()} over {i.n} repetitions "
+            f"({'reached' if (i.relative_half_width or math.inf) <= target.precision else 'not reached'}: "
+            f"±{100 * target.precision:g} % asked)"
+        )
     return bundles

@@ -72,15 +72,34 @@ def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
     with localregistry.local_registry():
         src = sources.resolve(name, tag, platform)
     info = json.loads(proc.run(["docker", "image", "inspect", src.reference], timeout=60).stdout)[0]
-    return {"name": name, "reference": src.reference, "digest": src.reference.split("@", 1)[1],
-            "image_id": info["Id"], "platform": str(platform), "env": info["Config"].get("Env") or [],
-            "origin": src.origin}  # fmt: skip
+    return {
+        "name": name,
+        "reference": src.reference,
+        "digest": src.reference.split("@", 1)[1],
+        "image_id": info["Id"],
+        "platform": str(platform),
+        "env": info["Config"].get("Env") or [],
+        "origin": src.origin,
+    }
 
 
 def jvm_of(image: dict) -> dict | None:
     """The JVM the image runs (vendor, VM, version), as `java -XshowSettings:properties` reports it."""
-    r = proc.run(["docker", "run", "--rm", "--platform", image["platform"], image["reference"],
-                  "java", "-XshowSettings:properties", "-version"], timeout=300, check=False)  # fmt: skip
+    r = proc.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--platform",
+            image["platform"],
+            image["reference"],
+            "java",
+            "-XshowSettings:properties",
+            "-version",
+        ],
+        timeout=300,
+        check=False,
+    )
     props = {k.strip(): v.strip() for k, _, v in (ln.partition(" = ") for ln in r.stderr.splitlines() if " = " in ln)}
     keys = ("java.vendor", "java.vm.name", "java.vm.version", "java.runtime.version", "os.arch")
     return {k: props.get(k) for k in keys} if r.ok else None
@@ -114,8 +133,22 @@ class Service:
 
     def __enter__(self):
         leftovers.note("container", name=self.name)
-        proc.run(["docker", "run", "-d", "--rm", "--name", self.name, *leftovers.docker_args(), "--network", "host",
-                  self.image_ref, *self.argv], timeout=120)  # fmt: skip
+        proc.run(
+            [
+                "docker",
+                "run",
+                "-d",
+                "--rm",
+                "--name",
+                self.name,
+                *leftovers.docker_args(),
+                "--network",
+                "host",
+                self.image_ref,
+                *self.argv,
+            ],
+            timeout=120,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             logs = proc.run(["docker", "logs", self.name], timeout=30, check=False)
@@ -206,8 +239,10 @@ def _run(opts: Options) -> Path:
     by_name = _variants(exp, runnable, matrix_info, cpus)
     # every step with its resolved parameters, so that the manifest alone says what ran (a matrix
     # case's own changes included: depth 1 for the depth-1 case)
-    steps = [{**s, "params": {**params, **by_name[s["variant"]].parameters}}
-             for s in plan.make(runnable, int(params["repetitions"]), opts.order, seed)]  # fmt: skip
+    steps = [
+        {**s, "params": {**params, **by_name[s["variant"]].parameters}}
+        for s in plan.make(runnable, int(params["repetitions"]), opts.order, seed)
+    ]
 
     if platform != plat.host():
         log.warning("running %s under emulation: these numbers show function, not performance", platform)
@@ -217,9 +252,12 @@ def _run(opts: Options) -> Path:
     params = pmu.resolve(params, before)  # raw_events: auto -> this CPU's raw PMU event codes (or none)
     for s in steps:  # the manifest's plan says what each step ran, resolved
         s["params"] = {**params, **by_name[s["variant"]].parameters}
-    findings = preflight.check(before, min_free_disk_bytes=exp.needs.get("disk_mb", 0) << 20,
-                               min_free_mem_bytes=exp.needs.get("memory_mb", 0) << 20,
-                               io_heavy=bool(exp.needs.get("io_heavy")))  # fmt: skip
+    findings = preflight.check(
+        before,
+        min_free_disk_bytes=exp.needs.get("disk_mb", 0) << 20,
+        min_free_mem_bytes=exp.needs.get("memory_mb", 0) << 20,
+        io_heavy=bool(exp.needs.get("io_heavy")),
+    )
     for f in findings:
         if f.level != "ok":
             log.warning("preflight %s: %s", f.check, f.message)
@@ -227,17 +265,35 @@ def _run(opts: Options) -> Path:
         raise PirexError("preflight failed (see above; `pirex doctor` says how to fix it, --force runs anyway)")
 
     bundle = Bundle.create(
-        opts.results_dir, exp.id, opts.profile, params, list(runnable), steps, images,
+        opts.results_dir,
+        exp.id,
+        opts.profile,
+        params,
+        list(runnable),
+        steps,
+        images,
         {"version": __version__, "commit": git_version()[1]},
-    )  # fmt: skip
+    )
     log.info("bundle %s", bundle.path)
-    (bundle.path / "run.json").write_text(json.dumps({
-        "order": opts.order, "seed": seed, "skipped_variants": skipped, "matrix": matrix_info or None, "trace": trace,
-        "cpus": cpus,
-        "variants": {v.name: v.describe() for v in by_name.values()},
-        "jvm": _jvm(exp, images), "soak": soak,
-        "preflight": [f.to_dict() for f in findings], "requested": requested,
-    }, indent=2) + "\n")  # fmt: skip
+    (bundle.path / "run.json").write_text(
+        json.dumps(
+            {
+                "order": opts.order,
+                "seed": seed,
+                "skipped_variants": skipped,
+                "matrix": matrix_info or None,
+                "trace": trace,
+                "cpus": cpus,
+                "variants": {v.name: v.describe() for v in by_name.values()},
+                "jvm": _jvm(exp, images),
+                "soak": soak,
+                "preflight": [f.to_dict() for f in findings],
+                "requested": requested,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     bundle.write_machine(before=before)
     with leftovers.Owner(bundle.run_id, bundle.path):  # what the run starts, recorded before it starts
         return _execute(bundle, exp, images, params)
@@ -258,8 +314,10 @@ def _service_ports(exp: experiment.Experiment, params: dict) -> None:
         remote = bool(s.remote and params.get(s.remote))
         if s.port and not params.get(s.port):
             if remote:
-                raise PirexError(f"--set {s.remote}={params[s.remote]} runs {s.name} on that machine: give its port "
-                                 f"too (--set {s.port}=PORT)")  # fmt: skip
+                raise PirexError(
+                    f"--set {s.remote}={params[s.remote]} runs {s.name} on that machine: give its port "
+                    f"too (--set {s.port}=PORT)"
+                )
             params[s.port] = deployment.free_port("0.0.0.0")
 
 
@@ -270,8 +328,10 @@ def _soak(exp: experiment.Experiment, duration: str | None, params: dict) -> dic
         return None
     if not exp.soak:
         with_soak = [e for e in experiment.available() if experiment.load(e).soak]
-        raise PirexError(f"--soak holds a service under load; {exp.id} declares no soak "
-                         f"(experiments that do: {', '.join(with_soak) or 'none'})")  # fmt: skip
+        raise PirexError(
+            f"--soak holds a service under load; {exp.id} declares no soak "
+            f"(experiments that do: {', '.join(with_soak) or 'none'})"
+        )
     if not re.fullmatch(r"(\d+[hms])+", duration):
         raise PirexError(f"--soak {duration!r}: expected a duration like 10m, 90s or 1h30m")
     params.update(exp.soak.set)
@@ -349,8 +409,11 @@ def _fallback(matrix: experiment.Matrix, image: dict) -> dict | None:
     fb = matrix.fallback
     if not fb:
         return None
-    probe = proc.run(["docker", "run", "--rm", "--platform", image["platform"], image["reference"], *fb["probe"]],
-                     timeout=300, check=False)  # fmt: skip
+    probe = proc.run(
+        ["docker", "run", "--rm", "--platform", image["platform"], image["reference"], *fb["probe"]],
+        timeout=300,
+        check=False,
+    )
     if probe.ok:
         return None
     log.warning("%s", fb["reason"])
@@ -375,8 +438,9 @@ def _checked_cpus(text: str | None, exp: experiment.Experiment, matrix: experime
     return text
 
 
-def _variants(exp: experiment.Experiment, names: tuple[str, ...], matrix_info: dict,
-              cpus: str | None = None) -> dict[str, variants.Variant]:  # fmt: skip
+def _variants(
+    exp: experiment.Experiment, names: tuple[str, ...], matrix_info: dict, cpus: str | None = None
+) -> dict[str, variants.Variant]:
     """The bundle's variant names -> how each runs: a variant, or a matrix case on one, with the
     experiment's privileges; every variant pinned to `cpus` (--cpus) when given."""
     if not matrix_info:
@@ -398,8 +462,10 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
     by_name = _variants(exp, tuple(bundle.manifest["variants"]), matrix_info, run_info.get("cpus"))
     trace = run_info.get("trace") or {}
     if trace.get("enabled"):  # the workload writes markers into tracefs: give containers the same one
-        by_name = {n: dataclasses.replace(v, docker_args=[*v.docker_args, "-v", f"{tracing.TRACEFS}:{tracing.TRACEFS}"])
-                   for n, v in by_name.items()}  # fmt: skip
+        by_name = {
+            n: dataclasses.replace(v, docker_args=[*v.docker_args, "-v", f"{tracing.TRACEFS}:{tracing.TRACEFS}"])
+            for n, v in by_name.items()
+        }
     gateway = bridge_gateway()
     workdir_host = bundle.path.parent / f".{bundle.run_id}-work"
     try:
@@ -412,8 +478,9 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                     stack.enter_context(Service(s, image["reference"], params, f"pirex-{bundle.run_id}-{s.name}"))
             site = None
             if exp.deployment:  # the database and the service, started per step; the table loaded once
-                site = stack.enter_context(deployment.Servers(exp.deployment, images, params, bundle, workdir_host,
-                                                           by_name))  # fmt: skip
+                site = stack.enter_context(
+                    deployment.Servers(exp.deployment, images, params, bundle, workdir_host, by_name)
+                )
             soak = run_info.get("soak") or {}
             started = time.monotonic()
             for i, step in enumerate(todo, 1):
@@ -435,8 +502,16 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                     argv = experiment.render(exp.command, {**values, **served}) + soak.get("driver_args", [])
                     name = f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}"
                     irq = machine.interrupts()  # ICPE'18 Figure 3: interrupts during each step
-                    r = variants.run_step(deployment.DRIVER if site else v, image["reference"], argv, out,
-                                          workdir_host, STEP_TIMEOUT, name, image["platform"])  # fmt: skip
+                    r = variants.run_step(
+                        deployment.DRIVER if site else v,
+                        image["reference"],
+                        argv,
+                        out,
+                        workdir_host,
+                        STEP_TIMEOUT,
+                        name,
+                        image["platform"],
+                    )
                     machine.write_interrupts(out / "interrupts.json", irq, machine.interrupts())
                     (out / "step.json").write_text(
                         json.dumps(

@@ -49,16 +49,26 @@ FAILED = ("failed", "rejected", "shutdown", "orphaned", "remove")
 # --- the numbers and the environment ----------------------------------------------------------
 
 
-def environment(profile: str, sets: tuple[str, ...] = (), network: str = "host", tag: str = "",
-                images: str = "", results: Path | None = None, reader: Path | None = None,
-                hosts: dict[str, str] | None = None) -> dict[str, str]:  # fmt: skip
+def environment(
+    profile: str,
+    sets: tuple[str, ...] = (),
+    network: str = "host",
+    tag: str = "",
+    images: str = "",
+    results: Path | None = None,
+    reader: Path | None = None,
+    hosts: dict[str, str] | None = None,
+) -> dict[str, str]:
     """What `docker stack deploy -c compose/stack.yml` reads: the experiment's parameters for the
     profile (overridden by --set, checked against their declarations), the images, the hosts."""
     if network not in NETWORKS:
         raise PirexError(f"--network {network!r}: expected one of {', '.join(NETWORKS)}")
-    env = {**settings.of(experiment.load("jpa-rest"), profile, sets), "PIREX_TAG": tag,
-           "NETWORK": "host" if network == "host" else OVERLAY,
-           "PIREX_IMAGES": images or f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}"}  # fmt: skip
+    env = {
+        **settings.of(experiment.load("jpa-rest"), profile, sets),
+        "PIREX_TAG": tag,
+        "NETWORK": "host" if network == "host" else OVERLAY,
+        "PIREX_IMAGES": images or f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
+    }
     if network == "overlay":  # service names resolve on the overlay
         env.update(DB_HOST="db", WEB_HOST="web")
     elif hosts:
@@ -124,16 +134,26 @@ def _docker(*args: str, timeout: float = 120, check: bool = True, env: dict | No
 def nodes() -> list[dict]:
     """Every node: id, hostname, role, address, platform, engine, labels, state."""
     if _docker("info", "--format", "{{.Swarm.ControlAvailable}}").stdout.strip() != "true":
-        raise PirexError("this Docker engine is not a swarm manager: run `docker swarm init` here (the laptop) and "
-                         "`docker swarm join` on each Pi (compose/stack.yml says how)")  # fmt: skip
+        raise PirexError(
+            "this Docker engine is not a swarm manager: run `docker swarm init` here (the laptop) and "
+            "`docker swarm join` on each Pi (compose/stack.yml says how)"
+        )
     ids = _docker("node", "ls", "-q").stdout.split()
     out = []
     for n in json.loads(_docker("node", "inspect", *ids).stdout):
         d, s = n.get("Description") or {}, n.get("Spec") or {}
-        out.append({"id": n["ID"], "hostname": d.get("Hostname"), "role": s.get("Role"),
-                    "address": (n.get("Status") or {}).get("Addr"), "state": (n.get("Status") or {}).get("State"),
-                    "platform": d.get("Platform"), "engine": (d.get("Engine") or {}).get("EngineVersion"),
-                    "labels": s.get("Labels") or {}})  # fmt: skip
+        out.append(
+            {
+                "id": n["ID"],
+                "hostname": d.get("Hostname"),
+                "role": s.get("Role"),
+                "address": (n.get("Status") or {}).get("Addr"),
+                "state": (n.get("Status") or {}).get("State"),
+                "platform": d.get("Platform"),
+                "engine": (d.get("Engine") or {}).get("EngineVersion"),
+                "labels": s.get("Labels") or {},
+            }
+        )
     return out
 
 
@@ -146,11 +166,15 @@ def placement(all_nodes: list[dict]) -> dict[str, dict]:
         if len(found) != 1:
             names = ", ".join(n["hostname"] for n in found)
             what = f"{len(found)} nodes ({names}) have" if found else "no node has"
-            raise PirexError(f"{what} the label pirex.role={role}: give it to exactly one node "
-                             f"(docker node update --label-add pirex.role={role} NODE)")  # fmt: skip
+            raise PirexError(
+                f"{what} the label pirex.role={role}: give it to exactly one node "
+                f"(docker node update --label-add pirex.role={role} NODE)"
+            )
         if found[0]["state"] != "ready":
-            raise PirexError(f"node {found[0]['hostname']} ({found[0]['id'][:12]}), the {role} node, is "
-                             f"{found[0]['state']}: start its Docker engine, or label another node")  # fmt: skip
+            raise PirexError(
+                f"node {found[0]['hostname']} ({found[0]['id'][:12]}), the {role} node, is "
+                f"{found[0]['state']}: start its Docker engine, or label another node"
+            )
         out[role] = found[0]
     me = _docker("info", "--format", "{{.Swarm.NodeID}}").stdout.strip()
     out["driver"] = next(n for n in all_nodes if n["id"] == me)
@@ -176,8 +200,18 @@ class Stack:
         stage = self.out / "stack" / f"stage-{len(self.deployed)}-{'-'.join(services)}.yml"
         stage.parent.mkdir(exist_ok=True)
         stage.write_text(yaml.safe_dump(doc, sort_keys=False))
-        _docker("stack", "deploy", "--resolve-image", "always", "-c", str(stage), STACK, timeout=300, env=self.env,
-                check=True)  # fmt: skip
+        _docker(
+            "stack",
+            "deploy",
+            "--resolve-image",
+            "always",
+            "-c",
+            str(stage),
+            STACK,
+            timeout=300,
+            env=self.env,
+            check=True,
+        )
 
     def tasks(self, service: str) -> list[dict]:
         r = _docker("service", "ps", "--no-trunc", "--format", "{{json .}}", f"{STACK}_{service}", check=False)
@@ -208,8 +242,10 @@ class Stack:
                 return
             if time.monotonic() > deadline:
                 now = "; ".join(f"{self._node_text(t.get('Node', ''))}: {t.get('CurrentState')}" for t in tasks)
-                raise PirexError(f"the {service} role was not {state} after {timeout:.0f} s ({now or 'no task'}): "
-                                 f"see {self.out / 'stack'} for the services' logs")  # fmt: skip
+                raise PirexError(
+                    f"the {service} role was not {state} after {timeout:.0f} s ({now or 'no task'}): "
+                    f"see {self.out / 'stack'} for the services' logs"
+                )
             time.sleep(2)
 
     def _log_end(self, service: str) -> str:
@@ -258,8 +294,15 @@ def _write(path: Path, doc: dict) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
-def run(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ...] = (), network: str = "host",
-        images: str = "", timeout: float | None = None) -> Path:  # fmt: skip
+def run(
+    results_dir: Path,
+    tag: str,
+    profile: str = "quick",
+    sets: tuple[str, ...] = (),
+    network: str = "host",
+    images: str = "",
+    timeout: float | None = None,
+) -> Path:
     """The whole run; returns the run folder (requests.csv, machine-<role>.json, compose-<role>.json,
     nodes.json, web-memory.csv, stack/ with each stage's file and the services' logs)."""
     if profile not in TIMEOUT:
@@ -269,15 +312,16 @@ def run(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ..
     roles = placement(all_nodes)
     reap_killed()
     if STACK in _docker("stack", "ls", "--format", "{{.Name}}").stdout.split():
-        raise PirexError(f"a stack named {STACK} is already deployed (by hand, or a run still going): "
-                         f"`docker stack rm {STACK}` first")  # fmt: skip
+        raise PirexError(
+            f"a stack named {STACK} is already deployed (by hand, or a run still going): "
+            f"`docker stack rm {STACK}` first"
+        )
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
     out = results_dir / "jpa-rest" / f"swarm-{stamp}"
     out.mkdir(parents=True)
     out.chmod(0o777)  # the driver runs as the image's user
     reader = write_reader(out / "machine-reader.pyz")
-    env = environment(profile, sets, network, tag, images, out, reader,
-                      {r: n["address"] for r, n in roles.items()})  # fmt: skip
+    env = environment(profile, sets, network, tag, images, out, reader, {r: n["address"] for r, n in roles.items()})
     _write(out / "nodes.json", {"nodes": all_nodes, "placement": {r: n["id"] for r, n in roles.items()}})
     stack = Stack(env, out, {n["id"]: n for n in all_nodes})
     limit = timeout or TIMEOUT[profile]
@@ -298,8 +342,9 @@ def run(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ..
     return out
 
 
-def _run_stages(stack: Stack, roles: dict[str, dict], all_nodes: list[dict], out: Path, env: dict, network: str,
-                limit: float) -> None:  # fmt: skip
+def _run_stages(
+    stack: Stack, roles: dict[str, dict], all_nodes: list[dict], out: Path, env: dict, network: str, limit: float
+) -> None:
     started = time.monotonic()
 
     def left() -> float:
@@ -315,11 +360,18 @@ def _run_stages(stack: Stack, roles: dict[str, dict], all_nodes: list[dict], out
         _write(out / f"machine-node-{n['id'][:12]}.json", {"node": n, "before": records[n["id"]]})
     for role, n in roles.items():
         _write(out / f"machine-{role}.json", {"role": role, "node": n, "before": records[n["id"]]})
-        _write(out / f"compose-{role}.json", {
-            "role": role, "compose_file": str(STACK_FILE.relative_to(REPO)), "compose_file_sha256": sha256(STACK_FILE),
-            "deployment": "docker swarm stack", "node": n["id"], "hostname": n["hostname"],
-            "environment": deployment.masked({**env, "NETWORK_MODE": "host" if network == "host" else "overlay"}),
-        })  # fmt: skip
+        _write(
+            out / f"compose-{role}.json",
+            {
+                "role": role,
+                "compose_file": str(STACK_FILE.relative_to(REPO)),
+                "compose_file_sha256": sha256(STACK_FILE),
+                "deployment": "docker swarm stack",
+                "node": n["id"],
+                "hostname": n["hostname"],
+                "environment": deployment.masked({**env, "NETWORK_MODE": "host" if network == "host" else "overlay"}),
+            },
+        )
     stack.deploy("db")
     stack.wait("db", "running", 1, left())  # healthy: pg_isready answers
     stack.deploy("loader")
@@ -342,16 +394,30 @@ def _run_stages(stack: Stack, roles: dict[str, dict], all_nodes: list[dict], out
         raise PirexError(why)
 
 
-def print_env(results_dir: Path, tag: str, profile: str = "quick", sets: tuple[str, ...] = (),
-              network: str = "host", images: str = "") -> str:  # fmt: skip
+def print_env(
+    results_dir: Path,
+    tag: str,
+    profile: str = "quick",
+    sets: tuple[str, ...] = (),
+    network: str = "host",
+    images: str = "",
+) -> str:
     """`export NAME=VALUE` lines for a plain `docker stack deploy -c compose/stack.yml pirex` on this
     manager: the experiment's numbers, the nodes' addresses, a results folder and the machine reader."""
     roles = placement(nodes())
     out = results_dir / "jpa-rest" / "swarm-by-hand"
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)
-    env = environment(profile, sets, network, tag, images, out, write_reader(out / "machine-reader.pyz"),
-                      {r: n["address"] for r, n in roles.items()})  # fmt: skip
+    env = environment(
+        profile,
+        sets,
+        network,
+        tag,
+        images,
+        out,
+        write_reader(out / "machine-reader.pyz"),
+        {r: n["address"] for r, n in roles.items()},
+    )
     return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items())
 
 
@@ -359,5 +425,6 @@ def describe(run_dir: Path) -> str:
     """Which node ran which role, from the run folder's nodes.json."""
     doc = json.loads((run_dir / "nodes.json").read_text())
     by_id = {n["id"]: n for n in doc["nodes"]}
-    return ", ".join(f"{role} on {by_id[i]['hostname']} ({i[:12]}, {by_id[i]['address']})"
-                     for role, i in doc["placement"].items())  # fmt: skip
+    return ", ".join(
+        f"{role} on {by_id[i]['hostname']} ({i[:12]}, {by_id[i]['address']})" for role, i in doc["placement"].items()
+    )

@@ -20,8 +20,18 @@ def test_jpa_rest_declares_its_roles_in_start_order():
     assert web.image == "jpa-rest" and web.health == "/actuator/health" and web.samples == ("spring-actuator-memory",)
     assert dep.setup.runs_in == "web" and dep.setup.needs == ("db",) and dep.setup.record == "db-load"
     assert dep.urls() == {"web_url"}, "the driver reaches the role with a health path"
-    env = deployment.environment(web, {"port": 9, "db_host": "db", "db_port": 5432, "db_name": "x",
-                                       "db_user": "u", "db_password": "p", "pool_size": 16})  # fmt: skip
+    env = deployment.environment(
+        web,
+        {
+            "port": 9,
+            "db_host": "db",
+            "db_port": 5432,
+            "db_name": "x",
+            "db_user": "u",
+            "db_password": "p",
+            "pool_size": 16,
+        },
+    )
     assert env["DB_URL"] == "jdbc:postgresql://db:5432/x" and env["PORT"] == "9"
 
 
@@ -71,7 +81,11 @@ def test_the_setups_closing_line_is_its_result(tmp_path):
     out = "connecting\npirex-load-customers: status=loaded rows=3000 rows_per_s=1234.5 server_version=15.8\n"
     r = proc.Result(["x"], 0, out, "")
     assert deployment.setup_result(r, tmp_path / "setup.log", setup) == {
-        "status": "loaded", "rows": "3000", "rows_per_s": "1234.5", "server_version": "15.8"}  # fmt: skip
+        "status": "loaded",
+        "rows": "3000",
+        "rows_per_s": "1234.5",
+        "server_version": "15.8",
+    }
     assert (tmp_path / "setup.log").read_text() == out
     with pytest.raises(PirexError, match=r"the setup \(customer table\) failed \(exit 1\)"):
         deployment.setup_result(proc.Result(["x"], 1, "", "no database"), tmp_path / "setup.log", setup)
@@ -115,8 +129,10 @@ def health_server():
 
 def test_the_health_wait_takes_the_top_level_status_and_is_bounded(health_server):
     url = f"http://127.0.0.1:{health_server.server_port}/actuator/health"
-    _Health.answers = [(503, {"status": "DOWN", "components": {"diskSpace": {"status": "UP"}}}),
-                       (200, {"status": "UP"})]  # fmt: skip
+    _Health.answers = [
+        (503, {"status": "DOWN", "components": {"diskSpace": {"status": "UP"}}}),
+        (200, {"status": "UP"}),
+    ]
     assert deployment.wait_healthy(url, 30) is None
     _Health.answers = [(503, {"status": "DOWN", "components": {"db": {"status": "DOWN"}}})]
     last = deployment.wait_healthy(url, 2)

@@ -60,8 +60,9 @@ def test_swaps_are_read_from_proc_swaps(tmp_path):
 
 def test_swap_priorities_are_kept_for_the_restore(tmp_path):
     swaps = tmp_path / "swaps"
-    swaps.write_text("Filename\tType\tSize\tUsed\tPriority\n"
-                     "/var/swap file\t102396\t0\t-2\n/dev/zram0 partition\t1024\t0\t100\n")  # fmt: skip
+    swaps.write_text(
+        "Filename\tType\tSize\tUsed\tPriority\n/var/swap file\t102396\t0\t-2\n/dev/zram0 partition\t1024\t0\t100\n"
+    )
     assert host.swap_priorities(swaps) == {"/var/swap": -2, "/dev/zram0": 100}
 
 
@@ -89,8 +90,12 @@ def test_the_base_pins_the_serial_collector_and_parallel_gc_changes_only_that():
     base, gc = m.resolved("base"), m.resolved("parallel-gc")
     assert base.set["jvm_options"] == "-XX:+UseSerialGC" and base.governor == "ondemand"
     assert gc.set == {**base.set, "jvm_options": "-XX:+UseParallelGC"}
-    assert (gc.cpus, gc.ram_workdir_mb, gc.governor, gc.swap) == (base.cpus, base.ram_workdir_mb, base.governor,
-                                                                  base.swap)  # fmt: skip
+    assert (gc.cpus, gc.ram_workdir_mb, gc.governor, gc.swap) == (
+        base.cpus,
+        base.ram_workdir_mb,
+        base.governor,
+        base.swap,
+    )
     for name in ("ram-drive", "one-core", "max-clock", "depth-1"):  # every later case keeps the serial collector
         assert m.resolved(name).set["jvm_options"] == "-XX:+UseSerialGC"
 

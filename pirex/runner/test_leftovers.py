@@ -45,8 +45,9 @@ def killed_run(tmp_path, monkeypatch):
     bundle.mkdir()
     setting.write_text("ondemand\n")
     env = {**os.environ, "PIREX_LOCK_DIR": str(tmp_path / "run"), "PIREX_CACHE": str(tmp_path / "cache")}
-    p = subprocess.Popen([sys.executable, "-c", KILLED_RUN, bundle, native, setting, RUN_ID], stdout=subprocess.PIPE,
-                         text=True, env=env)  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, "-c", KILLED_RUN, bundle, native, setting, RUN_ID], stdout=subprocess.PIPE, text=True, env=env
+    )
     child = int(p.stdout.readline())
     p.kill()
     p.wait(timeout=30)

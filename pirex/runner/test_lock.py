@@ -32,8 +32,9 @@ def lock_dir(tmp_path, monkeypatch):
 
 
 def _holder(prefix: list[str] = ()) -> subprocess.Popen:
-    p = subprocess.Popen([*prefix, sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True,
-                         start_new_session=True)  # fmt: skip
+    p = subprocess.Popen(
+        [*prefix, sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert p.stdout.readline().strip() == "held"
     return p
 

@@ -31,8 +31,9 @@ def test_a_budget_caps_the_second_stage(tmp_path):
         runs.append((opts.overrides or {}).get("repetitions", 5))
         return _jmh_bundle(tmp_path / f"r{len(runs)}", runs[-1])
 
-    opts = dataclasses.replace(Options("jmh", "quick", "native,docker", results_dir=tmp_path), precision=0.00001,
-                               budget=7 * 40.0)  # 7 repetitions of 2 steps x 20 s  # fmt: skip
+    opts = dataclasses.replace(
+        Options("jmh", "quick", "native,docker", results_dir=tmp_path), precision=0.00001, budget=7 * 40.0
+    )  # 7 repetitions of 2 steps x 20 s
     lines = []
     precision.two_stage(opts, run, lines.append)
     assert runs == [5, 2] and "the budget of" in lines[0] and "not reached" in "".join(lines)

@@ -25,8 +25,9 @@ def test_the_numbers_come_from_experiment_yaml_and_set_is_checked():
 def test_every_required_setting_of_the_stack_file_is_given_and_it_holds_no_number_of_the_experiment():
     text = swarm.STACK_FILE.read_text()
     required = set(re.findall(r"\$\{([A-Z_]+):\?", text))
-    env = swarm.environment("paper", tag="t", results=Path("/r"), reader=Path("/r/m.pyz"),
-                            hosts={"db": "a", "web": "b"})  # fmt: skip
+    env = swarm.environment(
+        "paper", tag="t", results=Path("/r"), reader=Path("/r/m.pyz"), hosts={"db": "a", "web": "b"}
+    )
     assert required <= set(env), required - set(env)
     paper = experiment.load("jpa-rest").resolve("paper")
     for name in ("customers", "requests_per_operation"):
@@ -46,13 +47,22 @@ def test_placement_needs_exactly_one_ready_node_per_label(monkeypatch):
         swarm.placement([node, db, web])
     web["state"] = "ready"
     assert {r: n["hostname"] for r, n in swarm.placement([node, db, web]).items()} == {
-        "db": "pi-b", "web": "pi-a", "driver": "laptop"}  # fmt: skip
+        "db": "pi-b",
+        "web": "pi-a",
+        "driver": "laptop",
+    }
 
 
 def test_the_machine_reader_runs_alone_and_its_log_gives_the_record_back(tmp_path):
     reader = swarm.write_reader(tmp_path / "reader.pyz")
-    r = subprocess.run([sys.executable, str(reader)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                       env={"PIREX_NODE_ID": "n1", "PIREX_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, str(reader)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PIREX_NODE_ID": "n1", "PIREX_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert r.returncode == 0, r.stderr
     log = "\n".join(f"pirex_record.x@pi-a    | {line}" for line in r.stdout.splitlines()) + "\nnoise\n"
     [(node, record)] = swarm.records_from_log(log).items()

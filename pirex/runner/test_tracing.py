@@ -13,8 +13,13 @@ from pirex.runner import tracing
 def tracefs(tmp_path):
     root = tmp_path / "tracing"
     (root / "options").mkdir(parents=True)
-    for name, value in {"available_tracers": "function_graph function nop", "current_tracer": "nop",
-                        "tracing_on": "1", "set_graph_function": "", "trace_marker": ""}.items():  # fmt: skip
+    for name, value in {
+        "available_tracers": "function_graph function nop",
+        "current_tracer": "nop",
+        "tracing_on": "1",
+        "set_graph_function": "",
+        "trace_marker": "",
+    }.items():
         (root / name).write_text(value + "\n")
     (root / "trace").write_text("# tracer: nop\n")
     (root / "buffer_size_kb").write_text("1408\n")
@@ -47,11 +52,13 @@ def test_reasons(tracefs, tmp_path):
     assert tracing.unavailable_reason("function_graph", ["f"], root=tracefs) is None
     (tracefs / "available_tracers").write_text("blk function nop\n")
     assert "offers the tracers blk function nop, not function_graph" in tracing.unavailable_reason(
-        "function_graph", ["f"], root=tracefs)  # fmt: skip
+        "function_graph", ["f"], root=tracefs
+    )
     (tracefs / "available_tracers").write_text("function_graph nop\n")
     (tracefs / "available_filter_functions").write_text("__x64_sys_fork\nkernel_clone [kernel]\n")
     assert "cannot trace __x64_sys_clone" in tracing.unavailable_reason(
-        "function_graph", ["__x64_sys_clone"], root=tracefs)  # fmt: skip
+        "function_graph", ["__x64_sys_clone"], root=tracefs
+    )
     assert tracing.unavailable_reason("function_graph", ["kernel_clone"], root=tracefs) is None
     assert "no tracefs" in tracing.unavailable_reason("function_graph", ["f"], root=tmp_path / "none")
 

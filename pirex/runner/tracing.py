@@ -31,8 +31,9 @@ def unavailable_reason(tracer: str, functions: list[str], root: Path = TRACEFS) 
         return f"no tracefs at {root} (mount -t tracefs nodev {root}; the kernel needs CONFIG_FTRACE)"
     tracers = (root / "available_tracers").read_text().split()
     if tracer not in tracers:
-        return (f"this kernel offers the tracers {' '.join(tracers)}, not {tracer} "
-                f"(it needs CONFIG_FUNCTION_GRAPH_TRACER)")  # fmt: skip
+        return (
+            f"this kernel offers the tracers {' '.join(tracers)}, not {tracer} (it needs CONFIG_FUNCTION_GRAPH_TRACER)"
+        )
     if not functions:
         return f"the experiment names no function to trace on {platform.machine()}"
     offered = root / "available_filter_functions"
@@ -103,8 +104,11 @@ def traced(tracer: str, functions: list[str], out: Path, root: Path = TRACEFS):
             shutil.copyfileobj(src, dst)
         restore = [("current_tracer", "nop"), ("set_graph_function", saved["set_graph_function"]), ("trace", "")]
         restore += [("options/" + o, v) for o, v in options.items()]
-        restore += [("buffer_size_kb", saved["buffer_size_kb"]), ("current_tracer", saved["current_tracer"]),
-                    ("tracing_on", saved["tracing_on"])]  # fmt: skip
+        restore += [
+            ("buffer_size_kb", saved["buffer_size_kb"]),
+            ("current_tracer", saved["current_tracer"]),
+            ("tracing_on", saved["tracing_on"]),
+        ]
         for name, value in restore:
             if value is not None:
                 with contextlib.suppress(OSError):

@@ -46,15 +46,28 @@ class Variant:
     def with_privileges(self, priv: Privileges) -> Variant:
         if not (priv.root or priv.capabilities or priv.unmask_proc):
             return self
-        granted = {"why": priv.why, "native": "runs as root" if priv.root else "the image's user",
-                   "docker_args": priv.docker_args()}  # fmt: skip
-        return replace(self, user="0:0" if priv.root else self.user,
-                       docker_args=[*self.docker_args, *priv.docker_args()], granted=granted)  # fmt: skip
+        granted = {
+            "why": priv.why,
+            "native": "runs as root" if priv.root else "the image's user",
+            "docker_args": priv.docker_args(),
+        }
+        return replace(
+            self,
+            user="0:0" if priv.root else self.user,
+            docker_args=[*self.docker_args, *priv.docker_args()],
+            granted=granted,
+        )
 
     def for_case(self, case: Case) -> Variant:
         """This variant running a matrix case: the case's name, with its changes."""
-        return replace(self, name=case.name, runs_as="native" if self.is_native else "docker", cpus=case.cpus,
-                       ram_workdir_mb=case.ram_workdir_mb, parameters=dict(case.set))  # fmt: skip
+        return replace(
+            self,
+            name=case.name,
+            runs_as="native" if self.is_native else "docker",
+            cpus=case.cpus,
+            ram_workdir_mb=case.ram_workdir_mb,
+            parameters=dict(case.set),
+        )
 
     def host_address(self, bridge_gateway: str) -> str:
         """Where this variant reaches a service on this host (B6's sink)."""
@@ -110,8 +123,16 @@ class StepRun:
     seconds: float
 
 
-def run_step(variant: Variant, image_ref: str, argv: list[str], outdir: Path, workdir: Path, timeout: float,
-             container_name: str, platform: str | None = None) -> StepRun:  # fmt: skip
+def run_step(
+    variant: Variant,
+    image_ref: str,
+    argv: list[str],
+    outdir: Path,
+    workdir: Path,
+    timeout: float,
+    container_name: str,
+    platform: str | None = None,
+) -> StepRun:
     """Run argv once under variant; outputs to outdir (seen as /results), stdout/stderr beside them."""
     outdir.chmod(0o777)  # the image's user writes there
     if variant.is_native:
