@@ -365,6 +365,16 @@ def read_csv(path: Path, required: Iterable[str] = ()) -> list[dict[str, str]]:
     return rows
 
 
+def read_machine(path: Path) -> dict:
+    """The record taken before the run from a machine record file ({"before": {...}, ...}) of a run folder that
+    is no bundle: `pirex compose`'s machine.json, a split role's machine-<role>.json (machine-db.json,
+    machine-driver.json). A bundle's own: Bundle.machine_before()."""
+    doc = read_json(path, dict)
+    if not isinstance(doc.get("before"), dict):
+        raise damaged(path, "has no machine record under 'before'")
+    return doc["before"]
+
+
 def _check_schema(f: Path, doc: dict, version: int) -> None:
     """run.json and step.json: absent (bundles written before the field) reads as version 1, the same layout;
     any other number is refused."""

@@ -275,7 +275,7 @@ def env_cmd(experiment_id, profile, sets, write_to) -> None:
 
 
 @cli.command("swarm")
-@click.argument("experiment_id", metavar="EXPERIMENT", type=click.Choice(["jpa-rest"]))
+@click.argument("experiment_id", metavar="EXPERIMENT")
 @click.option("--profile", default="quick", show_default=True, type=click.Choice(["quick", "paper"]))
 @click.option("--network", default="host", show_default=True, type=click.Choice(["host", "overlay"]))
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="A parameter of experiment.yaml (checked).")
@@ -284,10 +284,11 @@ def env_cmd(experiment_id, profile, sets, write_to) -> None:
 @click.option("--images", default="", help="Registry/namespace of the images (default: the local registry's).")
 @click.option("--print-env", is_flag=True, help="Print the environment of a plain `docker stack deploy` instead.")
 def swarm_cmd(experiment_id, profile, network, sets, results_dir, tag, images, print_env) -> None:
-    """ICPE'18 Experiment 3 on a Docker Swarm from its manager (compose/stack.yml), then Table 3."""
+    """An experiment with a swarm deployment (experiment.yaml: deployment.swarm; ICPE'18 Experiment 3's is
+    compose/stack.yml) on a Docker Swarm from its manager, then its tables."""
     from pirex.runner import swarm
 
-    args = (results_dir, tag or git_version()[0], profile, sets, network, images)
+    args = (experiment_id, results_dir, tag or git_version()[0], profile, sets, network, images)
     if print_env:
         click.echo(swarm.print_env(*args))
         return
@@ -453,17 +454,15 @@ def plot(experiment_id: str, bundles, view: str | None, results_dir: Path, out: 
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 def compare(experiment_id: str, bundles, view: str | None, results_dir: Path) -> None:
     """Our results beside the published ones: the papers' claims on this experiment judged on the
-    bundles (analysis/<paper>/claims.yaml), and the module's own comparison tables where it has them."""
+    bundles (analysis/<paper>/claims.yaml), the verdicts `pirex reproduce` gives."""
     from pirex.analysis import modules
     from pirex.reproduce import claims, judged
 
     exp, mod = _analysis(experiment_id, view)
     paths_, view = _chosen(exp, bundles, results_dir, view)
     named = judged.tables(exp, mod, paths_, view)
-    if hasattr(mod, "comparisons"):
-        named += mod.comparisons(paths_, view)
     if not named:
-        raise PirexError(f"{exp.id}: no claim of a paper and no published table to compare with")
+        raise PirexError(f"{exp.id}: no claim of a paper on it to judge (analysis/<paper>/claims.yaml)")
     for nt in named:  # every table that sets ours beside a paper's says what differs unavoidably
         nt.table.notes.append(claims.deviations_note())
     for text in modules.write(named, modules.out_dir(results_dir, "tables", exp, view)):

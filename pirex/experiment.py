@@ -57,6 +57,9 @@ TOP_KEYS = {
     "metrics_parameter",
 }
 ANALYSIS = re.compile(r"^[a-z][a-z0-9_]*$")  # a module of pirex/analysis/
+# What a parameter may declare as `resolve: NAME`: a value the runner works out per machine before the run, from
+# the machine record (the manifest records the result).
+RESOLVERS = {"pmu-raw-events": "auto -> this CPU's raw PMU event codes (pirex/pmu.py)"}
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
 CPU_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"  # 0, 0-1, 0,2-3: what host.parse_cpus reads (cases, --cpus)
 CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
@@ -148,6 +151,32 @@ class Setup:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """One stage of a swarm run: a service of the stack file deployed, then waited for until it is running
+    (healthy, a server) or complete (a one-shot, e.g. a loader)."""
+
+    service: str
+    until: str
+
+
+@dataclass(frozen=True)
+class Swarm:
+    """`pirex swarm EXPERIMENT`: the deployment as a Docker Swarm stack, from the swarm's manager. `place`:
+    role -> the node label (KEY=VALUE) of the one node that runs it; the driver (the experiment's image and
+    command) runs on the manager. After a one-shot service that records every node's machine (RECORD), the
+    stages deploy in order, each waited for; the roles' samplers run while the last stage (the driver) runs."""
+
+    stack: str  # the stack file, relative to the checkout
+    place: dict[str, str]
+    stages: tuple[Stage, ...]
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The services that stay up (a stage until running): one that died under load spoils the run."""
+        return tuple(s.service for s in self.stages if s.until == "running")
+
+
+@dataclass(frozen=True)
 class Deployment:
     """A client-server experiment (ICPE'18 Experiment 3): the experiment's image and command are
     the load driver, run against servers (roles) that every step starts under its variant, in
@@ -157,6 +186,7 @@ class Deployment:
     roles: dict[str, Role]
     setup: Setup | None = None
     compose: dict[str, Any] = field(default_factory=dict)
+    swarm: Swarm | None = None
 
     @property
     def images(self) -> tuple[str, ...]:
@@ -255,6 +285,11 @@ class Experiment:
     durations: dict = field(default_factory=dict)  # measured seconds per step and profile, on a named machine
     metrics_parameter: str = ""  # the list parameter whose items are the metrics a run measures (a reproduction
     # sets it to those its claims compare: MooBench's configurations)
+    resolvers: dict[str, str] = field(default_factory=dict)  # parameter -> the resolver that sets it per machine
+
+    def resolved_by(self, resolver: str) -> tuple[str, ...]:
+        """The parameters that declare `resolve: <resolver>`."""
+        return tuple(n for n, r in self.resolvers.items() if r == resolver)
 
     @property
     def images(self) -> tuple[str, ...]:
@@ -393,6 +428,7 @@ def parse(doc: Any, path: Path) -> Experiment:
         or {}
     )
     declared = P.builtin()
+    resolvers = {}
     for name, decl in raw_params.items():
         if not isinstance(name, str) or not NAME.match(name) or name in RUNTIME_NAMES:
             raise c.fail(
@@ -400,6 +436,9 @@ def parse(doc: Any, path: Path) -> Experiment:
                 f"a lowercase name, not one the runner supplies ({', '.join(RUNTIME_NAMES)})",
                 name,
             )
+        if isinstance(decl, dict) and "resolve" in decl:
+            decl = dict(decl)
+            resolvers[name] = _resolver(c, name, decl.pop("resolve"), decl.get("type"))
         declared[name] = P.declare(name, decl, f"{path}: parameters.{name}")
     parameters = {n: p.default for n, p in declared.items() if p.has_default}
     profiles = c.get(doc, "profiles", dict, "a mapping of profile name to parameters")
@@ -538,7 +577,15 @@ def parse(doc: Any, path: Path) -> Experiment:
         _soak(c, doc.get("soak"), declared),
         dict(durations),
     )
-    return replace(exp, metrics_parameter=metrics_parameter)
+    return replace(exp, metrics_parameter=metrics_parameter, resolvers=resolvers)
+
+
+def _resolver(c: _Checker, name: str, resolver: Any, kind: Any) -> str:
+    if resolver not in RESOLVERS:
+        raise c.fail(f"parameters.{name}.resolve", f"one of {', '.join(RESOLVERS)}", resolver)
+    if kind != "string":
+        raise c.fail(f"parameters.{name}.type", f"string (what {resolver} resolves it to)", kind)
+    return resolver
 
 
 def _durations(c, durations: dict, profiles: dict, matrices: dict) -> dict:
@@ -622,8 +669,8 @@ def _deployment(c: _Checker, doc: Any, declared: set[str]) -> Deployment | None:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("roles"), dict) or not doc["roles"]:
         raise c.fail("deployment", "a mapping with roles (name -> server, in start order), setup and compose", doc)
-    if unknown := sorted(set(doc) - {"roles", "setup", "compose"}):
-        raise c.fail("deployment", "keys among roles, setup, compose", unknown)
+    if unknown := sorted(set(doc) - {"roles", "setup", "compose", "swarm"}):
+        raise c.fail("deployment", "keys among roles, setup, compose, swarm", unknown)
     for name in doc["roles"]:
         if not isinstance(name, str) or not ANALYSIS.match(name):
             raise c.fail(f"deployment.roles.{name}", "a role name of lowercase letters, digits and _", name)
@@ -646,7 +693,51 @@ def _deployment(c: _Checker, doc: Any, declared: set[str]) -> Deployment | None:
     for f in files:
         if not isinstance(f, str) or not (REPO / f).is_file():
             raise c.fail("deployment.compose", "paths of compose files in this checkout", f)
-    return Deployment(roles, setup, dict(compose))
+    return Deployment(roles, setup, dict(compose), _swarm(c, doc.get("swarm"), roles))
+
+
+SWARM_KEYS = ("stack", "place", "stages")
+STAGE_STATES = ("running", "complete")
+SWARM_RECORD = "record"  # the stack file's one-shot service that prints every node's machine record
+LABEL = re.compile(r"^[a-z0-9][a-z0-9._-]*=[A-Za-z0-9._-]+$")  # a node label, KEY=VALUE
+
+
+def _swarm(c: _Checker, doc: Any, roles: dict[str, Role]) -> Swarm | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict) or set(doc) - set(SWARM_KEYS):
+        raise c.fail("deployment.swarm", f"a mapping with {', '.join(SWARM_KEYS)}", doc)
+    stack = c.get(doc, "stack", str, "the stack file (a path in this checkout)", prefix="deployment.swarm.")
+    if not (REPO / stack).is_file():
+        raise c.fail("deployment.swarm.stack", "a stack file in this checkout", stack)
+    try:
+        services = set((yaml.safe_load((REPO / stack).read_text()) or {}).get("services") or {})
+    except yaml.YAMLError as e:
+        raise c.fail("deployment.swarm.stack", "a valid YAML stack file", f"{stack}: {e}") from None
+    place = c.get(doc, "place", dict, "role -> node label KEY=VALUE", prefix="deployment.swarm.")
+    for role, label in place.items():
+        if role not in roles or role not in services:
+            raise c.fail(f"deployment.swarm.place.{role}", f"a role of the deployment and a service of {stack}", role)
+        if not isinstance(label, str) or not LABEL.match(label):
+            raise c.fail(f"deployment.swarm.place.{role}", "a node label KEY=VALUE (e.g. pirex.role=db)", label)
+    raw = c.get(doc, "stages", list, "the services in deploy order, each {service, until}", prefix="deployment.swarm.")
+    stages = []
+    for i, st in enumerate(raw):
+        where = f"deployment.swarm.stages[{i}]"
+        if not isinstance(st, dict) or set(st) != {"service", "until"}:
+            raise c.fail(where, "a mapping {service, until}", st)
+        if st["service"] not in services - {SWARM_RECORD}:
+            raise c.fail(f"{where}.service", f"a service of {stack} ({', '.join(sorted(services))})", st["service"])
+        if st["until"] not in STAGE_STATES:
+            raise c.fail(f"{where}.until", f"one of {', '.join(STAGE_STATES)}", st["until"])
+        stages.append(Stage(st["service"], st["until"]))
+    if not stages:
+        raise c.fail("deployment.swarm.stages", "at least one stage (the driver last)", raw)
+    if SWARM_RECORD not in services:
+        raise c.fail(
+            "deployment.swarm.stack", f"a stack file with a {SWARM_RECORD} service (the machine records)", stack
+        )
+    return Swarm(stack, dict(place), tuple(stages))
 
 
 def _role(c: _Checker, name: str, d: Any, names: set[str]) -> Role:

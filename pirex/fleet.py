@@ -342,12 +342,11 @@ def host_state(fleet_dir: Path, host: str, ended: dict | None, ansible_exit: int
         state = UNREACHABLE if f.get("unreachable") else FAILED
         return {"state": state, "why": f"{state} at '{f.get('task')}': {f.get('message')}", "bundle": None}
     if fetched and ended.get("verified"):
-        m = B.read_json(fleet_dir / host / B.MANIFEST, dict)
         return {
             "state": VERIFIED,
             "why": "",
             "bundle": host,
-            "run_id": m.get("run_id"),
+            "run_id": B.Bundle.open(fleet_dir / host).run_id,
             "host_bundle": ended.get("bundle"),
         }
     return {

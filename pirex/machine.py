@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pirex import __version__, paths, proc, tuning
+from pirex import __version__, capabilities, paths, proc, tuning
 from pirex.errors import PirexError
 
 log = logging.getLogger(__name__)
@@ -973,5 +973,8 @@ def record(
             return None
 
     rec["docker"] = r.section("docker", docker_info)
+    # what the machine can do for an experiment (cpufreq, PMU, tracers, swap, root, storage devices): read
+    # here once, so that `pirex reproduce` and the tables take it from the record instead of probing again
+    rec["capabilities"] = r.section("capabilities", lambda: capabilities.probe(work_dir))
     rec["unavailable"] = r.unavailable
     return rec

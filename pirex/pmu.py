@@ -1,19 +1,24 @@
 """Raw PMU events (perf_event_open PERF_TYPE_RAW) for the Raspberry Pis' Arm cores, chosen from the machine
 record's CPU part. On a Pi the kernel has no generic last-level-cache events (PERF_COUNT_HW_CACHE_LL is
 ENOENT on the Cortex-A53 and A72, thesis 4.5.1.3), so the thesis counted its LLC figures (6.2, 6.6) with the
-Cortex-A72's raw event codes from the TRM. This module holds those codes per core and turns the parameter
-`raw_events: auto` into forkbench's `--raw-events NAME=CODE,...` before a run (the resolved value is what the
-bundle's manifest records). Elsewhere (x86, an unknown or mixed Arm CPU) nothing is chosen, with the reason."""
+Cortex-A72's raw event codes from the TRM. This module holds those codes per core and, before a run, turns
+`auto` in each parameter that declares `resolve: pmu-raw-events` (experiment.yaml) into the benchmark's
+`NAME=CODE,...` (the resolved value is what the bundle's manifest records). Elsewhere (x86, an unknown or mixed
+Arm CPU) nothing is chosen, with the reason."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pirex.errors import PirexError
 
-PARAMETER = "raw_events"  # the experiment parameter this module resolves (`auto`, `none` or NAME=CODE,...)
+if TYPE_CHECKING:
+    from pirex.experiment import Experiment
+
+RESOLVER = "pmu-raw-events"  # what a parameter declares as `resolve:` to be resolved here
+PARAMETER = "raw_events"  # the name fork's experiment.yaml gives it (pirex/analysis/fork.py reads it)
 
 
 @dataclass(frozen=True)
@@ -112,20 +117,24 @@ def choose(machine: dict[str, Any]) -> Choice:
 _SPEC = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*=0x[0-9a-fA-F]{1,4}$")
 
 
-def resolve(params: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
-    """The parameters with `raw_events: auto` replaced by this machine's codes (or `none`); an explicit list
-    is checked, `none` kept. Parameters without raw_events pass unchanged."""
-    value = params.get(PARAMETER)
-    if value is None:
-        return params
-    value = str(value).strip()
+def resolve(params: dict[str, Any], machine: dict[str, Any], exp: Experiment | None = None) -> dict[str, Any]:
+    """The parameters with `auto` in each one the experiment declares `resolve: pmu-raw-events` replaced by this
+    machine's codes (or `none`); an explicit list is checked, `none` kept; other parameters pass unchanged.
+    Without the experiment: the parameter named raw_events (callers that do not pass it yet)."""
+    names = exp.resolved_by(RESOLVER) if exp is not None else (PARAMETER,)
+    out = dict(params)
+    for name in names:
+        if params.get(name) is not None:
+            out[name] = _resolved(name, str(params[name]).strip(), machine)
+    return out
+
+
+def _resolved(name: str, value: str, machine: dict[str, Any]) -> str:
     if value == "auto":
-        return {**params, PARAMETER: choose(machine).spec}
+        return choose(machine).spec
     if value != "none" and not all(_SPEC.match(item) for item in value.split(",")):
-        raise PirexError(
-            f"--set {PARAMETER}={value!r}: expected auto, none or NAME=0xCODE,... (e.g. LLC-load-misses=0x52)"
-        )
-    return {**params, PARAMETER: value}
+        raise PirexError(f"--set {name}={value!r}: expected auto, none or NAME=0xCODE,... (e.g. LLC-load-misses=0x52)")
+    return value
 
 
 def describe(spec: str, machine: dict[str, Any]) -> list[str]:

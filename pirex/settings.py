@@ -6,12 +6,16 @@ here and committed (images/<image>/profiles/<profile>.env), never numbers writte
 Each parameter of the profile (overridden by --set, checked against its declaration) is its name
 in upper case (customers -> CUSTOMERS), PROFILE the profile's name, and each role of a deployment
 adds <ROLE>_PORT, the port it listens on (db -> DB_PORT=5432). `pirex env EXPERIMENT` prints them.
+
+The tools the images run (JMH, Kieker, ...) are pinned once as well, in images/pom.xml (Locust: in the pip
+requirements of its image); tool_versions() reads them there.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +73,28 @@ def rendered(experiment_id: str, profile: str, path: str) -> str:
 def generated_files(root: Path = REPO) -> list[Path]:
     """Every committed file rendered here (images/*/profiles/*.env), found by its header."""
     return sorted(p for p in root.glob("images/*/profiles/*.env") if GENERATED.match(p.read_text()))
+
+
+# Each tool the images run, by the name the docs give it: its property in images/pom.xml, or for a Python tool
+# the requirements file that pins it (as <name in lower case>==VERSION).
+MAVEN_TOOLS = {
+    "JMH": "jmh.version",
+    "Kieker": "kieker.version",
+    "OpenTelemetry": "otel.version",
+    "Spring Boot": "spring-boot.version",
+}
+PIP_TOOLS = {"Locust": "images/locust/requirements.txt"}
+POM = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def tool_versions(root: Path = REPO) -> dict[str, str]:
+    """The pinned version of each tool of MAVEN_TOOLS and PIP_TOOLS."""
+    props = ET.parse(root / "images" / "pom.xml").getroot().find("m:properties", POM)
+    out = {tool: props.findtext(f"m:{name}", namespaces=POM) for tool, name in MAVEN_TOOLS.items()}
+    for tool, path in PIP_TOOLS.items():
+        found = re.search(rf"^{tool.lower()}==(\S+)$", (root / path).read_text(), re.M)
+        out[tool] = found[1] if found else None
+    missing = [t for t, v in out.items() if not v]
+    if missing:
+        raise PirexError(f"no pinned version of {', '.join(missing)}: pin it once, in images/pom.xml or {PIP_TOOLS}")
+    return out

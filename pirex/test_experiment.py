@@ -67,6 +67,8 @@ def broken(tmp_path, change):
         (lambda d: d["outputs"][0].update(format="xml"), r"outputs\[0\].format: expected one of jmh-json"),
         (lambda d: d["needs"].update(memory_mb="lots"), "needs.memory_mb: expected a whole number of MB"),
         (lambda d: d["services"]["sink"].pop("ready_line"), "services.sink.ready_line: missing"),
+        (lambda d: d["parameters"]["depth"].update(resolve="magic"), "parameters.depth.resolve: expected one of pmu-"),
+        (lambda d: d["parameters"]["depth"].update(resolve="pmu-raw-events"), "parameters.depth.type: expected string"),
     ],
 )
 def test_problems_name_file_key_and_expectation(tmp_path, change, message):
@@ -150,3 +152,27 @@ def test_privileges_become_docker_arguments_and_need_a_reason():
     doc["needs"]["privileges"] = {"capabilities": ["sys admin"], "why": "x"}
     with pytest.raises(PirexError, match="capabilities: expected a list of capability names"):
         experiment.parse(doc, experiment.path_of("jmh"))
+
+
+JPA = yaml.safe_load(experiment.path_of("jpa-rest").read_text())
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda s: s.update(place={"cache": "pirex.role=cache"}), r"swarm.place.cache: expected a role of the deploy"),
+        (lambda s: s.update(place={"db": "db"}), r"swarm.place.db: expected a node label KEY=VALUE"),
+        (lambda s: s["stages"][1].update(service="loadr"), r"swarm.stages\[1\].service: expected a service of comp"),
+        (lambda s: s["stages"][0].update(until="healthy"), r"swarm.stages\[0\].until: expected one of running, comp"),
+        (lambda s: s.update(stages=[]), r"swarm.stages: expected at least one stage"),
+        (lambda s: s.update(stack="compose/none.yml"), r"swarm.stack: expected a stack file in this checkout"),
+        (lambda s: s.update(nodes=3), r"deployment.swarm: expected a mapping with stack, place, stages"),
+    ],
+)
+def test_swarm_mistakes_are_named(tmp_path, change, message):
+    doc = copy.deepcopy(JPA)
+    change(doc["deployment"]["swarm"])
+    f = tmp_path / "experiment.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    with pytest.raises(PirexError, match=message):
+        experiment.load(f)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pirex import bundle as B
-from pirex import fleet, machine
+from pirex import experiment, fleet, machine
 from pirex.analysis import devices, jmh, modules
 from pirex.analysis.tidy import device_of
 from pirex.errors import PirexError
@@ -33,7 +33,7 @@ def jmh_bundle(root: Path, host: str, hostname: str, values: list[float], named:
         root / "host" / host,
         "jmh",
         "quick",
-        {"forks": 1},
+        experiment.load("jmh").resolve("quick"),
         ["docker"],
         [("docker", r) for r in range(len(values))],
         {},
@@ -222,6 +222,7 @@ def test_pirex_table_without_bundles_reads_the_newest_fleet_run(tmp_path):
 
 def test_moobench_from_three_pis_gives_ssp17_table1_with_a_column_per_device(tmp_path):
     """Three Pi 3s, all called raspberrypi, one run id: SSP'17 Table 1's layout names each by its inventory name."""
+    from pirex import experiment
     from pirex.analysis import moobench
 
     paths = []
@@ -230,7 +231,7 @@ def test_moobench_from_three_pis_gives_ssp17_table1_with_a_column_per_device(tmp
             tmp_path / "host" / host,
             "moobench",
             "quick",
-            {},
+            {**experiment.load("moobench").resolve("quick"), "calls": 40},
             ["native"],
             [("native", r) for r in range(5)],
             {},

@@ -119,7 +119,7 @@ def good_bundle(tmp_path_factory) -> Path:
         root,
         "jmh",
         "quick",
-        {"repetitions": 2},
+        {**experiment.load("jmh").resolve("quick"), "repetitions": 2},
         ["native", "docker"],
         [("native", 0), ("docker", 0)],
         {"jmh": {"reference": "r", "digest": "sha256:0"}},

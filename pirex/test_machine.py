@@ -1,10 +1,11 @@
 import json
+import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from pirex import __version__, machine
+from pirex import __version__, capabilities, machine
 
 DATA = Path(__file__).parent / "testdata" / "machine"
 
@@ -351,6 +352,7 @@ KEYS = {
     "thermal_zone0_c",
     "storage",
     "docker",
+    "capabilities",
     "unavailable",
 }
 
@@ -368,6 +370,8 @@ def test_record_of_this_machine(tmp_path, monkeypatch):
     assert rec["storage"]["work_dir"] == str(work)
     assert rec["storage"]["free_bytes"] > 0
     assert rec["docker"] is None and rec["unavailable"]["docker"] == "not requested"
+    assert set(rec["capabilities"]) == set(capabilities.NAMES)
+    assert rec["capabilities"]["root"]["available"] == (os.geteuid() == 0)
     assert json.loads(json.dumps(rec)) == rec
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pirex import machine, pmu
+from pirex import experiment, machine, pmu
 from pirex.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "machine"
@@ -68,3 +69,18 @@ def test_describe_names_the_arm_events():
     assert line.startswith("LLC-load-misses = raw event 0x52 (L2D_CACHE_REFILL_RD") and "1 MB shared L2" in line
     assert pmu.describe("LLC-load-misses=0x52", X86) == ["LLC-load-misses = raw event 0x52"]
     assert pmu.describe("none", PI4) == []
+
+
+def test_only_the_parameters_that_declare_the_resolver_are_resolved(tmp_path):
+    doc = yaml.safe_load(experiment.path_of("fork").read_text())
+    assert experiment.load("fork").resolved_by(pmu.RESOLVER) == (pmu.PARAMETER,)
+    doc["parameters"]["counters"] = {**doc["parameters"].pop("raw_events"), "default": "none"}
+    doc["command"] = [a.replace("{raw_events}", "{counters}") for a in doc["command"]]
+    (tmp_path / "experiment.yaml").write_text(yaml.safe_dump(doc))
+    renamed = experiment.load(tmp_path / "experiment.yaml")
+    params = {"counters": "auto", "raw_events": "auto"}
+    assert pmu.resolve(params, PI4, renamed) == {
+        "counters": "LLC-loads=0x50,LLC-load-misses=0x52",
+        "raw_events": "auto",
+    }
+    assert pmu.resolve(params, PI4, experiment.load("jmh")) == params, "an experiment that declares none"

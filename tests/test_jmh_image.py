@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pirex import proc
+from pirex import experiment, proc, settings
 from pirex.images import publish
 from pirex.images.platforms import host, parse
 
@@ -37,12 +37,16 @@ def run_jmh(built, platform, results, *cmd):
 
 def test_quick_profile_runs_every_benchmark(built, tmp_path):
     doc = run_jmh(built, host(), tmp_path)
+    quick = experiment.load("jmh").resolve("quick")
     assert {r["benchmark"] for r in doc} == BENCHMARKS
     for r in doc:
-        assert r["jmhVersion"] == "1.37"
+        assert r["jmhVersion"] == settings.tool_versions()["JMH"]
         assert r["mode"] == "thrpt" and r["primaryMetric"]["scoreUnit"] == "ops/s"
+        if ".RecursionBenchmark." in r["benchmark"]:
+            assert r["params"]["depth"] == str(quick["depth"])
         forks = r["primaryMetric"]["rawData"]
-        assert len(forks) == 2 and all(len(iterations) == 5 for iterations in forks)
+        assert len(forks) == quick["repetitions"] * quick["forks"]
+        assert all(len(iterations) == quick["iterations"] for iterations in forks)
         assert all(v > 0 for iterations in forks for v in iterations)
 
 

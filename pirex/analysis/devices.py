@@ -2,7 +2,8 @@
 module offers (run_values, pirex/analysis/interface.py), per metric and variant, side by side for
 each device the bundles came from (a fleet's Pis and a server, each named from its record:
 pirex.analysis.tidy.device_of). Each cell is the mean over that device's runs with its interval
-over them, or how many runs there are and are needed."""
+over them, or how many runs there are and are needed. Runs of different setups (RunValue.setup)
+are never pooled: a row per setup, which the variant's cell names when there are several."""
 
 from __future__ import annotations
 
@@ -29,17 +30,18 @@ def devices(values: Sequence[RunValue]) -> list[str]:
 
 
 def table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
-    """Rows: metric and variant; columns: one per device (mean over runs [interval over runs])."""
+    """Rows: metric, variant (and setup); columns: one per device (mean over runs [interval over runs])."""
     devs = devices(values)
-    groups: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    several = len({v.setup for v in values}) > 1
+    groups: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     units: dict[str, str] = {}
     lower: dict[str, bool] = {}
     for v in values:
-        groups[(v.metric, v.variant)][v.device].append(v.value)
+        groups[(v.metric, v.variant, v.setup)][v.device].append(v.value)
         units[v.metric], lower[v.metric] = v.unit, v.lower_is_better
     rows, records = [], []
-    for (metric, variant), by_device in groups.items():
-        row = [metric + (f" ({units[metric]})" if units[metric] else ""), variant]
+    for (metric, variant, setup), by_device in groups.items():
+        row = [metric + (f" ({units[metric]})" if units[metric] else ""), f"{variant}, {setup}" if several else variant]
         for dev in devs:
             xs = by_device.get(dev)
             if not xs:
@@ -51,6 +53,7 @@ def table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
                 {
                     "metric": metric,
                     "variant": variant,
+                    **({"setup": setup} if several else {}),
                     "device": dev,
                     "runs": i.n,
                     "mean": i.value,

@@ -13,15 +13,13 @@ meta.csv (key, value); or, for a mode the machine cannot run, mode-skipped.txt w
 concurrent/cores-note.txt where the machine had fewer cores than the thesis's four.
 
 Rows are `ForkRow`s, not tidy.Row: tidy.Row has no place for the mapped size (nor for the process of a
-concurrent run), which is the x axis of every figure. `ForkRow.tidy()` maps one onto tidy.Row for the
-collection's common table (benchmark = "<mode> <size> MB", fork = process, iteration = the fork's
-repetition within the step)."""
+concurrent run), which is the x axis of every figure. Every row carries its step's setup (the forks per size and
+mode in a step): tables and run values never pool two setups."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -29,13 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pirex import pmu
-from pirex.analysis import tidy
-from pirex.analysis.bundles import completed_steps, open_bundle
+from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
-from pirex.analysis.tables import markdown as tables_md
-from pirex.analysis.tidy import Row, device_of, storage_of
-from pirex.bundle import Bundle
+from pirex.analysis.tidy import device_of, storage_of
+from pirex.bundle import Bundle, Step, read_csv, read_text, reading
 from pirex.errors import PirexError
 
 MODES = ("single", "single-migrate", "concurrent", "concurrent-migrate")
@@ -88,23 +84,7 @@ class ForkRow:
     value: float
     unit: str  # ns or count
     kernel_included: bool  # False: the counter saw user space only (perf_event_paranoid, no privileges)
-
-    def tidy(self) -> Row:
-        bench = f"{self.mode} {self.size_mb} MB"
-        return Row(
-            "fork",
-            self.run,
-            self.device,
-            self.storage,
-            self.variant,
-            bench,
-            self.repetition,
-            self.process,
-            self.fork_repetition,
-            self.counter,
-            self.value,
-            self.unit,
-        )
+    setup: str  # setup_of(the step)
 
 
 @dataclass(frozen=True)
@@ -120,6 +100,7 @@ class Note:
 
 @dataclass(frozen=True)
 class Line:
+    setup: str
     device: str
     variant: str
     mode: str
@@ -132,15 +113,16 @@ class Line:
     unit: str
 
 
-def _read_csv(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def _bundle(bundle_path: Path) -> tuple[Bundle, dict]:
     b = open_bundle(bundle_path, "fork")
-    machine = json.loads((Path(bundle_path) / "machine.json").read_text())["before"]
-    return b, machine
+    return b, b.machine_before()
+
+
+def setup_of(step: Step) -> str:
+    """What a step's forks ran as besides the machine and the row's mode and size: how many forks per size and
+    mode (PirexError naming the bundle when it was not recorded)."""
+    n = step.param("fork_repetitions")
+    return f"{n} fork{'' if n == 1 else 's'} per size and mode in a step"
 
 
 def _mode_dirs(step: Path) -> list[tuple[str, Path]]:
@@ -152,38 +134,39 @@ def rows(bundle_path: Path) -> list[ForkRow]:
     b, machine = _bundle(bundle_path)
     device, storage = device_of(machine), storage_of(machine)
     out = []
-    for _, step, step_dir in completed_steps([b]):
-        variant, rep = step["variant"], step["repetition"]
-        for mode, d in _mode_dirs(step_dir):
+    for step in b.steps():
+        setup = setup_of(step)
+        for mode, d in _mode_dirs(step.dir):
             if not (d / "fork.csv").is_file():
                 continue
-            support = {c["counter"]: c for c in _read_csv(d / "counters.csv")} if (d / "counters.csv").is_file() else {}
-            for r in _read_csv(d / "fork.csv"):
-                for name, cell in r.items():
-                    if name in FIXED[:-1] or cell in ("", None):
-                        continue
-                    c = support.get(name, {})
-                    if c and c.get("supported") != "true":
-                        continue
-                    kernel = name == WALL or c.get("kernel_included") == "true"
-                    out.append(
-                        ForkRow(
-                            "fork",
-                            b.run_id,
-                            device,
-                            storage,
-                            variant,
-                            mode,
-                            rep,
-                            int(r["size_mb"]),
-                            int(r["repetition"]),
-                            int(r["process"]),
-                            name,
-                            float(cell),
-                            "ns" if name in NS_COUNTERS else "count",
-                            kernel,
+            support = {c["counter"]: c for c in read_csv(d / "counters.csv")} if (d / "counters.csv").is_file() else {}
+            with reading(d / "fork.csv"):
+                for r in read_csv(d / "fork.csv"):
+                    for name, cell in r.items():
+                        if name in FIXED[:-1] or cell in ("", None):
+                            continue
+                        c = support.get(name, {})
+                        if c and c.get("supported") != "true":
+                            continue
+                        out.append(
+                            ForkRow(
+                                "fork",
+                                b.run_id,
+                                device,
+                                storage,
+                                step.variant,
+                                mode,
+                                step.repetition,
+                                int(r["size_mb"]),
+                                int(r["repetition"]),
+                                int(r["process"]),
+                                name,
+                                float(cell),
+                                "ns" if name in NS_COUNTERS else "count",
+                                name == WALL or c.get("kernel_included") == "true",
+                                setup,
+                            )
                         )
-                    )
     return out
 
 
@@ -196,33 +179,32 @@ def notes(bundle_path: Path) -> list[Note]:
     def add(n: Note) -> None:
         seen.setdefault((n.device, n.variant, n.mode, n.subject), n)
 
-    spec = str((b.manifest.get("parameters") or {}).get(pmu.PARAMETER) or "")
+    spec = str(b.parameters.get(pmu.PARAMETER) or "")
     if spec == "none" and (why := pmu.choose(machine).reason):
         add(Note(device, "every variant", "every mode", "raw events", why))
     for i, line in enumerate(pmu.describe(spec, machine) if spec not in ("", "none", "auto") else []):
         add(Note(device, "every variant", "every mode", f"raw event {i + 1}", line))
 
-    for step in b.manifest["completed"]:
-        variant = step["variant"]
-        sd = b.step_dir(variant, step["repetition"])
+    for step in b.steps():
+        variant, sd = step.variant, step.dir
         for mode in MODES:
             d = sd / mode
             if (d / "mode-skipped.txt").is_file():
-                add(Note(device, variant, mode, "mode", (d / "mode-skipped.txt").read_text().strip()))
+                add(Note(device, variant, mode, "mode", read_text(d / "mode-skipped.txt").strip()))
             if (d / "counters.csv").is_file():
-                for c in _read_csv(d / "counters.csv"):
+                for c in read_csv(d / "counters.csv"):
                     raw = (c.get("event") or "").startswith("raw ")
                     if c["supported"] != "true" or c["reason"]:
                         add(Note(device, variant, mode, c["counter"], (f"{c['event']}: " if raw else "") + c["reason"]))
                     elif raw:
                         add(Note(device, variant, mode, c["counter"], f"counted as the CPU's {c['event']}"))
             if (d / "skipped.csv").is_file():
-                for s in _read_csv(d / "skipped.csv"):
+                for s in read_csv(d / "skipped.csv"):
                     add(Note(device, variant, mode, f"size {s['size_mb']} MB", s["reason"]))
             if (d / "cores-note.txt").is_file():
-                add(Note(device, variant, mode, "cores", (d / "cores-note.txt").read_text().strip()))
+                add(Note(device, variant, mode, "cores", read_text(d / "cores-note.txt").strip()))
             if (d / "meta.csv").is_file():
-                meta = {m["key"]: m["value"] for m in _read_csv(d / "meta.csv")}
+                meta = {m["key"]: m["value"] for m in read_csv(d / "meta.csv")}
                 if mode == "concurrent" and meta.get("processes"):
                     add(
                         Note(
@@ -259,17 +241,17 @@ def table(fork_rows: Iterable[ForkRow], process: int | None = None) -> list[Line
     for r in fork_rows:
         if process is not None and r.process != process:
             continue
-        groups[(r.device, r.variant, r.mode, r.size_mb, r.counter)].append(r.value)
+        groups[(r.setup, r.device, r.variant, r.mode, r.size_mb, r.counter)].append(r.value)
         units[r.counter] = r.unit
     order = {c: i for i, c in enumerate(COUNTER_ORDER)}
     mode_order = {m: i for i, m in enumerate(MODES)}
 
     def key(k: tuple) -> tuple:
-        dev, var, mode, size, counter = k
-        return (order.get(counter, len(order)), counter, dev, var, mode_order.get(mode, 9), size)
+        setup, dev, var, mode, size, counter = k
+        return (setup, order.get(counter, len(order)), counter, dev, var, mode_order.get(mode, 9), size)
 
     return [
-        Line(*k, len(v), sum(v) / len(v), min(v), max(v), units[k[4]])
+        Line(*k, len(v), sum(v) / len(v), min(v), max(v), units[k[5]])
         for k, v in sorted(groups.items(), key=lambda kv: key(kv[0]))
     ]
 
@@ -278,30 +260,6 @@ def _fmt(x: float) -> str:
     if math.isnan(x):
         return "n/a"
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
-
-
-def markdown(lines: Sequence[Line], notes_: Sequence[Note] = ()) -> str:
-    out = [
-        "| Counter | Device | Variant | Mode | Size (MB) | n | Mean | Min | Max | Unit |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---|",
-    ]
-    for ln in lines:
-        out.append(
-            f"| {ln.counter} | {ln.device} | {ln.variant} | {ln.mode} | {ln.size_mb} | {ln.n} | "
-            f"{_fmt(ln.mean)} | {_fmt(ln.min)} | {_fmt(ln.max)} | {ln.unit} |"
-        )
-    if notes_:
-        out += ["", "Not measured or measured differently:", ""]
-        out += [f"- {n.device}, {n.variant}, {n.mode}: {n.subject}: {n.reason}" for n in notes_]
-    return "\n".join(out)
-
-
-def write_csv(lines: Sequence[Line], path: Path) -> None:
-    tidy.write_csv(lines, path, Line)
-
-
-def write_rows_csv(fork_rows: Sequence[ForkRow], path: Path) -> None:
-    tidy.write_csv(fork_rows, path, ForkRow)
 
 
 # --- figures -------------------------------------------------------------------------------------------------------
@@ -351,6 +309,7 @@ def plot(
     if counters is not None:
         names = [c for c in names if c in counters]
     devices = sorted({ln.device for ln in lines} | {n.device for n in all_notes})
+    setups = sorted({ln.setup for ln in lines})  # never one line over two setups
     colours = {d: plt.get_cmap("tab10")(i % 10) for i, d in enumerate(devices)}
     variants = sorted({ln.variant for ln in lines} | {n.variant for n in all_notes}, key=lambda v: (v != "native", v))
     styles = {v: VARIANT_STYLES.get(v) or OTHER_STYLES[i % len(OTHER_STYLES)] for i, v in enumerate(variants)}
@@ -379,31 +338,26 @@ def plot(
         spread = max((ln.max for ln in data), default=1) / max(min((ln.min for ln in data), default=1), 1e-12)
         for ax, (title, modes) in zip(axes, PANELS, strict=True):
             drawn = 0
-            for dev in devices:
-                for var in variants:
-                    for mode in modes:
-                        pts = sorted(
-                            (ln for ln in data if (ln.device, ln.variant, ln.mode) == (dev, var, mode)),
-                            key=lambda ln: ln.size_mb,
-                        )
-                        if not pts:
-                            continue
-                        x = [p.size_mb for p in pts]
-                        kind = mode.split("-")[0]
-                        ax.plot(
-                            x,
-                            [p.mean for p in pts],
-                            color=colours[dev],
-                            ls=styles[var],
-                            marker=MODE_MARKERS[mode],
-                            ms=4,
-                            lw=1.2,
-                            label=f"{dev} · {var} · {kind}",
-                        )
-                        ax.fill_between(
-                            x, [p.min for p in pts], [p.max for p in pts], color=colours[dev], alpha=0.12, lw=0
-                        )
-                        drawn += 1
+            for setup, dev, var, mode in itertools.product(setups, devices, variants, modes):
+                pts = sorted(
+                    (ln for ln in data if (ln.setup, ln.device, ln.variant, ln.mode) == (setup, dev, var, mode)),
+                    key=lambda ln: ln.size_mb,
+                )
+                if pts:
+                    x = [p.size_mb for p in pts]
+                    label = f"{dev} · {var} · {mode.split('-')[0]}" + (f" · {setup}" if len(setups) > 1 else "")
+                    ax.plot(
+                        x,
+                        [p.mean for p in pts],
+                        color=colours[dev],
+                        ls=styles[var],
+                        marker=MODE_MARKERS[mode],
+                        ms=4,
+                        lw=1.2,
+                        label=label,
+                    )
+                    ax.fill_between(x, [p.min for p in pts], [p.max for p in pts], color=colours[dev], alpha=0.12, lw=0)
+                    drawn += 1
             if not drawn:
                 ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", color="gray")
             ax.set_xscale("log", base=2)
@@ -471,12 +425,12 @@ def trace_calls(bundles: Sequence[Path]) -> dict[tuple[str, str, str], list]:
     for path in bundles:
         b, machine = _bundle(Path(path))
         device = device_of(machine)
-        for step in b.manifest["completed"]:
-            trace = b.step_dir(step["variant"], step["repetition"]) / "trace.txt"
+        for step in b.steps():
+            trace = step.dir / "trace.txt"
             if trace.exists():
                 for mode, lines in ftrace.by_mode(trace.read_text(errors="replace").splitlines()).items():
                     if parsed := ftrace.parse(lines):  # the header before the first mode marker has none
-                        calls.setdefault((device, step["variant"], mode), []).extend(parsed)
+                        calls.setdefault((device, step.variant, mode), []).extend(parsed)
     return calls
 
 
@@ -484,8 +438,7 @@ def trace_skipped(bundles: Sequence[Path]) -> list[str]:
     """Why a bundle run with --trace has no trace (run.json's trace.reason)."""
     out = []
     for path in bundles:
-        run_json = Path(path) / "run.json"
-        t = json.loads(run_json.read_text()).get("trace") if run_json.exists() else None
+        t = open_bundle(path, "fork").run_info().trace
         if t and not t.get("enabled"):
             out.append(f"{Path(path).name}: tracing was skipped: {t['reason']}")
     return out
@@ -619,23 +572,6 @@ def depth_figures(calls: dict[tuple[str, str, str], list], out: Path) -> list[Pa
     return paths
 
 
-def trace_outputs(bundles: Sequence[Path], out: Path) -> list[str]:
-    """What `pirex table fork` prints about the traces, with the calls as CSV, the folded stacks and a flame graph
-    per mode and size written under out."""
-    from pirex.analysis import ftrace
-
-    calls = trace_calls(bundles)
-    if not calls:
-        return [f"\nno ftrace hotspots: {why}" for why in trace_skipped(bundles)]
-    lines = []
-    for key, cs in sorted(calls.items()):
-        ftrace.write_csv(cs, Path(out) / (_slug(f"ftrace-{'-'.join(key)}") + ".csv"))
-    lines += [f"flame graph: {p}" for p in flame_graphs(calls, out)]
-    for nt in table_6_1_tables(calls):
-        lines += ["", tables_md(nt.table)]
-    return lines
-
-
 # --- the common analysis interface (pirex/analysis/interface.py) ----------------------------------------------------
 
 VIEWS: dict[str, str] = {}
@@ -677,16 +613,22 @@ def counter_table(lines: Sequence[Line], notes_: Sequence[Note]) -> Table:
 
 
 def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
-    """The counter table and, when the bundles hold traces, Table 6.1 per device, variant and subtype."""
+    """The counter table per setup (a bundle's notes under each of its setups) and, when the bundles hold traces,
+    Table 6.1 per device, variant and subtype."""
     _check_view(view)
-    all_rows = [r for b in bundles for r in rows(Path(b))]
-    all_notes = [n for b in bundles for n in notes(Path(b))]
-    out = [NamedTable("counters", counter_table(table(all_rows), all_notes))]
+    by_setup: dict[str, tuple[list[ForkRow], list[Note]]] = {}
+    for b in bundles:
+        found, found_notes = rows(Path(b)), notes(Path(b))
+        for setup in dict.fromkeys(setup_of(s) for s in open_bundle(b, "fork").steps()):
+            group = by_setup.setdefault(setup, ([], []))
+            group[0].extend(r for r in found if r.setup == setup)
+            group[1].extend(found_notes)
+    out = per_setup("counters", by_setup, lambda g: counter_table(table(g[0]), g[1]))
     calls = trace_calls(bundles)
-    out += table_6_1_tables(calls)
     if not calls and (skipped := trace_skipped(bundles)):
-        out[0].table.notes.extend(f"- no Table 6.1: {why}" for why in skipped)
-    return out
+        for nt in out:
+            nt.table.notes.extend(f"- no Table 6.1: {why}" for why in skipped)
+    return out + table_6_1_tables(calls)
 
 
 def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list[Path]:
@@ -709,7 +651,9 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
     units: dict[str, str] = {}
     for b in bundles:
         for r in rows(Path(b)):
-            groups[(r.run, r.device, r.variant, r.repetition, f"{r.counter}/{r.mode}/{r.size_mb}")].append(r.value)
+            groups[(r.run, r.device, r.variant, r.repetition, f"{r.counter}/{r.mode}/{r.size_mb}", r.setup)].append(
+                r.value
+            )
             units[r.counter] = r.unit
     order = {c: i for i, c in enumerate(COUNTER_ORDER)}
     mode_order = {m: i for i, m in enumerate(MODES)}
@@ -719,7 +663,9 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
         return (*k[:4], order.get(counter, len(order)), counter, mode_order.get(mode, 9), int(size))
 
     out = []
-    for (run, device, variant, rep, metric), v in sorted(groups.items(), key=lambda kv: key(kv[0])):
+    for (run, device, variant, rep, metric, setup), v in sorted(groups.items(), key=lambda kv: key(kv[0])):
         unit = units[metric.split("/")[0]]
-        out.append(RunValue("fork", run, device, variant, rep, metric, sum(v) / len(v), unit, inner=tuple(v)))
+        out.append(
+            RunValue("fork", run, device, variant, rep, metric, sum(v) / len(v), unit, inner=tuple(v), setup=setup)
+        )
     return out

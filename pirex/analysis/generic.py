@@ -1,12 +1,11 @@
 """The analysis of an experiment without a paper table of its own (experiment.yaml names no
 `analysis` module): per variant, a summary of its declared outputs. An output of format `csv`
 (a header line, one row per measurement) gives one metric per numeric column; a run is one
-step (a repetition of a variant) and its value the mean of that column over the step's rows."""
+step (a repetition of a variant) and its value the mean of that column over the step's rows. Which parameters
+matter is not known here, so a setup is every resolved parameter of the step, and each setup has its table."""
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -14,10 +13,11 @@ from pathlib import Path
 
 from pirex import experiment
 from pirex.analysis import stats
-from pirex.analysis.bundles import completed_steps, open_bundle
+from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import device_of
+from pirex.bundle import Step, read_csv
 from pirex.errors import PirexError
 
 VIEWS: dict[str, str] = {}
@@ -35,11 +35,7 @@ def _number(text: str) -> float | None:
 
 def _csv_means(path: Path) -> dict[str, float]:
     """The mean of every column whose values are all numbers."""
-    try:
-        with open(path, newline="", errors="replace") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, csv.Error) as e:
-        raise PirexError(f"{path}: not a readable CSV file ({e}); `pirex verify` checks the bundle") from None
+    rows = read_csv(path)
     out = {}
     for column in rows[0] if rows else {}:
         values = [_number(r.get(column)) for r in rows]
@@ -52,26 +48,37 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
     out = []
     for path in bundles:
         b = open_bundle(path)
-        exp = experiment.load(b.manifest["experiment"])
+        exp = experiment.load(b.experiment)
         unreadable = sorted({o["format"] for o in exp.outputs} - set(READABLE))
         if unreadable:
             raise PirexError(
                 f"{exp.id}: the generic table reads outputs of format {', '.join(READABLE)}, not "
                 f"{', '.join(unreadable)}: name an analysis module in experiment.yaml (analysis:)"
             )
-        try:
-            machine = json.loads((path / "machine.json").read_text())["before"]
-        except (OSError, ValueError, KeyError, TypeError):
-            machine = {}
-        device = device_of(machine) if isinstance(machine, dict) else "unknown"
-        for _, step, folder in completed_steps([b]):
+        device = device_of(b.machine_before())
+        for step in b.steps():
             for o in exp.outputs:
-                for f in sorted(folder.glob(o["path"])):
+                for f in sorted(step.dir.glob(o["path"])):
                     for column, mean in _csv_means(f).items():
                         out.append(
-                            RunValue(exp.id, b.run_id, device, step["variant"], step["repetition"], column, mean, "")
+                            RunValue(
+                                exp.id,
+                                b.run_id,
+                                device,
+                                step.variant,
+                                step.repetition,
+                                column,
+                                mean,
+                                "",
+                                setup=setup_of(step),
+                            )
                         )
     return out
+
+
+def setup_of(step: Step) -> str:
+    """Every resolved parameter of the step, repetitions aside (the runs of one setup)."""
+    return "parameters " + ", ".join(f"{k}={v}" for k, v in sorted(step.params.items()) if k != "repetitions")
 
 
 def summary_table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
@@ -100,7 +107,10 @@ def summary_table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
 
 
 def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
-    return [NamedTable("summary", summary_table(run_values(bundles)))]
+    by_setup: dict[str, list[RunValue]] = {}
+    for v in run_values(bundles):
+        by_setup.setdefault(v.setup, []).append(v)
+    return per_setup("summary", by_setup, summary_table)
 
 
 def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list[Path]:

@@ -4,12 +4,12 @@ experiment's bundles have them, so `pirex plot` draws it for every experiment.""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from pirex.analysis.bundles import completed_steps
+from pirex.analysis.bundles import steps
+from pirex.bundle import read_json, reading
 
 TOP = 12  # the sources with the most interrupts; the rest summed as "other"
 
@@ -22,17 +22,20 @@ def _label(irq: str, line: dict) -> str:
 def per_step(bundles: Sequence[Path]) -> dict[str, dict[str, list[float]]]:
     """variant -> source -> interrupts per second of each completed step (all CPUs summed)."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for _, step, d in completed_steps(bundles):
-        try:
-            rec = json.loads((d / "interrupts.json").read_text())
-            seconds = json.loads((d / "step.json").read_text())["seconds"]
+    for step in steps(bundles):
+        f = step.dir / "interrupts.json"
+        if not f.exists():
+            continue  # a step of an older bundle
+        rec = read_json(f, dict)
+        if rec.get("before") is None or rec.get("after") is None:
+            continue  # /proc/interrupts could not be read then (machine.interrupts)
+        with reading(f):
             before, after = rec["before"]["lines"], rec["after"]["lines"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # a step without the record (older bundles, an unreadable /proc/interrupts)
-        for irq, line in after.items():
-            if irq in before and seconds > 0:
-                delta = sum(line.get("counts", [])) - sum(before[irq].get("counts", []))
-                out[step["variant"]][_label(irq, line)].append(max(delta, 0) / seconds)
+            seconds = step.seconds
+            for irq, line in after.items():
+                if irq in before and seconds > 0:
+                    delta = sum(line.get("counts", [])) - sum(before[irq].get("counts", []))
+                    out[step.variant][_label(irq, line)].append(max(delta, 0) / seconds)
     return out
 
 

@@ -3,7 +3,6 @@ comparison with the published table (analysis/icpe18/table1.csv)."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,11 +10,11 @@ from pathlib import Path
 
 from pirex.analysis import precision, stats
 from pirex.analysis import tables as T
-from pirex.analysis.bundles import completed_steps, open_bundle
+from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row, device_of, storage_of
-from pirex.bundle import Bundle
+from pirex.bundle import Step, read_json, reading
 
 LEVEL = 0.999
 
@@ -31,41 +30,56 @@ JMH_BENCHMARKS = {
 }
 
 
+def setup_of(step: Step) -> str:
+    """What decides a step's throughputs besides the machine: B1-B4's recursion depth and JMH's forks and
+    iterations (PirexError naming the bundle when one was not recorded)."""
+    p = step.param
+    forks = p("forks")
+    return (
+        f"depth {p('depth')}, {forks} fork{'' if forks == 1 else 's'} per repetition, "
+        f"{p('warmup_iterations')} warm-up iterations of {p('warmup_time')}, {p('iterations')} of {p('time')}"
+    )
+
+
 def read_rows(bundle_path: Path) -> list[Row]:
     """A jmh bundle's jmh.json files as tidy rows: one per fork and measured iteration."""
     b = open_bundle(bundle_path, "jmh")
-    machine = json.loads((bundle_path / "machine.json").read_text())["before"]
+    machine = b.machine_before()
     device, storage = device_of(machine), storage_of(machine)
     rows = []
-    for _, step, step_dir in completed_steps([b]):
-        f = step_dir / "jmh.json"
-        for result in json.loads(f.read_text()):
-            name = result["benchmark"].rsplit(".", 1)[1]
-            bench = JMH_BENCHMARKS.get(name, name)
-            metric = result["primaryMetric"]
-            for fork, iterations in enumerate(metric["rawData"]):
-                for i, value in enumerate(iterations):
-                    rows.append(
-                        Row(
-                            "jmh",
-                            b.run_id,
-                            device,
-                            storage,
-                            step["variant"],
-                            bench,
-                            step["repetition"],
-                            fork,
-                            i,
-                            "throughput",
-                            float(value),
-                            metric["scoreUnit"],
+    for step in b.steps():
+        setup = setup_of(step)
+        f = step.dir / "jmh.json"
+        with reading(f):
+            for result in read_json(f, list):
+                name = result["benchmark"].rsplit(".", 1)[1]
+                bench = JMH_BENCHMARKS.get(name, name)
+                metric = result["primaryMetric"]
+                for fork, iterations in enumerate(metric["rawData"]):
+                    for i, value in enumerate(iterations):
+                        rows.append(
+                            Row(
+                                "jmh",
+                                b.run_id,
+                                device,
+                                storage,
+                                step.variant,
+                                bench,
+                                step.repetition,
+                                fork,
+                                i,
+                                "throughput",
+                                float(value),
+                                metric["scoreUnit"],
+                                setup,
+                            )
                         )
-                    )
     return rows
 
 
 @dataclass
 class Line:
+    setup: str
     benchmark: str
     device: str
     storage: str
@@ -80,7 +94,7 @@ class Line:
 def table1(rows: list[Row]) -> list[Line]:
     pooled: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
-        pooled[(r.benchmark, r.device, r.storage, r.variant)].append(r.value)
+        pooled[(r.setup, r.benchmark, r.device, r.storage, r.variant)].append(r.value)
     return [Line(*k, stats.summary(v)) for k, v in sorted(pooled.items())]
 
 
@@ -184,7 +198,7 @@ def _ratio_table(pairs: list[tuple]) -> Table:
 
 def _sink_note(bundles: Sequence[Path]) -> str | None:
     """B6 sent to a sink on the measuring host itself (the paper's went to another machine)."""
-    local = [b.name for b in bundles if not Bundle.open(b).manifest["parameters"].get("sink_host")]
+    local = [b.name for b in bundles if not open_bundle(b, "jmh").param("sink_host")]
     if not local:
         return None
     return (
@@ -195,14 +209,17 @@ def _sink_note(bundles: Sequence[Path]) -> str | None:
 
 
 def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
+    """Table 1 and the ratios, one of each per setup (depth, forks, iterations): never two setups pooled."""
     rows = _rows(bundles)
-    t1 = _table1(table1(rows))
+    by_setup: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        by_setup[r.setup].append(r)
+    out = per_setup("table1", by_setup, lambda rs: _table1(table1(rs)))
     if note := _sink_note(bundles):
-        t1.notes.append(note)
-    out = [NamedTable("table1", t1)]
-    if pairs := paired_ratios(_run_values(rows)):
-        out.append(NamedTable("ratios", _ratio_table(pairs)))
-    return out
+        for nt in out:
+            nt.table.notes.append(note)
+    pairs = {s: p for s, rs in by_setup.items() if (p := paired_ratios(_run_values(rs)))}
+    return out + per_setup("ratios", pairs, _ratio_table)
 
 
 def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list[Path]:
@@ -217,10 +234,21 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
 def _run_values(rows: Sequence[Row]) -> list[RunValue]:
     forks: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
-        forks[(r.run, r.device, r.variant, r.repetition, r.fork, r.benchmark, r.unit)].append(r.value)
+        forks[(r.run, r.device, r.variant, r.repetition, r.fork, r.benchmark, r.unit, r.setup)].append(r.value)
     return [
         RunValue(
-            "jmh", run, dev, var, rep, bench, sum(v) / len(v), unit, lower_is_better=False, run=fork, inner=tuple(v)
+            "jmh",
+            run,
+            dev,
+            var,
+            rep,
+            bench,
+            sum(v) / len(v),
+            unit,
+            lower_is_better=False,
+            run=fork,
+            inner=tuple(v),
+            setup=setup,
         )
-        for (run, dev, var, rep, fork, bench, unit), v in forks.items()
+        for (run, dev, var, rep, fork, bench, unit, setup), v in forks.items()
     ]

@@ -23,7 +23,9 @@ Rules, per run and operation:
 - outside the service: response_time_us - service_time_ns / 1000 (the X-Service-Time-Ns header) of every successful
   request after warm-up that carries one: network, HTTP and the driver's own client code.
 
-Statistics per (device, storage, configuration, operation), in microseconds, over every run pooled:
+Statistics per (setup, device, storage, configuration, operation), in microseconds, over every run pooled; the setup
+(customers, requests per operation or the soak's duration, the operations' mix: a step's resolved parameters) is never
+pooled, each has its tables:
 
 - as the paper computed them: mean, σ (n - 1) and the 99 % t interval over every request (n = 100,000 per line in
   the paper: its intervals are mean -/+ t(0.995, n - 1) σ / sqrt(n), see test_jpa). It says how well the mean of
@@ -34,13 +36,13 @@ The paper's six configurations (section 4.3) are three placements of web server 
 (D2, D3) with two USB disks (H1, H2), each with both roles native or both in Docker. A configuration of ours maps to
 one of them through `paper`: by default a label whose roles are all native maps to (1) and all Docker to (2) (the
 placement of the paper's reference lines 1, 7 and 13); roles mixed ("web-docker_db-native") or unnamed map to none.
-Map other placements explicitly ({"pi3-swapped-disks-native": 5, ...}).
+Map other placements explicitly ({"pi3-swapped-disks-native": 5, ...}). Whether our ratios hold the paper's is judged
+by the claims (analysis/icpe18/claims.yaml, `pirex compare jpa-rest`), not here.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 from collections import Counter
@@ -52,14 +54,13 @@ import numpy as np
 
 from pirex.analysis import stats
 from pirex.analysis import tables as T
-from pirex.analysis.bundles import completed_steps, open_bundle
+from pirex.analysis.bundles import open_bundle, per_setup, steps
 from pirex.analysis.interface import NamedTable, RunValue
-from pirex.analysis.tables import Table, latex, markdown, write_csv  # noqa: F401  (the tables' common output)
+from pirex.analysis.tables import Table
 from pirex.analysis.tidy import device_of, storage_of
+from pirex.bundle import Step, read_csv, read_json, read_machine
 from pirex.errors import PirexError
-from pirex.paths import PAPERS
 
-PUBLISHED = PAPERS / "icpe18" / "table3.csv"
 LEVEL = 0.99  # ICPE'18 Table 3: 99 % CI
 REQUESTS = "requests.csv"
 SUMMARY = "summary.json"
@@ -77,7 +78,6 @@ PAPER_CONFIGS = {
     5: ("D2", "H2", "D3", "H1", "native"),
     6: ("D2", "H2", "D3", "H1", "docker"),
 }
-ROUNDING = 0.05  # the paper prints 0.1 µs
 
 
 # --- reading -------------------------------------------------------------------------------------------------------
@@ -122,6 +122,7 @@ class Run:
     repetition: int
     operations: dict[str, OperationRun]
     summary: dict  # summary.json, {} without one
+    setup: str = ""  # setup_of(the step), or what a run folder's summary.json says
 
     @property
     def complete(self) -> bool | None:
@@ -169,7 +170,7 @@ def read_run(
     if not f.is_file():
         raise PirexError(f"{f} is missing: expected the load driver's requests.csv (images/locust)")
     summary_file = f.parent / SUMMARY
-    summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
+    summary = read_json(summary_file, dict) if summary_file.is_file() else {}
     per_op_planned = summary.get("requests_per_operation") or 0
     raw: dict[str, list[tuple]] = {}
     with open(f, newline="") as fh:
@@ -228,29 +229,37 @@ def _step_requests(step: Path) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
+def setup_of(step: Step, soak: dict) -> str:
+    """What a step's response times depend on besides the machine and the configuration: the table's rows, the
+    requests per operation (or the soak's duration, `soak`: run.json's) and the operations' mix (PirexError naming
+    the bundle when one was not recorded)."""
+    p = step.param
+    count = f"a soak of {soak['duration']}" if soak else f"{p('requests_per_operation'):,} requests per operation"
+    return f"{p('customers'):,} customers, {count}, {p('mix')} operations"
+
+
 def runs_from_bundle(bundle_path: Path, warmup: int | Mapping[str, int] | None = None) -> list[Run]:
     """Every completed step of a bundle with a requests.csv; configuration = the variant."""
     b = open_bundle(bundle_path)
-    machine = json.loads((Path(bundle_path) / "machine.json").read_text())["before"]
+    machine = b.machine_before()
     device, storage = device_of(machine), storage_of(machine)
-    run_file = Path(bundle_path) / "run.json"
-    timed = bool(json.loads(run_file.read_text()).get("soak")) if run_file.exists() else False
+    soak = b.run_info().soak
     out = []
-    for _, step, step_dir in completed_steps([b]):
-        f = _step_requests(step_dir)
+    for step in b.steps():
+        f = _step_requests(step.dir)
         if f is not None:
-            out.append(
-                read_run(
-                    f,
-                    warmup,
-                    configuration=step["variant"],
-                    device=device,
-                    storage=storage,
-                    run=b.run_id,
-                    repetition=step["repetition"],
-                    timed=timed,
-                )
+            run = read_run(
+                f,
+                warmup,
+                configuration=step.variant,
+                device=device,
+                storage=storage,
+                run=b.run_id,
+                repetition=step.repetition,
+                timed=bool(soak),
             )
+            run.setup = setup_of(step, soak)
+            out.append(run)
     if not out:
         raise PirexError(f"{bundle_path}: no completed step has a {REQUESTS}: not a bundle of the JPA experiment")
     return out
@@ -263,6 +272,9 @@ def _run_dirs(d: Path) -> list[Path]:
     if not subs:
         raise PirexError(f"{d}: no {REQUESTS} in it or in a subdirectory: give the driver's output directory")
     return subs
+
+
+FOLDER_SETUP = "a run folder (no manifest: its customers and request counts are not recorded)"
 
 
 def runs_from_dirs(
@@ -278,7 +290,9 @@ def runs_from_dirs(
         ds = [ds] if isinstance(ds, str | Path) else list(ds)
         paths = [p for d in ds for p in _run_dirs(Path(d))]
         for rep, p in enumerate(paths):
-            out.append(read_run(p, warmup, configuration=label, device=device, storage=storage, repetition=rep))
+            run = read_run(p, warmup, configuration=label, device=device, storage=storage, repetition=rep)
+            run.setup = FOLDER_SETUP
+            out.append(run)
     return out
 
 
@@ -291,7 +305,7 @@ def placement(run_dir: Path) -> str | None:
         f = Path(run_dir) / f"machine-{role}.json"
         if not f.exists():
             return None
-        records[role] = json.loads(f.read_text())["before"]
+        records[role] = read_machine(f)
         how[role] = _how_role_ran(Path(run_dir), role)
 
     def host(m: dict) -> str:
@@ -311,18 +325,19 @@ def _how_role_ran(run_dir: Path, role: str) -> str:
     newest = max(found, key=lambda f: f.stat().st_mtime)
     if newest.name.startswith("native-"):
         return "native"
-    env = json.loads(newest.read_text()).get("environment") or {}
+    env = read_json(newest, dict).get("environment") or {}
     network = {"host": "host network", "overlay": "overlay network"}.get(env.get("NETWORK_MODE"), "bridge")
     return f"docker ({network})"
 
 
 # --- statistics ----------------------------------------------------------------------------------------------------
 
-Key = tuple[str, str, str, str]  # device, storage, configuration, operation
+Key = tuple[str, str, str, str, str]  # setup, device, storage, configuration, operation
 
 
 @dataclass
 class Result:
+    setup: str
     device: str
     storage: str
     configuration: str
@@ -345,7 +360,7 @@ class Result:
 
     @property
     def key(self) -> Key:
-        return (self.device, self.storage, self.configuration, self.operation)
+        return (self.setup, self.device, self.storage, self.configuration, self.operation)
 
     @property
     def runs(self) -> int:
@@ -371,11 +386,11 @@ class Result:
 
 
 def analyse(runs: Iterable[Run]) -> list[Result]:
-    """One Result per (device, storage, configuration, operation), every run of it pooled."""
+    """One Result per (setup, device, storage, configuration, operation), every run of it pooled."""
     groups: dict[Key, list[tuple[Run, OperationRun]]] = {}
     for run in runs:
         for op, o in run.operations.items():
-            groups.setdefault((run.device, run.storage, run.configuration, op), []).append((run, o))
+            groups.setdefault((run.setup, run.device, run.storage, run.configuration, op), []).append((run, o))
     out = []
     for key, items in groups.items():
         ors = [o for _, o in items]
@@ -440,7 +455,7 @@ def _config_order(label: str) -> tuple[int, str]:
 
 
 def _order(r: Result) -> tuple:
-    return (_op_order(r.operation), r.device, r.storage, _config_order(r.configuration))
+    return (r.setup, _op_order(r.operation), r.device, r.storage, _config_order(r.configuration))
 
 
 # --- tables --------------------------------------------------------------------------------------------------------
@@ -640,137 +655,6 @@ def overhead_table(results: Sequence[Result], level: float = LEVEL, digits: int 
     return Table("Time outside the service, µs per request", columns, rows, records, notes, label_columns=2)
 
 
-# --- comparison with the published table ---------------------------------------------------------------------------
-
-
-def published() -> list[dict]:
-    with open(PUBLISHED) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
-
-
-def published_means() -> dict[tuple[str, int], float]:
-    """{(operation, configuration 1-6): mean in µs}"""
-    return {(r["operation"], int(r["configuration"])): float(r["mean"]) for r in published()}
-
-
-def _ratio_range(pairs: Sequence[tuple[float, float]], half: float = ROUNDING) -> tuple[float, float]:
-    return (min((a - half) / (b + half) for a, b in pairs), max((a + half) / (b - half) for a, b in pairs))
-
-
-@dataclass(frozen=True)
-class Comparison:
-    operation: str
-    name: str  # "docker / native", "(3) / (1)", "read / create-random"
-    config: str  # ours
-    published: float  # the paper's ratio for the configurations ours map to
-    low: float  # the paper's range the verdict is taken against (over its placements, widened by its rounding)
-    high: float
-    ours: stats.Ratio
-    verdict: str
-
-
-def _verdict(r: stats.Ratio, low: float, high: float, judged: bool, why: str) -> str:
-    if not judged:
-        return f"shown without verdict ({why})"
-    if not r.has_interval:
-        return f"no verdict: {min(r.n_num, r.n_den)} runs, {stats.MIN_RUNS} needed"
-    return "consistent with the paper" if r.low <= high and low <= r.high else "differs from the paper"
-
-
-def compare(
-    results: Sequence[Result], level: float = LEVEL, paper: Mapping[str, int] | None = None
-) -> list[Comparison]:
-    """Ratios of means, which carry across hardware better than the means themselves, beside the paper's. Ours:
-    per repetition the ratio of the two sides' run means where the interleaved plan ran them in the same round
-    (stats.ratio_over_runs: paired, else the unpaired bootstrap; no interval below MIN_RUNS runs).
-
-    - docker / native, per operation: a configuration mapped to (2), (4) or (6) over the one mapped to (1), (3) or
-      (5) of the same device and storage. Judged against the paper's range over its three placements.
-    - (k) / (1), per operation, for configurations mapped to another placement (3)-(6): shown, not judged (which
-      device and disk each role got decides it).
-    - operation / create-random (the paper's baseline operation) per configuration: shown, not judged (the disk
-      and the CPU decide it).
-    """
-    pub = published_means()
-    by = {r.key: r for r in results}
-    mapped = [(r, paper_config(r.configuration, paper)) for r in results]
-    mapped = [(r, k) for r, k in mapped if k is not None]
-    out = []
-
-    def add(num: Result, den: Result, name: str, value: float, rng: tuple[float, float], judged: bool, why: str):
-        ratio = stats.ratio_over_runs(
-            dict(zip(num.run_keys, num.run_means, strict=True)),
-            dict(zip(den.run_keys, den.run_means, strict=True)),
-            level,
-        )
-        out.append(
-            Comparison(num.operation, name, config_text(num), value, *rng, ratio, _verdict(ratio, *rng, judged, why))
-        )
-
-    for r, k in sorted(mapped, key=lambda x: _order(x[0])):
-        if r.operation not in OPERATIONS:
-            continue
-        op = r.operation
-        same = [(d, j) for d, j in mapped if d.key[:2] == r.key[:2] and d.operation == op and d is not r]
-        if k % 2 == 0:
-            for den, _ in (x for x in same if x[1] == k - 1):
-                pairs = [(pub[(op, p + 1)], pub[(op, p)]) for p in (1, 3, 5)]
-                add(
-                    r,
-                    den,
-                    f"docker / native ({k}) / ({k - 1})",
-                    pub[(op, k)] / pub[(op, k - 1)],
-                    _ratio_range(pairs),
-                    True,
-                    "",
-                )
-        if k > 2:
-            for den, _ in (x for x in same if x[1] == 1):
-                add(
-                    r,
-                    den,
-                    f"({k}) / (1)",
-                    pub[(op, k)] / pub[(op, 1)],
-                    _ratio_range([(pub[(op, k)], pub[(op, 1)])]),
-                    False,
-                    "depends on the devices and disks",
-                )
-        base = by.get((*r.key[:3], BASELINE_OPERATION))
-        if op != BASELINE_OPERATION and base is not None:
-            pairs = [(pub[(op, j)], pub[(BASELINE_OPERATION, j)]) for j in PAPER_CONFIGS]
-            add(
-                r,
-                base,
-                f"{op} / {BASELINE_OPERATION} ({k})",
-                pub[(op, k)] / pub[(BASELINE_OPERATION, k)],
-                _ratio_range(pairs),
-                False,
-                "depends on the disk and the CPU",
-            )
-    return out
-
-
-def compare_markdown(result: Sequence[Comparison], level: float = LEVEL) -> str:
-    out = [
-        f"| Operation | Ratio | Our configuration | ICPE'18 | ICPE'18 range | Ours ({100 * level:g} % bootstrap CI "
-        "over runs) | Verdict |",
-        "|---|---|---|---:|---|---|---|",
-    ]
-    for c in result:
-        out.append(
-            f"| {OPERATIONS.get(c.operation, c.operation)} | {c.name} | {c.config} | {c.published:,.3f} | "
-            f"{T.bounds((c.low, c.high), 3, SEP)} | {T.ratio_text(c.ours, sep=SEP)} | "
-            f"{c.verdict} |"
-        )
-    out += [
-        "",
-        "ICPE'18 range: the paper's ratio over its three placements (docker / native) or its six "
-        "configurations (operation / create-random), widened by its rounding to 0.1 µs. The paper ran "
-        "Raspberry Pi 3 devices with USB hard disks, PostgreSQL 9.6.5 and a 10-million-row table.",
-    ]
-    return "\n".join(out)
-
-
 # --- the service's memory over a run (web-memory.csv, sampled by the runner) ---------------------------------------
 
 MEMORY = "web-memory.csv"
@@ -812,8 +696,7 @@ def _slope(points: list[tuple[float, float]]) -> float | None:
 
 def memory_trend(path: Path, configuration: str = "", run: str = "", repetition: int = 0) -> MemoryTrend | None:
     """RSS (mean per minute) and the heap's floor (minimum per minute) from a step's web-memory.csv."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_csv(path, ("t_s", "rss_bytes", "heap_used_bytes"))
     if not rows:
         return None
     seconds = float(rows[-1]["t_s"])
@@ -840,9 +723,9 @@ def memory_trend(path: Path, configuration: str = "", run: str = "", repetition:
 
 def memory_trends(bundle_path: Path) -> list[MemoryTrend]:
     out = []
-    for b, step, step_dir in completed_steps([bundle_path]):
-        f = step_dir / MEMORY
-        if f.exists() and (t := memory_trend(f, step["variant"], b.run_id, step["repetition"])):
+    for step in steps([bundle_path]):
+        f = step.dir / MEMORY
+        if f.exists() and (t := memory_trend(f, step.variant, step.bundle.run_id, step.repetition)):
             out.append(t)
     return out
 
@@ -906,7 +789,7 @@ def _runs(paths: Sequence[Path]) -> list[Run]:
             runs += runs_from_bundle(p)
             continue
         record = next((p / f for f in ("machine.json", "machine-driver.json") if (p / f).exists()), None)
-        before = json.loads(record.read_text())["before"] if record else {}
+        before = read_machine(record) if record else {}
         runs += runs_from_dirs(
             {placement(p) or "docker": p},
             device=device_of(before) if before else "",
@@ -916,8 +799,11 @@ def _runs(paths: Sequence[Path]) -> list[Run]:
 
 
 def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
-    results = analyse(_runs(bundles))
-    out = [NamedTable("table3", table3(results)), NamedTable("overhead", overhead_table(results))]
+    """Table 3 and the time outside the service, one of each per setup; the memory over each run."""
+    by_setup: dict[str, list[Result]] = {}
+    for r in analyse(_runs(bundles)):
+        by_setup.setdefault(r.setup, []).append(r)
+    out = per_setup("table3", by_setup, table3) + per_setup("overhead", by_setup, overhead_table)
     trends = [t for p in bundles if (p / "manifest.json").exists() for t in memory_trends(p)]
     if trends:
         out.append(NamedTable("memory", memory_table(trends)))
@@ -928,43 +814,6 @@ def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list
     return []
 
 
-def compare_table(result: Sequence[Comparison], level: float = LEVEL) -> Table:
-    head, *notes = compare_markdown(result, level).split("\n\n")
-    columns = [c.strip() for c in head.splitlines()[0].strip("|").split("|")]
-    cells = [
-        [
-            OPERATIONS.get(c.operation, c.operation),
-            c.name,
-            c.config,
-            f"{c.published:,.3f}",
-            T.bounds((c.low, c.high), 3, SEP),
-            T.ratio_text(c.ours, sep=SEP),
-            c.verdict,
-        ]
-        for c in result
-    ]
-    records = [
-        {
-            "operation": c.operation,
-            "ratio": c.name,
-            "configuration": c.config,
-            "published": c.published,
-            "published_low": c.low,
-            "published_high": c.high,
-            "ours": c.ours.value,
-            "low": c.ours.low,
-            "high": c.ours.high,
-            "verdict": c.verdict,
-        }
-        for c in result
-    ]
-    return Table("Our ratios beside ICPE'18 Table 3", columns, cells, records, notes, label_columns=3)
-
-
-def comparisons(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
-    return [NamedTable("compare-icpe18", compare_table(compare(analyse(_runs(bundles)))))]
-
-
 def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValue]:
     """One value per step (repetition) and operation: the mean response time after warm-up (µs)."""
     out = []
@@ -973,7 +822,15 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
             if o.steady.size:
                 out.append(
                     RunValue(
-                        "jpa-rest", r.run, r.device, r.configuration, r.repetition, op, float(o.steady.mean()), "µs"
+                        "jpa-rest",
+                        r.run,
+                        r.device,
+                        r.configuration,
+                        r.repetition,
+                        op,
+                        float(o.steady.mean()),
+                        "µs",
+                        setup=r.setup,
                     )
                 )
     return out

@@ -5,38 +5,39 @@ tables and figures go (results/tables/<experiment>[-<view>]/, results/figures/<.
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
 from pirex import experiment
+from pirex.analysis import interface
 from pirex.analysis import tables as T
 from pirex.analysis.interface import NamedTable
+from pirex.bundle import MANIFEST, Bundle
 from pirex.errors import PirexError
 
 
 def module(exp: experiment.Experiment) -> ModuleType:
-    return importlib.import_module(f"pirex.analysis.{exp.analysis}")
+    """The experiment's analysis module, checked to offer the interface (interface.Analysis)."""
+    mod = importlib.import_module(f"pirex.analysis.{exp.analysis}")
+    if lacks := interface.missing(mod):
+        raise PirexError(
+            f"{exp.id}: its analysis module pirex/analysis/{exp.analysis}.py lacks {', '.join(lacks)} of the "
+            "analysis interface (pirex/analysis/interface.py, Analysis): add them"
+        )
+    return mod
 
 
 def check_view(exp: experiment.Experiment, mod: ModuleType, view: str | None) -> None:
-    views = getattr(mod, "VIEWS", {})
+    views = mod.VIEWS
     if view is not None and view not in views:
         offered = ", ".join(views) or "none"
         raise PirexError(f"{exp.id} has no view {view!r} (views: {offered})")
 
 
 def view_of(bundle: Path) -> str | None:
-    """The matrix a bundle ran (its view), or None."""
-    run = bundle / "run.json"
-    if not run.is_file():
-        return None
-    try:
-        matrix = json.loads(run.read_text()).get("matrix")
-    except (OSError, ValueError, AttributeError):
-        raise PirexError(f"{run}: not a readable run record; `pirex verify {bundle}` checks the bundle") from None
-    return matrix.get("name") if isinstance(matrix, dict) else None
+    """The matrix a bundle ran (its view), or None; None too for a run folder that is no bundle (jpa's run_dirs)."""
+    return Bundle.open(bundle).matrix if (Path(bundle) / MANIFEST).is_file() else None
 
 
 def _started(path: Path) -> float:

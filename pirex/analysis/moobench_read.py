@@ -1,4 +1,5 @@
-"""Reading MooBench raw files: one loop (one JVM) per file, kept as compact arrays.
+"""Reading MooBench bundles: raw files (one loop, one JVM, per file) kept as compact arrays, grouped by the setup
+the steps ran at (their resolved parameters, the manifest's plan), and what the runs recorded (run.json).
 
 MooBench's harness (tools/SuT-java/.../BenchmarkMain.java, BenchmarkingThreadNano.print) writes one line per
 top-level call, thread after thread, each thread's calls in call order, with no header::
@@ -25,11 +26,17 @@ need about 8 bytes per steady-state call.
 from __future__ import annotations
 
 import importlib.util
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from pirex.analysis.bundles import open_bundle
+from pirex.analysis.tidy import device_of, storage_of
+from pirex.bundle import Bundle, Step
 from pirex.errors import PirexError
 
 BLOCK = 1_000  # calls per point of the series (the papers' figures aggregate 1,000 raw observations)
@@ -127,7 +134,8 @@ def _split_threads(threads: np.ndarray) -> list[np.ndarray]:
     return [per_code[i] for i in np.argsort(first)]
 
 
-def _blocks(d: np.ndarray) -> np.ndarray:
+def block_means(d: np.ndarray) -> np.ndarray:
+    """The mean of each block of BLOCK consecutive calls (the last block may be shorter)."""
     if d.size == 0:
         return np.zeros(0)
     starts = np.arange(0, d.size, BLOCK)
@@ -157,7 +165,7 @@ def read_loop(path: Path, engine: str | None = None) -> Loop:
         return Loop(
             path,
             durations[n - n // 2 :].copy(),
-            _blocks(durations),
+            block_means(durations),
             (n,) if n else (),
             n - n // 2,
             *_extremes(durations),
@@ -167,7 +175,7 @@ def read_loop(path: Path, engine: str | None = None) -> Loop:
         d = durations[rows]
         n = d.size
         steady.append(d[n - n // 2 :])
-        series.append(_blocks(d))
+        series.append(block_means(d))
         calls.append(n)
         lo, hi = _extremes(d)
         lows.append(lo)
@@ -178,3 +186,133 @@ def read_loop(path: Path, engine: str | None = None) -> Loop:
     low = np.min([x[:shortest] for x in lows], axis=0)
     high = np.max([x[:shortest] for x in highs], axis=0)
     return Loop(path, np.concatenate(steady), blocks, tuple(calls), longest - longest // 2, low, high)
+
+
+# --- bundles: the raw files of each setup, and what the runs recorded --------------------------------------------
+
+MOOBENCH = "moobench"
+# The parameters that change what a loop measures (experiments/moobench/experiment.yaml): loops that ran with
+# different values are never pooled. Not among them: the configurations (the tables' rows) and the pause between them.
+SETUP = ("calls", "recursion_depth", "method_time", "threads", "heap_mb", "jvm_options", "settle")
+
+
+@dataclass(frozen=True, order=True)
+class Setup:
+    """What a loop measured: its calls and recursion depth, and the other SETUP parameters that are not at the
+    defaults experiment.yaml declares, as (name, value) pairs (so a run at the defaults reads as before)."""
+
+    calls: int
+    recursion_depth: int
+    others: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def text(self) -> str:
+        extra = "".join(f", {name.replace('_', ' ')} {value}" for name, value in self.others)
+        return f"{self.calls:,} calls at recursion depth {self.recursion_depth}{extra}"
+
+
+@cache
+def _defaults() -> dict[str, str]:
+    from pirex import experiment
+
+    return {n: str(p.default) for n, p in experiment.load(MOOBENCH).declared.items() if p.has_default}
+
+
+def setup_of(param) -> Setup:
+    """The setup read through `param` (Step.param, Bundle.param: a PirexError naming the bundle when it lacks one, or
+    a profile's dict.__getitem__)."""
+    values = {name: param(name) for name in SETUP}
+    defaults = _defaults()
+    others = tuple((n, str(values[n])) for n in SETUP[2:] if str(values[n]) != defaults.get(n))
+    return Setup(int(values["calls"]), int(values["recursion_depth"]), others)
+
+
+def profile_setup(profile: str, matrix: str | None = None) -> Setup:
+    """The setup a profile of experiments/moobench runs (with a matrix's own parameters at that profile)."""
+    from pirex import experiment
+
+    exp = experiment.load(MOOBENCH)
+    params = {**exp.resolve(profile), **(exp.matrices[matrix].parameters_for(profile) if matrix else {})}
+    return setup_of(params.__getitem__)
+
+
+Key = tuple[str, str, str, str]  # device, storage, variant, configuration
+
+
+def device_label(machine: dict) -> str:
+    """The Pi's model and host name: the papers compare devices of one model (D1, D2, D3)."""
+    dev = device_of(machine)
+    host = machine.get("hostname")
+    return f"{dev} ({host})" if host and host not in dev else dev
+
+
+def raw_files(step: Step) -> list[Path]:
+    """A step's raw files, one per configuration (raw-<configuration>.csv)."""
+    return sorted(step.dir.glob("raw-*.csv"))
+
+
+def configuration(raw: Path) -> str:
+    return raw.name[len("raw-") : -len(".csv")]
+
+
+@dataclass
+class Group:
+    """The raw files of one setup, per (device, storage, variant, configuration), and the bundles they come from."""
+
+    setup: Setup
+    bundles: list[Path] = field(default_factory=list)
+    files: dict[Key, list[Path]] = field(default_factory=lambda: defaultdict(list))
+
+
+def groups(paths: Iterable[Path], per_run: bool = False) -> list[Group]:
+    """The raw files of the bundles' completed steps, one Group per setup, in setup order. A step's setup is the one
+    it ran with (the manifest's plan); per_run: its run's, for a matrix whose cases change parameters by design (a
+    case is a row of its table, not a setup of its own)."""
+    out: dict[Setup, Group] = {}
+    for path in paths:
+        b = open_bundle(path, MOOBENCH)
+        machine = b.machine_before()
+        device, storage = device_label(machine), storage_of(machine)
+        run = setup_of(b.param) if per_run else None
+        for step in b.steps():
+            setup = run or setup_of(step.param)
+            g = out.setdefault(setup, Group(setup))
+            if Path(path) not in g.bundles:
+                g.bundles.append(Path(path))
+            for f in raw_files(step):
+                g.files[(device, storage, step.variant, configuration(f))].append(f)
+    return [Group(k, out[k].bundles, dict(out[k].files)) for k in sorted(out)]
+
+
+def matrix_of(path: Path) -> str | None:
+    """The matrix a bundle ran (run.json), None for a bundle of variants."""
+    return Bundle.open(Path(path)).matrix
+
+
+def same_as_base(paths: Sequence[Path]) -> set[str]:
+    """The matrix cases whose run recorded that they ran exactly as their base on that machine."""
+    return {case for p in paths for case in Bundle.open(Path(p)).run_info().same_as_base}
+
+
+def case_setups(b: Bundle) -> dict[str, Setup]:
+    """Per variant (matrix case), the setup its first completed step ran with (the manifest's plan)."""
+    out: dict[str, Setup] = {}
+    for step in b.steps():
+        out.setdefault(step.variant, setup_of(step.param))
+    return out
+
+
+def run_notes(paths: Sequence[Path]) -> list[str]:
+    """What the runs recorded: cases skipped here and why, the runner's notes on cases, each case's setup as run."""
+    out = []
+    for p in paths:
+        b = Bundle.open(Path(p))
+        info = b.run_info()
+        for case, why in (info.doc.get("skipped_variants") or {}).items():
+            out.append(f"Skipped in {p.name}: {case}: {why}.")
+        for case, notes in info.notes.items():
+            out.append(f"Note of {p.name}: {case}: {'; '.join(notes)}.")
+        if info.matrix:
+            setups = "; ".join(f"{case}: {s.text}" for case, s in case_setups(b).items())
+            out.append(f"Setups as run ({p.name}, the manifest's plan): {setups}.")
+    return out

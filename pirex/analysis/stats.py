@@ -137,11 +137,6 @@ class Interval:
         return (self.low, self.high) if self.has_interval else (math.nan, math.nan)
 
     @property
-    def half_width(self) -> float | None:
-        """(high - low) / 2, in the value's unit."""
-        return (self.high - self.low) / 2 if self.has_interval else None
-
-    @property
     def relative_half_width(self) -> float | None:
         """(high - low) / (2 |value|): 0.017 reads "±1.7 %". For a back-transformed log interval
         exp(m -/+ h) this is sinh(h), which is h to within h^2/6."""

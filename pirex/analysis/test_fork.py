@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pirex.analysis import fork, tidy
+from pirex.analysis import fork
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 
@@ -24,12 +24,22 @@ SERVER = {
 }
 
 
+PARAMS = {"fork_repetitions": 3}  # as testdata/fork's files hold
+
+
 def make_bundle(
     tmp_path: Path, source: str, machine: dict, variants=("native", "docker"), reps: int = 2, params: dict | None = None
 ) -> Path:
     plan = [(v, r) for r in range(reps) for v in variants]
     b = Bundle.create(
-        tmp_path / source, "fork", "quick", params or {}, list(variants), plan, {}, {"version": "t", "commit": "c"}
+        tmp_path / source,
+        "fork",
+        "quick",
+        {**PARAMS, **(params or {})},
+        list(variants),
+        plan,
+        {},
+        {"version": "t", "commit": "c"},
     )
     b.write_machine(before=machine, after=machine)
     for v, r in plan:
@@ -60,10 +70,7 @@ def test_rows_are_tidy_and_skip_unsupported_counters(pi):
     assert {"wall_ns", "cpu-clock", "cycles", "branch-misses"} <= counters
     # 2 variants x 2 steps x (1 + 1 + 4 + 2 processes) x 3 sizes x 3 repetitions, per counter
     assert sum(r.counter == "cpu-clock" for r in rows) == 2 * 2 * 8 * 3 * 3
-    r = next(r for r in rows if r.counter == "cpu-clock" and r.mode == "concurrent" and r.process == 3)
-    t = r.tidy()
-    assert isinstance(t, tidy.Row) and t.benchmark == f"concurrent {r.size_mb} MB" and t.fork == 3
-    assert t.metric == "cpu-clock" and t.unit == "ns" and t.experiment == "fork"
+    assert {r.setup for r in rows} == {"3 forks per size and mode in a step"}
 
 
 def test_table_mean_min_max(pi, server):
@@ -83,20 +90,13 @@ def test_table_mean_min_max(pi, server):
     assert lines[0].counter == "wall_ns" and lines[-1].counter == "cpu-migrations"
 
 
-def test_notes_markdown_and_csv(pi, tmp_path):
+def test_notes(pi):
     notes = fork.notes(pi)
     subjects = {(n.variant, n.mode, n.subject) for n in notes}
     assert ("native", "single", "LLC-load-misses") in subjects and ("docker", "concurrent", "size 1024 MB") in subjects
     llc = next(n for n in notes if n.subject == "LLC-load-misses")
     assert llc.reason.startswith("perf_event_open: ENOENT")
-    lines = fork.table(fork.rows(pi))
-    md = fork.markdown(lines, notes)
-    row = "| cpu-clock | Raspberry Pi 4 Model B Rev 1.4 | native | single | 8 | 6 | 82,010 | 82,000 | 82,020 | ns |"
-    assert row in md
-    assert "size 1024 MB: needs 4096 MB" in md
-    fork.write_csv(lines, tmp_path / "t" / "fork.csv")
-    text = (tmp_path / "t" / "fork.csv").read_text().splitlines()
-    assert text[0] == "device,variant,mode,size_mb,counter,n,mean,min,max,unit" and len(text) == len(lines) + 1
+    assert any(n.subject == "size 1024 MB" and n.reason.startswith("needs 4096 MB") for n in notes)
 
 
 def test_real_vm_output_hardware_unsupported_and_mode_skipped(tmp_path):
@@ -172,6 +172,19 @@ def test_tables_counters_with_the_core_count_note(pi, tmp_path):
         "cores 0,1,2,3 asked (thesis: the first four); this machine lets us use 2, so one process runs on each of 0,1\n"
     )
     assert "concurrent: cores: cores 0,1,2,3 asked" in "\n".join(fork.tables([two])[0].table.notes)
+
+
+def test_two_fork_counts_are_two_setups(pi, tmp_path):
+    more = make_bundle(tmp_path / "more", "pi4", PI, ("native",), 1, {"fork_repetitions": 100})
+    named = {nt.name: nt.table for nt in fork.tables([pi, more])}
+    assert list(named) == ["counters-setup1", "counters-setup2"]
+    assert named["counters-setup1"].title.endswith("; 100 forks per size and mode in a step")
+    assert named["counters-setup2"].title.endswith("; 3 forks per size and mode in a step")
+    row = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4", "native", "single", "8", "6", "82,010", "82,000", "82,020"]
+    assert row + ["ns"] in named["counters-setup2"].rows  # the 3-fork bundle's alone
+    assert ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4", "native", "single", "8", "3"] in [
+        r[:6] for r in named["counters-setup1"].rows
+    ]
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 import json
 
 from pirex.analysis import interrupts
-from pirex.bundle import Bundle
+from pirex.bundle import Bundle, write_step_info
 
 
 def _counters(timer: int, eth: int) -> dict:
@@ -23,14 +23,17 @@ def test_interrupts_per_second_per_source_and_the_figure(tmp_path):
         "quick",
         {},
         ["native", "docker"],
-        [("native", 0), ("docker", 0)],
+        [(v, r) for v in ("native", "docker") for r in (0, 1)],
         {},
         {"version": "t", "commit": "c"},
     )
     for v, eth in (("native", 100), ("docker", 300)):
         with b.step(v, 0) as d:
             (d / "interrupts.json").write_text(json.dumps({"before": _counters(0, 0), "after": _counters(500, eth)}))
-            (d / "step.json").write_text(json.dumps({"seconds": 10.0}))
+            write_step_info(d, ["java"], 0, 10.0)
+        with b.step(v, 1) as d:  # /proc/interrupts unreadable then: no record, no value
+            (d / "interrupts.json").write_text(json.dumps({"before": None, "after": None}))
+            write_step_info(d, ["java"], 0, 10.0)
     b.finish()
     data = interrupts.per_step([b.path])
     assert data["native"]["11 arch_timer"] == [100.0]  # 2 CPUs x 500 in 10 s

@@ -4,8 +4,10 @@ import json
 
 import pytest
 
+from pirex import experiment
 from pirex.analysis import jmh, tables
 from pirex.bundle import Bundle
+from pirex.errors import PirexError
 
 MACHINE = {
     "hostname": "pi-a",
@@ -23,9 +25,12 @@ def jmh_json(scores: dict[str, list[list[float]]]) -> str:
     )
 
 
-def make_bundle(tmp_path, forks_per_variant: int):
+PARAMS = experiment.load("jmh").resolve("quick")  # depth 10, 3 + 5 iterations of 200ms
+
+
+def make_bundle(tmp_path, forks_per_variant: int, params: dict = PARAMS):
     plan = [(v, r) for r in range(forks_per_variant) for v in ("native", "docker")]
-    b = Bundle.create(tmp_path, "jmh", "quick", {}, ["native", "docker"], plan, {}, {"version": "t", "commit": "c"})
+    b = Bundle.create(tmp_path, "jmh", "quick", params, ["native", "docker"], plan, {}, {"version": "t", "commit": "c"})
     b.write_machine(before=MACHINE, after=MACHINE)
     for v, r in plan:
         base = 100.0 if v == "native" else 90.0  # docker 10 % slower, exactly
@@ -63,3 +68,23 @@ def test_ratio_interval_paired_by_repetition(tmp_path):
     # docker exactly 10 % slower in every repetition: the paired interval is a point
     assert bench == "B1" and ratio.has_interval and ratio.low == pytest.approx(0.9) == ratio.high and aa is None
     assert {v.run for v in values} == {0} and all(len(v.inner) == 2 for v in values)  # a fork, its iterations
+
+
+def test_two_depths_are_two_setups_never_one_row(tmp_path):
+    """depth 10 and depth 1 pooled would print one B1 row, its mean halfway between two different benchmarks."""
+    ten, one = make_bundle(tmp_path / "ten", 2), make_bundle(tmp_path / "one", 2, {**PARAMS, "depth": 1})
+    named = {nt.name: nt.table for nt in jmh.tables([ten, one])}
+    assert list(named) == ["table1-setup1", "table1-setup2", "ratios-setup1", "ratios-setup2"]
+    setup = "1 fork per repetition, 3 warm-up iterations of 200ms, 5 of 200ms"
+    assert named["table1-setup1"].title == f"ICPE'18 Table 1: JMH throughput (ops/s); depth 1, {setup}"
+    assert named["table1-setup2"].title.endswith(f"; depth 10, {setup}")
+    for t in (named["table1-setup1"], named["table1-setup2"]):
+        b1 = [r for r in t.records if r["benchmark"] == "B1"]
+        assert [r["n"] for r in b1] == [4, 4]  # 2 steps x 2 iterations each: one bundle's, never both
+    assert {v.setup for v in jmh.run_values([ten, one])} == {f"depth 1, {setup}", f"depth 10, {setup}"}
+
+
+def test_a_parameter_the_table_needs_is_never_taken_as_0(tmp_path):
+    b = make_bundle(tmp_path, 1, {k: v for k, v in PARAMS.items() if k != "depth"})
+    with pytest.raises(PirexError, match="manifest.json: the run records no parameter 'depth'"):
+        jmh.tables([b])

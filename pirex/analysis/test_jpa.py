@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pirex.analysis import jpa, stats
+from pirex.analysis import jpa
+from pirex.analysis import tables as T
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
+from pirex.paths import PAPERS
 
 DATA = Path(__file__).parent / "testdata" / "jpa"
 NATIVE, DOCKER = "web-native_db-native", "web-docker_db-docker"
@@ -101,10 +103,10 @@ def test_table3_layout_and_outputs(tmp_path):
     assert f"Create random customer, Pi 4, usb, {NATIVE}: 1 requests issued but never answered." in t.notes
     assert f"Pi 4, usb, {NATIVE}: 1 run(s) stopped before every request was answered" in " ".join(t.notes)
     assert f"Read customer, Pi 4, usb, {NATIVE}: 1 requests failed during warm-up, none after it." in t.notes
-    md = jpa.markdown(t)
+    md = T.markdown(t)
     assert "| Line # | Operation | Configuration | Mean Response Time (µs) | 99 % CI Resp. Time (µs) |" in md
-    assert r"$\sigma$ ($\mu$s)" in jpa.latex(t)
-    jpa.write_csv(t, tmp_path / "table3.csv")
+    assert r"$\sigma$ ($\mu$s)" in T.latex(t)
+    T.write_csv(t, tmp_path / "table3.csv")
     rows = list(csv.DictReader(open(tmp_path / "table3.csv")))
     assert len(rows) == 6 and rows[0]["operation"] == "read" and float(rows[0]["mean_us"]) == 115
     assert rows[0]["paper_line"] == "1" and rows[4]["failed"] == "2" and float(rows[4]["failed_share"]) == 0.5
@@ -143,13 +145,16 @@ def write_run(d: Path, means: dict[str, float]) -> None:
     (d / "requests.csv").write_text("".join(lines))
 
 
-def make_bundle(tmp_path: Path, runs: int = 5) -> Path:
+PARAMS = {"customers": 10_000, "requests_per_operation": 4, "mix": "sequential"}
+
+
+def make_bundle(tmp_path: Path, runs: int = 5, params: dict | None = None) -> Path:
     plan = [(v, r) for r in range(runs) for v in (NATIVE, DOCKER, "web-docker_db-native")]
     b = Bundle.create(
         tmp_path,
-        "jpa",
+        "jpa-rest",
         "quick",
-        {},
+        params or PARAMS,
         [NATIVE, DOCKER, "web-docker_db-native"],
         plan,
         {},
@@ -167,43 +172,31 @@ def make_bundle(tmp_path: Path, runs: int = 5) -> Path:
     return b.path
 
 
-def test_bundle_and_compare_with_the_paper(tmp_path):
+def test_a_bundle_read_and_its_setup_never_pooled(tmp_path):
     results = jpa.analyse(jpa.runs_from_bundle(make_bundle(tmp_path)))
     by = {(r.configuration, r.operation): r for r in results}
     read = by[(NATIVE, "read")]
     assert read.device == "Raspberry Pi 4 Model B Rev 1.5" and read.storage == "usb WD Elements ext4"
     assert read.runs == 5 and read.summary.n == 10 and read.summary.mean == pytest.approx(1020)  # warm-up dropped
-    cmp = {(c.operation, c.name): c for c in jpa.compare(results)}
-    assert {c.config.rsplit(", ", 1)[1] for c in cmp.values()} == {NATIVE, DOCKER}  # the mixed one has no paper line
-    pub = jpa.published_means()
-    c = cmp[("read", "docker / native (2) / (1)")]
-    assert c.published == pytest.approx(165467.7 / 168914.4)
-    assert c.low == pytest.approx((275709.3 - 0.05) / (283504.3 + 0.05))  # placement (5)/(6) is the lowest
-    assert c.high == pytest.approx((179067.3 + 0.05) / (170284.3 - 0.05))
-    assert c.ours.value == pytest.approx(1.1) and c.verdict == "differs from the paper"  # paper: <= 1.052
-    c = cmp[("create-random", "docker / native (2) / (1)")]  # paper: 0.909 .. 1.195
-    assert c.ours.value == pytest.approx(1.1) and c.verdict == "consistent with the paper"
-    assert cmp[("change-name", "docker / native (2) / (1)")].verdict == "consistent with the paper"
-    c = cmp[("read", "read / create-random (1)")]
-    assert c.published == pytest.approx(pub[("read", 1)] / pub[("create-random", 1)])
-    assert c.ours.value == pytest.approx(10) and c.verdict.startswith("shown without verdict")
-    md = jpa.compare_markdown(jpa.compare(results))
-    assert "| Read customer | docker / native (2) / (1) |" in md
+    assert read.setup == "10,000 customers, 4 requests per operation, sequential operations"
+    more = make_bundle(tmp_path / "more", params={**PARAMS, "customers": 10_000_000})
+    named = {nt.name: nt.table for nt in jpa.tables([make_bundle(tmp_path / "again"), more])}
+    assert list(named) == ["table3-setup1", "table3-setup2", "overhead-setup1", "overhead-setup2"]
+    assert named["table3-setup1"].title.endswith("; 10,000 customers, 4 requests per operation, sequential operations")
+    assert named["table3-setup2"].title.startswith("Results of the RESTful service experiment")
+    assert "10,000,000 customers" in named["table3-setup2"].title and len(named["table3-setup2"].rows) == 9
+    assert {r["setup"] for r in named["table3-setup2"].records} == {named["table3-setup2"].title.split("; ", 1)[1]}
 
 
-def test_compare_without_enough_runs_and_other_placements():
-    _, by = results_by_key()
-    paper = {NATIVE: 1, DOCKER: 3}
-    cmp = {(c.operation, c.name): c for c in jpa.compare(list(by.values()), paper=paper)}
-    c = cmp[("read", "(3) / (1)")]
-    assert c.published == pytest.approx(170284.3 / 168914.4) and c.verdict.startswith("shown without verdict")
-    assert c.ours.value == pytest.approx(175 / 115) and not c.ours.has_interval
-    cmp = {(c.operation, c.name): c for c in jpa.compare(list(by.values()))}
-    assert cmp[("read", "docker / native (2) / (1)")].verdict == f"no verdict: 1 runs, {stats.MIN_RUNS} needed"
+def test_a_parameter_the_table_needs_is_never_taken_as_0(tmp_path):
+    b = make_bundle(tmp_path, 1, {"customers": 10_000, "mix": "sequential"})
+    with pytest.raises(PirexError, match="manifest.json: the run records no parameter 'requests_per_operation'"):
+        jpa.tables([b])
 
 
 def test_published_table3_is_the_paper():
-    rows = jpa.published()
+    with open(PAPERS / "icpe18" / "table3.csv") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     assert len(rows) == 18 and [int(r["line"]) for r in rows] == list(range(1, 19))
     first = rows[0]
     assert (first["operation"], first["configuration"], first["variant"]) == ("read", "1", "native")
@@ -218,7 +211,6 @@ def test_published_table3_is_the_paper():
         half = sps.t.ppf(0.995, 100_000 - 1) * float(r["sd"]) / math.sqrt(100_000)
         assert float(r["ci_low"]) == pytest.approx(float(r["mean"]) - half, abs=0.1 + 1e-6)
         assert float(r["ci_high"]) == pytest.approx(float(r["mean"]) + half, abs=0.1 + 1e-6)
-    assert jpa.published_means()[("create-random", 1)] == 11164.6
 
 
 def test_damaged_input(tmp_path):
@@ -250,7 +242,7 @@ def test_memory_trend_per_minute_and_its_slope(tmp_path):
     short = tmp_path / "short.csv"
     short.write_text("\n".join(lines[:5]) + "\n")
     assert jpa.memory_trend(short).rss_slope_mb_per_min is None
-    assert "too short" in jpa.markdown(jpa.memory_table([jpa.memory_trend(short)]))
+    assert "too short" in T.markdown(jpa.memory_table([jpa.memory_trend(short)]))
 
 
 def test_placement_names_hosts_and_how_each_role_ran(tmp_path):

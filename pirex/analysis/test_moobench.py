@@ -1,14 +1,15 @@
 """MooBench statistics, tables, figure and comparison, against values computed independently by hand."""
 
 import csv
-import json
 import math
 import statistics as pystats
 
 import numpy as np
 import pytest
 
-from pirex.analysis import moobench, moobench_read
+from pirex import experiment
+from pirex.analysis import moobench, moobench_read, moobench_tables
+from pirex.analysis import tables as T
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 
@@ -24,18 +25,30 @@ def machine(host: str, storage: str = "usb") -> dict:
     }
 
 
-def make_bundle(tmp_path, files, variants=("native",), host="pi-a", storage="usb", params=None, matrix=None):
+QUICK = experiment.load("moobench").resolve("quick")
+
+
+def make_bundle(
+    tmp_path, files, variants=("native",), host="pi-a", storage="usb", params=None, matrix=None, case_params=None
+):
     """files(variant, repetition) -> {configuration: [durations in ns, in call order]}; one raw file each.
-    params: the manifest's parameters; matrix: run.json's matrix (name, notes) and skipped cases."""
+    params: the manifest's parameters (the quick profile's by default); matrix: run.json's matrix (name, notes,
+    same_as_base) and skipped cases; case_params: per variant, what its steps set over the run's parameters (the
+    manifest's plan, as a matrix case's)."""
     reps = len(files(variants[0], None))
-    plan = [(v, r) for r in range(reps) for v in variants]
+    params = QUICK if params is None else params
+    plan = [
+        {"variant": v, "repetition": r, "params": {**params, **(case_params or {}).get(v, {})}}
+        for r in range(reps)
+        for v in variants
+    ]
     b = Bundle.create(
-        tmp_path / host, "moobench", "quick", params or {}, list(variants), plan, {}, {"version": "t", "commit": "c"}
+        tmp_path / host, "moobench", "quick", params, list(variants), plan, {}, {"version": "t", "commit": "c"}
     )
     if matrix:
-        (b.path / "run.json").write_text(json.dumps({"matrix": matrix, "skipped_variants": matrix.get("skipped", {})}))
+        b.write_run_info({"matrix": matrix, "skipped_variants": matrix.get("skipped", {})})
     b.write_machine(before=machine(host, storage), after=machine(host, storage))
-    for v, r in plan:
+    for v, r in ((s["variant"], s["repetition"]) for s in plan):
         with b.step(v, r) as d:
             for cfg, values in files(v, r).items():
                 (d / f"raw-{cfg}.csv").write_text("".join(f"1;{x};123456;0\n" for x in values))
@@ -139,13 +152,13 @@ def test_tables_overhead_and_compare(tmp_path):
         "SPASS-meter docker",
         "SPASS-meter native",
     ]
-    md = moobench.markdown(t2)
+    md = T.markdown(t2)
     assert "| SPASS-meter native | 300.0 | [300.0; 300.0] |" in md
     t1 = moobench.table1(res)
     assert t1.columns == ["Experiment", f"{dev}: 95 % CI", f"{dev}: σ", f"{dev}: 95 % CI (loops)"]
     assert t1.rows[0][0] == "Baseline (usb WD ext4, docker)"
-    assert r"\begin{tabular}{lrrr}" in moobench.latex(t1) and r"$\sigma$" in moobench.latex(t1)
-    moobench.write_csv(t2, tmp_path / "t2.csv")
+    assert r"\begin{tabular}{lrrr}" in T.latex(t1) and r"$\sigma$" in T.latex(t1)
+    T.write_csv(t2, tmp_path / "t2.csv")
     rows = list(csv.DictReader(open(tmp_path / "t2.csv")))
     assert len(rows) == 6 and {"mean_us", "ci95_low", "loop_ci95_low", "peaks"} <= set(rows[0])
 
@@ -154,13 +167,12 @@ def test_tables_overhead_and_compare(tmp_path):
     assert ov[("native", "spass-meter")].ratio.value == pytest.approx(300.0)
     assert ov[("native", "spass-meter")].ratio.has_interval  # 5 loops
 
-    verdicts = {(c.published.name, c.config.rsplit(", ", 1)[1]): c.verdict for c in moobench.compare(res)}
+    ours = {(c.published.name, c.config.rsplit(", ", 1)[1]): c.ours for c in moobench_tables.compare_results(res)}
     # ICPE'18 Table 2's SPASS-meter rows ran at depth 10, its baseline at depth 5: that ratio is not compared
-    assert ("SPASS-meter / Baseline (native)", "native") not in verdicts
-    assert verdicts[("Kieker (file system logging, text) / Baseline (native)", "native")] == "differs from the paper"
-    assert verdicts[("SPASS-meter docker / native", "docker")] == "consistent with the paper"
-    assert ("SPASS-meter / Baseline (usb)", "native") in verdicts  # SSP'17, the USB hard disk rows
-    assert "| ICPE'18 Table 2 | SPASS-meter docker / native |" in moobench.compare_markdown(moobench.compare(res))
+    assert ("SPASS-meter / Baseline (native)", "native") not in ours
+    assert ours[("Kieker (file system logging, text) / Baseline (native)", "native")].value == pytest.approx(100.0)
+    assert ours[("SPASS-meter docker / native", "docker")].value == pytest.approx(1.0)
+    assert ours[("SPASS-meter / Baseline (usb)", "native")].value == pytest.approx(300.0)  # SSP'17, the USB rows
 
 
 def test_table5_with_kieker_standing_in(tmp_path):
@@ -229,9 +241,8 @@ def test_raw_files_refuse_other_experiments(tmp_path):
     b = Bundle.create(tmp_path, "jmh", "quick", {}, ["native"], [("native", 0)], {}, {"version": "t", "commit": "c"})
     b.write_machine(before=machine("x"), after=machine("x"))
     b.finish()
-    with pytest.raises(Exception, match="not moobench"):
-        moobench.raw_files([b.path])
-    assert json.loads((b.path / "manifest.json").read_text())["experiment"] == "jmh"
+    with pytest.raises(PirexError, match="not moobench"):
+        moobench_read.groups([b.path])
 
 
 def test_fluctuation_cases_come_from_the_matrix_and_the_published_table():
@@ -271,6 +282,7 @@ def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
         matrix={
             "name": "fluctuation",
             "notes": {"max-clock": ["same as its base here: the performance governor is in effect for both"]},
+            "same_as_base": ["max-clock"],
         },
     )
     (t,) = moobench.compare([path], view="fluctuation")
@@ -289,12 +301,12 @@ def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
     assert rows[(4, "instrumented")]["configuration"] == "spass-meter-time-only"
     assert rows[(4, "instrumented")]["base_configuration"] == "spass-meter"
     assert (rows[(11, "instrumented")]["base"], rows[(11, "instrumented")]["paper_base"]) == ("ram-drive", 6)
-    text = moobench.markdown(t.table)
+    text = T.markdown(t.table)
     assert "(Id 11 / Id 6)" in text and "(Id 11 / Id 1)" in text and "max-clock (ram-drive: Id 5)" in text
     assert "1.210" in text  # max-clock over our Id 1, labelled beside
     assert any("the performance governor is in effect for both" in n for n in t.table.notes)
-    assert rows[(11, "instrumented")]["verdict"] == "no verdict: same as its base here (notes)"
-    assert rows[(3, "instrumented")]["verdict"] == "differs from the paper"  # 1.300 vs 1.276 [1.276; 1.277]
+    assert rows[(11, "instrumented")]["same_as_base"] and not rows[(3, "instrumented")]["same_as_base"]
+    assert "Verdict" not in t.table.columns and "verdict" not in rows[(3, "instrumented")]
     assert any("SSP'17's run on device D1" in n for n in t.table.notes)
     (t5,) = moobench.tables([path], view="fluctuation")
     assert t5.name == "table5" and any("same as its base here" in n for n in t5.table.notes)
@@ -302,20 +314,20 @@ def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
 
 
 def test_table5_names_the_collector_each_case_ran_with(tmp_path):
-    """The base pins the Pi 3 JVM's serial collector, Id 3 changes only that: the notes say what each step ran."""
-    from pirex import experiment
-
+    """The base pins the Pi 3 JVM's serial collector, Id 3 changes only that: the notes say what each step ran (the
+    manifest's plan), and the cases' own parameters do not split the table into setups."""
     matrix = experiment.load("moobench").matrices["fluctuation"]
-    scale = {"base": 1.0, "parallel-gc": 1.3}
-    path = make_bundle(tmp_path, spass_like(scale), tuple(scale), matrix={"name": "fluctuation"})
-    b = Bundle.open(path)
-    for step in b.manifest["completed"]:  # step.json as the runner writes it, with the case's resolved options
-        opts = matrix.resolved(step["variant"]).set["jvm_options"]
-        argv = ["pirex-moobench", "run", "--jvm-options", opts, "--settle", "no"]
-        (b.step_dir(step["variant"], step["repetition"]) / "step.json").write_text(json.dumps({"argv": argv}))
-    assert moobench.jvm_options(path) == {"base": "-XX:+UseSerialGC", "parallel-gc": "-XX:+UseParallelGC"}
+    scale = {"base": 1.0, "parallel-gc": 1.3, "depth-1": 0.5}
+    case_params = {c: matrix.resolved(c).set for c in scale}  # as the runner plans them: jvm_options, depth 1
+    path = make_bundle(
+        tmp_path, spass_like(scale), tuple(scale), matrix={"name": "fluctuation"}, case_params=case_params
+    )
     (t5,) = moobench.tables([path], view="fluctuation")
-    assert any("base: -XX:+UseSerialGC; parallel-gc: -XX:+UseParallelGC" in n for n in t5.table.notes)
+    assert t5.name == "table5"
+    (note,) = [n for n in t5.table.notes if n.startswith("Setups as run")]
+    assert "base: 20,000 calls at recursion depth 5, jvm options -XX:+UseSerialGC; " in note
+    assert "parallel-gc: 20,000 calls at recursion depth 5, jvm options -XX:+UseParallelGC; " in note
+    assert "depth-1: 20,000 calls at recursion depth 1, jvm options -XX:+UseSerialGC." in note
 
 
 def test_the_matrix_at_the_paper_profile_runs_moobench_defaults():
@@ -325,7 +337,8 @@ def test_the_matrix_at_the_paper_profile_runs_moobench_defaults():
     m = exp.matrices["fluctuation"]
     paper = {**exp.resolve("paper"), **m.parameters_for("paper")}
     assert (paper["calls"], paper["recursion_depth"], paper["settle"]) == (2_000_000, 10, "yes")
-    assert (paper["calls"], paper["recursion_depth"]) == moobench.profile_setup("paper-spass-meter")
+    assert moobench.profile_setup("paper", "fluctuation") == moobench.profile_setup("paper-spass-meter")
+    assert moobench.profile_setup("paper-spass-meter").text == "2,000,000 calls at recursion depth 10, settle yes"
     quick = {**exp.resolve("quick"), **m.parameters_for("quick")}
     assert quick["calls"] == exp.resolve("quick")["calls"] and quick["recursion_depth"] == 10
     import yaml
@@ -362,28 +375,51 @@ def test_run_values_one_per_loop(tmp_path):
 
 
 def test_each_published_ratio_is_paired_with_its_setup(tmp_path):
-    spass = make_bundle(
-        tmp_path / "s", published_like, ("native", "docker"), params={"calls": 2_000_000, "recursion_depth": 10}
-    )
+    exp = experiment.load("moobench")
+    spass = make_bundle(tmp_path / "s", published_like, ("native", "docker"), params=exp.resolve("paper-spass-meter"))
     (t,) = moobench.compare([spass])
     by = {(r["ratio"], r["configuration"].rsplit(", ", 1)[1]): r for r in t.table.records}
-    assert by[("SPASS-meter docker / native", "docker")]["verdict"] == "consistent with the paper"
+    assert by[("SPASS-meter docker / native", "docker")]["note"] == ""
     assert by[("SPASS-meter docker / native", "docker")]["profile"] == "paper-spass-meter"
     kieker = by[("Kieker (file system logging, text) docker / native", "docker")]
-    assert (
-        kieker["profile"] == "paper" and "at another setup than the paper's: run --profile paper" in kieker["verdict"]
-    )
+    assert kieker["profile"] == "paper" and kieker["note"] == "at another setup than the paper's: run --profile paper"
     # Kieker's bundle at its own setup: its rows are used, and SPASS-meter's are not mixed into it
-    kb = make_bundle(
-        tmp_path / "k", published_like, ("native", "docker"), params={"calls": 1_000_000, "recursion_depth": 5}
-    )
+    kb = make_bundle(tmp_path / "k", published_like, ("native", "docker"), params=exp.resolve("paper"))
     (t,) = moobench.compare([spass, kb])
-    setups = {(r["ratio"], r["calls"]) for r in t.table.records}
-    assert ("SPASS-meter docker / native", 2_000_000) in setups and (
-        "SPASS-meter docker / native",
-        1_000_000,
-    ) not in setups
-    assert ("Kieker (file system logging, text) docker / native", 1_000_000) in setups
+    setups = {(r["ratio"], r["setup"]) for r in t.table.records}
+    spass_setup, kieker_setup = (moobench.profile_setup(p).text for p in ("paper-spass-meter", "paper"))
+    assert ("SPASS-meter docker / native", spass_setup) in setups
+    assert ("SPASS-meter docker / native", kieker_setup) not in setups
+    assert ("Kieker (file system logging, text) docker / native", kieker_setup) in setups
+    assert "Verdict" not in t.table.columns
+
+
+def test_bundles_of_two_depths_are_two_setups(tmp_path):
+    """Loops of different recursion depths are never pooled: two setups, each in its tables' names and notes."""
+    deep = make_bundle(tmp_path / "a", published_like, params={**QUICK, "recursion_depth": 10})
+    flat = make_bundle(tmp_path / "b", published_like)
+    with pytest.raises(PirexError, match="2 setups"):
+        moobench.analyse([deep, flat])
+    named = {t.name: t.table for t in moobench.tables([deep, flat])}
+    assert sorted(named) == [f"{t}-20000-d{d}" for t in ("overhead", "table1", "table2") for d in (10, 5)]
+    assert named["table2-20000-d10"].notes[-1] == f"Setup: 20,000 calls at recursion depth 10 ({deep.name})."
+    assert named["table2-20000-d5"].notes[-1] == f"Setup: 20,000 calls at recursion depth 5 ({flat.name})."
+    # a parameter that changes what is measured splits too, and says so; the same depth keeps its calls and depth
+    gc = make_bundle(tmp_path / "c", published_like, params={**QUICK, "jvm_options": "-XX:+UseParallelGC"})
+    named = {t.name: t.table for t in moobench.tables([flat, gc])}
+    assert sorted(named)[:2] == ["overhead-20000-d5-1", "overhead-20000-d5-2"]
+    assert (
+        named["table2-20000-d5-2"]
+        .notes[-1]
+        .startswith("Setup: 20,000 calls at recursion depth 5, jvm options -XX:+UseParallelGC (")
+    )
+
+
+def test_a_bundle_without_its_setup_is_refused_by_name(tmp_path):
+    """Calls and depth are never taken as 0: a bundle that does not record them is named, with what to do."""
+    path = make_bundle(tmp_path, published_like, params={k: v for k, v in QUICK.items() if k != "calls"})
+    with pytest.raises(PirexError, match=rf"{path}/manifest.json: the run records no parameter 'calls'"):
+        moobench.tables([path])
 
 
 def test_tables_say_where_spass_meter_rows_would_be(tmp_path):

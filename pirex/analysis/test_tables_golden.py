@@ -24,6 +24,7 @@ from unittest import mock
 
 import pytest
 
+from pirex import experiment
 from pirex.analysis import fork, generic, jmh, jpa, modules, moobench
 from pirex.analysis import tables as T
 from pirex.bundle import Bundle
@@ -47,10 +48,25 @@ PI3 = {
 VM = {"hostname": "vm", "cpu": {"model": "QEMU Virtual CPU"}, "storage": {"kind": "ssd", "fstype": "ext4"}}
 
 
-def _bundle(root: Path, experiment: str, machine: dict, steps: dict[tuple[str, int], Callable[[Path], None]]) -> Path:
+# the resolved parameters of each sample (its quick profile; fork's and jpa's counts as the raw files hold them)
+PARAMS = {
+    "fork": {**experiment.load("fork").resolve("quick"), "fork_repetitions": 3},
+    "jmh": experiment.load("jmh").resolve("quick"),
+    "jpa-rest": {**experiment.load("jpa-rest").resolve("quick"), "requests_per_operation": 8},
+    # 40 calls per loop (raw-deactivated.csv; the handmade raw files are shorter excerpts), the configurations written
+    "moobench": {
+        **experiment.load("moobench").resolve("quick"),
+        "calls": 40,
+        "repetitions": 5,
+        "configurations": "no-instrumentation,kieker-dump,deactivated",
+    },
+}
+
+
+def _bundle(root: Path, exp: str, machine: dict, steps: dict[tuple[str, int], Callable[[Path], None]]) -> Path:
     """A finished bundle of the experiment whose step (variant, repetition) is filled by steps[...](step folder)."""
     variants = list(dict.fromkeys(v for v, _ in steps))
-    b = Bundle.create(root, experiment, "quick", {}, variants, list(steps), {}, TOOL)
+    b = Bundle.create(root, exp, "quick", PARAMS[exp], variants, list(steps), {}, TOOL)
     b.write_machine(before=machine, after=machine)
     for (v, r), fill in steps.items():
         with b.step(v, r) as d:
@@ -105,7 +121,7 @@ def _jpa(root: Path) -> Path:
         return lambda d: shutil.copy(src / "requests.csv", d / "requests.csv")
 
     steps = {(v, r): fill(folders[r % len(folders)]) for r in range(3) for v, folders in source.items()}
-    return _bundle(root / "jpa", "jpa", PI4, steps)
+    return _bundle(root / "jpa", "jpa-rest", PI4, steps)
 
 
 def _moobench(root: Path, host: str, machine: dict) -> Path:
@@ -141,7 +157,8 @@ GENERIC_EXPERIMENT = SimpleNamespace(id="fork", outputs=[{"path": "*/fork.csv", 
 def render(root: Path) -> dict[str, str]:
     """'<sample>/<table>.<md|csv|tex>' -> text, for every sample's tables (modules.tables: as `pirex table`)."""
     out = {}
-    with mock.patch.object(generic.experiment, "load", lambda _id: GENERIC_EXPERIMENT):
+    load = generic.experiment.load  # every other experiment stays the committed one (moobench's defaults)
+    with mock.patch.object(generic.experiment, "load", lambda i: GENERIC_EXPERIMENT if i == "fork" else load(i)):
         for name, (mod, bundles) in samples(root / "bundles").items():
             named = modules.tables(mod, bundles, None)
             ids = {Bundle.open(b).run_id: f"<run-{i}>" for i, b in enumerate(bundles, 1)}

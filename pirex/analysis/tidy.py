@@ -1,12 +1,10 @@
 """Result bundles read into one tidy table: one row per measured value, with where it came
-from (experiment, run, device, storage, variant, benchmark, repetition, fork, iteration)."""
+from (experiment, run, device, storage, variant, benchmark, repetition, fork, iteration) and the
+setup it ran with (the resolved parameters that decide what the value means, as text)."""
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -23,6 +21,7 @@ class Row:
     metric: str
     value: float
     unit: str
+    setup: str = ""
 
 
 def device_of(machine: dict) -> str:
@@ -43,13 +42,3 @@ def storage_of(machine: dict) -> str:
     st = machine.get("storage") or {}
     parts = [st.get("kind") or "unknown", st.get("model") or "", st.get("fstype") or ""]
     return " ".join(p for p in parts if p).strip()
-
-
-def write_csv(rows: Sequence, path: Path, kind: type = Row) -> None:
-    """Dataclass instances of `kind` (tidy rows by default) as CSV, one column per field."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(kind.__dataclass_fields__))
-        w.writeheader()
-        w.writerows(asdict(r) for r in rows)

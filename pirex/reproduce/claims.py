@@ -10,7 +10,13 @@ a load error naming the file and the key. A claim:
                or {direction: greater|less}, or {value: x} where the paper states no table
     rule: contains | within (tolerance) | direction
     device_dependent: why only the direction is judged
-    needs: [spass-meter, specjenterprise-kit, cpufreq, pmu, function_graph, root, devices:N, storages:N]
+    needs: [a capability of the machine record (pirex/capabilities.py: cpufreq, pmu, function_graph, root, swap),
+            devices:N, storages:N, or a need the file declares]
+
+A paper declares what its claims need beyond the machine's capabilities (a bring-your-own tool, a licensed
+kit) under the top-level `needs`: name -> {what, how (what to do about it), and how to check it: glob (a
+path pattern in this checkout that exists once it is there) or capability (one of the machine's); neither:
+pirex cannot provide it at all}.
 """
 
 from __future__ import annotations
@@ -23,12 +29,13 @@ from typing import Any
 
 import yaml
 
-from pirex import experiment
+from pirex import capabilities, experiment
 from pirex.errors import PirexError
 from pirex.paths import PAPERS
 
 RULES = ("contains", "within", "direction")
-NEEDS = re.compile(r"^(spass-meter|specjenterprise-kit|cpufreq|pmu|function_graph|root|swap|devices:\d+|storages:\d+)$")
+COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
+NEED_KEYS = {"what", "how", "glob", "capability"}
 KEYS = {
     "id",
     "where",
@@ -76,11 +83,25 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """Something a paper's claims need beyond the machine's capabilities: what it is, what to do about it,
+    and how to tell it is there (glob: a path pattern under the checkout; capability: one of the machine's;
+    neither: pirex cannot provide it, so the claims that need it are never judged here)."""
+
+    name: str
+    what: str
+    how: str
+    glob: str = ""
+    capability: str = ""
+
+
+@dataclass(frozen=True)
 class Paper:
     id: str
     title: str
     claims: tuple[Claim, ...] = field(default_factory=tuple)
     path: Path = Path()
+    needs: dict[str, Requirement] = field(default_factory=dict)
 
 
 def deviations() -> list[str]:
@@ -128,20 +149,42 @@ def parse(doc: Any, path: Path) -> Paper:
     if path.name == "claims.yaml" and path.parent.parent == PAPERS and paper != path.parent.name:
         raise _fail(path, "paper", f"{path.parent.name!r}, the folder's name", paper)
     title = _text(doc, "title", path, "(top level)")
+    requirements = _requirements(doc.get("needs", {}), path)
     raw = doc.get("claims")
     if not isinstance(raw, list) or not raw:
         raise _fail(path, "claims", "a non-empty list of claims", raw)
     claims, seen = [], set()
     for i, c in enumerate(raw):
-        claim = _claim(c, path, f"claims[{i}]", paper)
+        claim = _claim(c, path, f"claims[{i}]", paper, set(requirements))
         if claim.id in seen:
             raise _fail(path, f"claims[{i}].id", "an id not used by another claim", claim.id)
         seen.add(claim.id)
         claims.append(claim)
-    return Paper(paper, title, tuple(claims), path)
+    return Paper(paper, title, tuple(claims), path, requirements)
 
 
-def _claim(c: Any, path: Path, where: str, paper: str) -> Claim:
+def _requirements(doc: Any, path: Path) -> dict[str, Requirement]:
+    if not isinstance(doc, dict):
+        raise _fail(path, "needs", "a mapping of name to {what, how, glob or capability}", doc)
+    out = {}
+    for name, d in doc.items():
+        where = f"needs.{name}"
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name) or name in capabilities.NAMES:
+            raise _fail(path, where, "a lowercase name that is not a capability of the machine record", name)
+        if not isinstance(d, dict) or set(d) - NEED_KEYS:
+            raise _fail(path, where, f"a mapping with keys among {', '.join(sorted(NEED_KEYS))}", d)
+        glob, capability = d.get("glob", ""), d.get("capability", "")
+        if glob and capability:
+            raise _fail(path, where, "one check: glob or capability, not both", d)
+        if not isinstance(glob, str) or glob.startswith("/") or ".." in Path(glob).parts:
+            raise _fail(path, f"{where}.glob", "a path pattern inside this checkout (e.g. images/x/*.jar)", glob)
+        if capability and capability not in capabilities.NAMES:
+            raise _fail(path, f"{where}.capability", f"one of {', '.join(capabilities.NAMES)}", capability)
+        out[name] = Requirement(name, _text(d, "what", path, where), _text(d, "how", path, where), glob, capability)
+    return out
+
+
+def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Claim:
     if not isinstance(c, dict):
         raise _fail(path, where, "a mapping (id, where, says, ...)", c)
     unknown = sorted(set(c) - KEYS)
@@ -152,8 +195,9 @@ def _claim(c: Any, path: Path, where: str, paper: str) -> Claim:
         raise _fail(path, f"{where}.id", "lowercase letters, digits and -", cid)
     where = f"{where} ({cid})"
     needs = c.get("needs", [])
-    if not isinstance(needs, list) or not all(isinstance(n, str) and NEEDS.match(n) for n in needs):
-        raise _fail(path, f"{where}.needs", f"a list among {NEEDS.pattern}", needs)
+    known = (*capabilities.NAMES, *sorted(declared))
+    if not isinstance(needs, list) or not all(isinstance(n, str) and (n in known or COUNTED.match(n)) for n in needs):
+        raise _fail(path, f"{where}.needs", f"a list among {', '.join(known)}, devices:N, storages:N", needs)
     base = {
         "paper": paper,
         "id": cid,

@@ -9,20 +9,17 @@ sees Pi 3 times."""
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import experiment
-from pirex.bundle import from_iso
+from pirex import capabilities, experiment
+from pirex.bundle import Bundle, RunInfo, Step, from_iso
 from pirex.errors import PirexError
 from pirex.experiment import AA_SUFFIX
 from pirex.paths import REPO
-from pirex.reproduce.claims import Claim
-from pirex.runner import host
+from pirex.reproduce.claims import Claim, Requirement
 
 LEVELS = {"kick-the-tires": "quick", "full": "paper"}
 MIN_REPETITIONS = 5  # kick-the-tires runs the quick profiles with at least this many: an interval needs them
@@ -70,36 +67,22 @@ def calibration_score(
     return best
 
 
-def missing_capabilities(root: Path = Path("/")) -> dict[str, str]:
-    """What this machine cannot do, by the names claims use in `needs`, with the reason."""
-    out = {}
-    if not host.governor_files(root / "sys/devices/system/cpu"):
-        out["cpufreq"] = "no cpufreq (the kernel offers no CPU clock control here, as in most VMs)"
-    events = root / "sys/bus/event_source/devices"
-    if not any((events / d).exists() for d in ("cpu", "cpu_core", "armv8_pmuv3", "armv8_pmuv3_0", "armv7_cortex_a7")):
-        out["pmu"] = "no hardware performance counters (no PMU in /sys/bus/event_source/devices)"
-    tracers = next(
-        (
-            p
-            for p in (
-                root / "sys/kernel/tracing/available_tracers",
-                root / "sys/kernel/debug/tracing/available_tracers",
-            )
-            if p.exists()
-        ),
-        None,
-    )
-    if tracers is None or "function_graph" not in tracers.read_text().split():
-        out["function_graph"] = "no function_graph tracer in this kernel's tracefs"
-    if os.geteuid() != 0:
-        out["root"] = "not root (native runs, page-cache drops and tracing need it)"
-    if not host.active_swaps(root / "proc/swaps"):
-        out["swap"] = "no swap is active"
-    if not any((REPO / "images" / "moobench" / "spass-meter").glob("*.jar")):
-        out["spass-meter"] = "SPASS-meter is bring-your-own and not supplied (images/moobench/spass-meter/README.md)"
-    out["specjenterprise-kit"] = (
-        "SPECjEnterprise 2010 is a licensed kit pirex cannot ship: bring it as analysis/icpe18/README.md says"
-    )
+def missing(record: dict, requirements: dict[str, Requirement]) -> dict[str, str]:
+    """What this machine cannot do, by the names claims use in `needs`, with the reason: its capabilities as
+    the machine record has them, and what the papers declare beyond them (a bring-your-own tool, a kit)."""
+    caps = record.get("capabilities")
+    if caps is None:  # a record taken before capabilities were recorded: probe them now, on this machine
+        caps = capabilities.probe(Path((record.get("storage") or {}).get("work_dir") or "."))
+    out = capabilities.missing(caps)
+    for name, r in requirements.items():
+        if r.capability:
+            there = r.capability not in out
+        elif r.glob:
+            there = any(REPO.glob(r.glob))
+        else:  # nothing pirex can check or provide
+            there = False
+        if not there:
+            out[name] = r.how
     return out
 
 
@@ -165,11 +148,30 @@ def _machine_key(record: dict) -> tuple:
     return (record.get("hostname"), cpu.get("model"), (record.get("pi") or {}).get("model"))
 
 
-def _read(path: Path) -> dict:
+def _bundles(results_dir: Path, experiment_id: str) -> list[Bundle]:
+    """The bundles of an experiment under results_dir, oldest first; a damaged one answers no need."""
+    out = []
+    for m in sorted((results_dir / experiment_id).glob("*/manifest.json")):
+        try:
+            out.append(Bundle.open(m.parent))
+        except PirexError:
+            continue
+    return out
+
+
+def _same_machine(b: Bundle, machine: dict) -> bool:
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+        return _machine_key(b.machine_before()) == _machine_key(machine)
+    except PirexError:  # no record to tell: not this machine's
+        return False
+
+
+def _run_info(b: Bundle) -> RunInfo | None:
+    """run.json, or None where it is damaged (such a bundle answers no need)."""
+    try:
+        return b.run_info()
+    except PirexError:
+        return None
 
 
 def parameters(need: Need, exp: experiment.Experiment) -> dict:
@@ -195,29 +197,28 @@ def matching_bundles(
     if any_repetitions:
         wanted.pop("repetitions")
     found = []
-    for m_path in sorted((results_dir / need.experiment).glob("*/manifest.json")):
-        m, b = _read(m_path), m_path.parent
-        if not m or m.get("status") not in statuses or m.get("profile") != need.profile:
+    for b in _bundles(results_dir, need.experiment):
+        if b.status not in statuses or b.profile != need.profile:
             continue
-        if commit is not None and (m.get("tool") or {}).get("commit") != commit:
+        if commit is not None and b.commit != commit:
             continue
-        run = _read(b / "run.json")
-        asked = run.get("requested") or m.get("parameters") or {}  # older bundles: the resolved parameters
+        run = _run_info(b)
+        if run is None or run.matrix != need.view:
+            continue
+        asked = run.doc.get("requested") or b.parameters  # older bundles: the resolved parameters
         if not _same_parameters(asked, wanted, exp.metrics_parameter):
             continue
-        if ((run.get("matrix") or {}).get("name")) != need.view:
+        if not set(need.cases if need.view else need.variants) <= set(b.variants):
             continue
-        if not set(need.cases if need.view else need.variants) <= set(m.get("variants") or []):
+        if not _same_machine(b, machine):
             continue
-        if _machine_key(_read(b / "machine.json").get("before") or {}) != _machine_key(machine):
-            continue
-        found.append(b)
+        found.append(b.path)
     return found
 
 
 def bundle_commit(bundle: Path) -> str | None:
     """The pirex commit that ran a bundle (its manifest's tool record)."""
-    return (_read(bundle / "manifest.json").get("tool") or {}).get("commit")
+    return Bundle.open(bundle).commit
 
 
 def of_newest_commit(bundles: list[Path]) -> list[Path]:
@@ -230,7 +231,11 @@ def of_newest_commit(bundles: list[Path]) -> list[Path]:
 
 
 def is_complete(bundle: Path) -> bool:
-    return _read(bundle / "manifest.json").get("status") == "complete"
+    """A bundle that finished (one that is gone, or damaged, answers nothing)."""
+    try:
+        return Bundle.open(bundle).status == "complete"
+    except PirexError:
+        return False
 
 
 def _same_parameters(have: dict, wanted: dict, metrics_parameter: str = "") -> bool:
@@ -260,31 +265,36 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
     """Medians over the bundles of this experiment and profile on this machine (a step is its wall time
     in the manifest, servers started and stopped included; a run's own part is its wall time less its steps')."""
     steps, runs = [], []
-    for m_path in (results_dir / need.experiment).glob("*/manifest.json"):
-        m, b = _read(m_path), m_path.parent
-        if m.get("profile") != need.profile or (_read(b / "run.json").get("matrix") or {}).get("name") != need.view:
+    for b in _bundles(results_dir, need.experiment):
+        run = _run_info(b)
+        if b.profile != need.profile or run is None or run.matrix != need.view:
             continue  # a view's steps (a matrix's cases) are not the plain run's
-        if _machine_key(_read(b / "machine.json").get("before") or {}) != _machine_key(machine):
+        if not _same_machine(b, machine):
             continue
-        walls = []
-        for step in m.get("completed") or []:
-            s = _wall(step) or _read(b / step["variant"] / str(step["repetition"]) / "step.json").get("seconds")
-            if isinstance(s, int | float):
-                walls.append(float(s))
+        done = b.steps()
+        walls = [s for s in map(_step_seconds, done) if s is not None]
         steps += walls
-        whole = _wall(m)
-        if m.get("status") == "complete" and not m.get("resumed") and whole and len(walls) == len(m["completed"]):
+        whole = _wall(b.manifest["started"], b.manifest["ended"])
+        if b.status == "complete" and not b.manifest["resumed"] and whole and len(walls) == len(done):
             runs.append(max(whole - sum(walls), 0.0))  # resumed: its wall time holds the pause
     if not steps:
         return None
     return Measured(statistics.median(steps), statistics.median(runs) if runs else None)
 
 
-def _wall(record: dict) -> float | None:
-    """Seconds from a manifest record's started to its ended, or None."""
+def _step_seconds(step: Step) -> float | None:
+    """A step's wall time: from the manifest's times, else its step.json (None when neither tells)."""
     try:
-        return (from_iso(record["ended"]) - from_iso(record["started"])).total_seconds()
-    except (KeyError, TypeError, ValueError):
+        return _wall(step.started, step.ended) or step.seconds
+    except PirexError:
+        return None
+
+
+def _wall(started: str | None, ended: str | None) -> float | None:
+    """Seconds from started to ended (ISO times), or None."""
+    try:
+        return (from_iso(ended) - from_iso(started)).total_seconds()
+    except (TypeError, ValueError):
         return None
 
 

@@ -51,7 +51,9 @@ def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     for pair in pairs:
         exp_id, dot, rest = pair.partition(".")
         if not dot or "=" not in rest:
-            raise PirexError(f"--set {pair!r}: expected EXPERIMENT.NAME=VALUE, e.g. jmh.iterations=2")
+            raise PirexError(
+                f"--set {pair!r}: expected EXPERIMENT.NAME=VALUE (an experiment, a dot, one of its parameters)"
+            )
         raw.setdefault(exp_id, []).append(rest)
     return {exp_id: experiment.load(exp_id).overrides(items) for exp_id, items in raw.items()}
 
@@ -85,7 +87,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     claims = [c for p in papers for c in p.claims]
     commit = git_version()[1]
     here = machine.record(opts.results_dir if opts.results_dir.is_dir() else Path("."), docker=False)
-    missing = plan.missing_capabilities()
+    missing = plan.missing(here, {k: r for p in papers for k, r in p.needs.items()})
     if opts.aa is None:
         opts.aa = opts.level == "full"
     needs = plan.needs(claims, opts.level, opts.sets, opts.aa, missing)  # without the claims this machine cannot judge

@@ -92,6 +92,13 @@ def _write(tmp_path, change):
         (lambda d: d["claims"][0]["published"]["numerator"].update(line="999"), r"exactly one row of table1.csv"),
         (lambda d: d["claims"][0]["published"].update(column="colour"), r"published.column: expected a column"),
         (lambda d: d["claims"][0].update(needs=["a-gpu"]), r"needs: expected a list among"),
+        (lambda d: d["needs"].pop("specjenterprise-kit"), r"\(t4-specj\).needs: expected a list among .*spass-meter"),
+        (
+            lambda d: d["needs"].update(pmu={"what": "x", "how": "y"}),
+            r"needs.pmu: expected a lowercase name that is not",
+        ),
+        (lambda d: d["needs"]["spass-meter"].update(capability="pmu"), r"needs.spass-meter: expected one check"),
+        (lambda d: d["needs"]["spass-meter"].update(glob="/opt/*.jar"), r"needs.spass-meter.glob: expected a path"),
         (lambda d: d["claims"][1].update(id="t1-b1-docker"), r"claims\[1\].id: expected an id not used"),
         (lambda d: d["claims"][0].update(colour="red"), r"claims\[0\]: expected keys among"),
         (
@@ -320,6 +327,29 @@ def test_blocked_claims_say_what_this_machine_lacks():
     assert plan.blocked(by_id["t4-specj"], missing) == "bring the kit"
     assert plan.blocked(by_id["t1-b1-docker"], missing) is None
     assert "needs 3 devices" in plan.blocked(claims.load("ssp17").claims[0], {})
+
+
+def test_what_this_machine_lacks_comes_from_its_record_and_the_papers_declared_needs(monkeypatch):
+    declared = claims.load("icpe18").needs
+    assert (
+        declared["spass-meter"].glob == "images/moobench/spass-meter/*.jar" and not declared["specjenterprise-kit"].glob
+    )
+    here = {"capabilities": {"cpufreq": {"available": True}, "pmu": {"available": False, "why": "no PMU here"}}}
+    needs = {
+        "kit": claims.Requirement("kit", "a kit", "bring the kit"),  # nothing pirex can check: never there
+        "tool": claims.Requirement("tool", "a tool", "drop its jar in", glob="pirex/reproduce/*.nothing"),
+        "in-tree": claims.Requirement("in-tree", "this module", "-", glob="pirex/reproduce/plan.py"),
+        "counters": claims.Requirement("counters", "counters", "a Pi has them", capability="pmu"),
+    }
+    monkeypatch.setattr(plan.capabilities, "probe", lambda *_: pytest.fail("probed although the record has them"))
+    assert plan.missing(here, needs) == {
+        "pmu": "no PMU here",
+        "kit": "bring the kit",
+        "tool": "drop its jar in",
+        "counters": "a Pi has them",
+    }
+    monkeypatch.setattr(plan.capabilities, "probe", lambda *_: {"swap": {"available": False, "why": "no swap"}})
+    assert plan.missing({}, {}) == {"swap": "no swap"}, "a record from before capabilities: probed now"
 
 
 def _jmh_bundle(results, reps: int, commit: str | None = None):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from pirex import proc
@@ -113,11 +114,19 @@ def unavailable_reason(case: Case, cpu_root: Path = CPU, base: Case | None = Non
 SAME_AS_BASE = "same as its base here"  # the start of a note whose case changed nothing on this machine
 
 
+@dataclass(frozen=True)
+class Notes:
+    """What the bundle should know about how a case ran here, and whether it changed nothing here."""
+
+    lines: tuple[str, ...] = ()
+    same_as_base: bool = False  # the case's own change was already in force (a line says why)
+
+
 def notes(
     case: Case, cpu_root: Path = CPU, base: Case | None = None, swaps: Path = SWAPS, cpus: set[int] | None = None
-) -> list[str]:
+) -> Notes:
     """What the bundle should know about how the case ran here."""
-    out = []
+    out, same = [], []
     # said once, by the case that sets it (the root); the cases built on it inherit it
     if case.governor and base is None and (why := governor_problem(case.governor, cpu_root)):
         out.append(
@@ -125,13 +134,13 @@ def notes(
             f"{current_governor(cpu_root) or 'the clock the machine has'}"
         )
     if _own_governor(case, base) and governor_in_effect(case, cpu_root) == governor_in_effect(base, cpu_root):
-        out.append(f"{SAME_AS_BASE}: the {governor_in_effect(case, cpu_root)} governor is in effect for both")
+        same.append(f"the {governor_in_effect(case, cpu_root)} governor is in effect for both")
     if case.swap == "off" and (base is None or base.swap != "off") and not active_swaps(swaps):
-        out.append(f"{SAME_AS_BASE}: no swap area was active on this machine")
+        same.append("no swap area was active on this machine")
     online = online_cpus() if cpus is None else cpus
     if case.cpus and (base is None or base.cpus != case.cpus) and parse_cpus(case.cpus) == online:
-        out.append(f"{SAME_AS_BASE}: CPUs {case.cpus} are every CPU this machine has")
-    return out
+        same.append(f"CPUs {case.cpus} are every CPU this machine has")
+    return Notes(tuple(out + [f"{SAME_AS_BASE}: {why}" for why in same]), bool(same))
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import shutil
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from pirex import paths, proc
+from pirex import capabilities, paths, proc
 from pirex.errors import PirexError
 from pirex.runner import leftovers, lock
 
@@ -26,7 +26,7 @@ HOST_MARK = "@"
 
 def unavailable_reason() -> str | None:
     """Why this machine cannot run the native variant, or None."""
-    if os.geteuid() != 0:
+    if not capabilities.is_root():
         return "the native variant needs root (chroot and bind mounts): run pirex as root, e.g. with sudo"
     for tool in ("chroot", "mount", "umount", "tar"):
         if not shutil.which(tool):

@@ -8,15 +8,22 @@ the worst metric decides."""
 from __future__ import annotations
 
 import dataclasses
-import json
+import importlib
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pirex import experiment
-from pirex.analysis import modules, stats
-from pirex.analysis import precision as prec
+from pirex.bundle import Bundle
 from pirex.errors import PirexError
+
+if TYPE_CHECKING:
+    from pirex.analysis import precision as prec
+    from pirex.analysis import stats
+
+
+ANALYSIS_EXTRA = ("numpy", "scipy", "matplotlib")  # pyproject.toml's analysis extra
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +31,20 @@ class Target:
     precision: float  # relative half-width, 0.01 = 1 %
     level: float = 0.95
     budget: float | None = None  # seconds, the whole run (pilot included)
+
+
+def _analysis(name: str):
+    """A module of pirex.analysis, which needs numpy and scipy (the analysis extra): the runner alone has neither,
+    and only --precision asks for them."""
+    try:
+        return importlib.import_module(f"pirex.analysis.{name}")
+    except ModuleNotFoundError as e:
+        if (e.name or "").partition(".")[0] not in ANALYSIS_EXTRA:
+            raise
+        raise PirexError(
+            f"--precision plans from the pilot's statistics, which need the analysis extra ({e.name} is not "
+            "installed here): run `make` in the pirex checkout, which installs it, or pip install 'pirex[analysis]'"
+        ) from None
 
 
 def _pair(variants: list[str]) -> tuple[str, str]:
@@ -35,28 +56,23 @@ def _pair(variants: list[str]) -> tuple[str, str]:
 
 
 def _seconds_per_repetition(bundle: Path) -> float:
-    m = json.loads((bundle / "manifest.json").read_text())
-    secs = [
-        json.loads((bundle / s["variant"] / str(s["repetition"]) / "step.json").read_text())["seconds"]
-        for s in m["completed"]
-    ]
-    reps = len({s["repetition"] for s in m["completed"]}) or 1
-    return sum(secs) / reps
+    steps = Bundle.open(bundle).steps()
+    return sum(s.seconds for s in steps) / (len({s.repetition for s in steps}) or 1)
 
 
 def report(exp: experiment.Experiment, bundles: list[Path], target: Target) -> list[tuple[str, stats.Interval]]:
     """Per metric, numerator/denominator over every bundle's repetitions."""
-    mod = modules.module(exp)
-    values = mod.run_values(bundles, None)
-    variants = json.loads((bundles[0] / "manifest.json").read_text())["variants"]
-    num, den = _pair(variants)
+    values = _analysis("modules").module(exp).run_values(bundles, None)
+    num, den = _pair(Bundle.open(bundles[0]).variants)
+    prec = _analysis("precision")
     return [(m, prec.paired_interval(values, m, num, den, target.level)) for m in sorted({v.metric for v in values})]
 
 
 def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
     """The second stage from the pilot alone: the worst metric's Stein n."""
-    values = modules.module(exp).run_values([pilot], None)
-    num, den = _pair(json.loads((pilot / "manifest.json").read_text())["variants"])
+    values = _analysis("modules").module(exp).run_values([pilot], None)
+    stats, prec = _analysis("stats"), _analysis("precision")
+    num, den = _pair(Bundle.open(pilot).variants)
     per_rep = _seconds_per_repetition(pilot)
     plans = []
     for metric in sorted({v.metric for v in values}):
@@ -74,6 +90,7 @@ def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
 def two_stage(opts, run: Callable, echo: Callable[[str], None]) -> list[Path]:
     """Pilot, plan, second stage; `run` is the runner's run(Options)."""
     exp = experiment.load(opts.experiment)
+    _analysis("precision")  # before the pilot runs: without it, its numbers could not be used
     target = Target(opts.precision, opts.confidence, opts.budget)
     pilot = run(opts)
     p = plan(exp, pilot, target)

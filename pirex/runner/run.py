@@ -1,6 +1,6 @@
-"""One run of an experiment: image, preflight, plan, bundle, services, every step in order, the
-machine record before and after. Ctrl-C or a kill leaves a bundle marked partial, which
-`pirex run --resume BUNDLE` finishes."""
+"""One run of an experiment: what this machine and the images offer (host_facts), the plan made from them
+(runplan.py: pure), the bundle written from the plan, services, every step in order, the machine record before
+and after. Ctrl-C or a kill leaves a bundle marked partial, which `pirex run --resume BUNDLE` finishes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import fcntl
 import json
 import logging
 import platform as pyplatform
-import re
 import secrets
 import socket
 import struct
@@ -18,19 +17,17 @@ from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import __version__, experiment, machine, pmu, preflight, proc
-from pirex import params as P
-from pirex.bundle import PARTIAL, Bundle
+from pirex import __version__, experiment, machine, preflight, proc
+from pirex.bundle import PARTIAL, Bundle, write_step_info
 from pirex.errors import PirexError
 from pirex.images import localregistry, sources
 from pirex.images import platforms as plat
 from pirex.paths import git_version
-from pirex.runner import deployment, faults, host, leftovers, lock, native, outputs, plan, tracing, variants
+from pirex.runner import deployment, faults, host, leftovers, lock, native, outputs, runplan, tracing, variants
 
 log = logging.getLogger(__name__)
 
 STEP_TIMEOUT = 6 * 3600
-WORKDIR = "/work"
 
 
 @dataclass
@@ -54,16 +51,6 @@ class Options:
     budget: float | None = None  # seconds
     cases: tuple[str, ...] | None = None  # with matrix: only these of its cases (all when None)
     cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
-
-
-def _chosen_cases(matrix, names: tuple[str, ...] | None) -> set[str]:
-    known = [c.name for c in matrix.cases]
-    if not names:
-        return set(known)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise PirexError(f"--cases {','.join(unknown)}: the {matrix.name} matrix has the cases {', '.join(known)}")
-    return set(names)
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -173,130 +160,69 @@ def run(opts: Options) -> Path:
 
 def _run(opts: Options) -> Path:
     exp = experiment.load(opts.experiment)
-    if opts.order not in plan.ORDERS:
-        raise PirexError(f"--order {opts.order!r}: expected one of {', '.join(plan.ORDERS)}")
-    platform = plat.parse(opts.platform) if opts.platform else plat.host()
-    matrix = _matrix(exp, opts.matrix)
-    cpus = _checked_cpus(opts.cpus, exp, matrix)
-    if matrix:
-        base = opts.variants or matrix.runs_as
-        if base not in ("native", "docker"):
-            raise PirexError(f"--matrix {matrix.name} runs its cases on one variant: --variants native or docker")
-        chosen = (base,)
-    else:
-        if opts.cases:
-            raise PirexError("--cases chooses among a matrix's cases: give --matrix too")
-        chosen = exp.pick_variants(opts.variants)
-    skipped = {}
-    for name in (v for v in chosen if experiment.aa_base(v) == "native"):  # native and its A/A copy
-        if platform != plat.host():
-            skipped[name] = f"native runs this machine's platform only ({plat.host()}), not {platform}"
-        elif why := native.unavailable_reason():
-            skipped[name] = why
-            log.warning("skipping the %s variant: %s", name, why)
-    runnable = tuple(v for v in chosen if v not in skipped)
-    if not runnable:
-        raise PirexError("no variant left to run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
-
-    overrides = P.check_values(exp.declared, opts.overrides or {}, "--set")
-    params = {**exp.resolve(opts.profile), **(matrix.parameters_for(opts.profile) if matrix else {}), **overrides}
-    requested = dict(params)  # before what the runner resolves here (free ports, PMU events): what reuse compares
-    _service_ports(exp, params)
-    seed = opts.seed if opts.seed is not None else secrets.randbits(32)
-
-    soak = _soak(exp, opts.soak, params)  # the arguments are checked before any image is looked for
-    images = {name: image_for(name, opts.tag, platform) for name in exp.images}
-    image = images[exp.image]
-    matrix_info: dict = {}
-    if matrix:
-        matrix_info = {"name": matrix.name, "source": matrix.source, "runs_as": runnable[0], "notes": {}}
-        fallback = _fallback(matrix, image)
-        if fallback:
-            params.update({**(fallback.get("parameters") or {}), **overrides})
-            matrix_info["fallback"] = fallback
-        wanted = _chosen_cases(matrix, opts.cases)
-        cases = []
-        for case in (c for c in matrix.cases if c.name in wanted):
-            resolved, base = matrix.resolved(case.name), host.base_of(matrix, case.name)
-            why = host.unavailable_reason(resolved, base=base)
-            if fallback and case.name in (fallback.get("skip_cases") or []):
-                why = fallback["reason"]
-            if why:
-                skipped[case.name] = why
-                log.warning("skipping case %s: %s", case.name, why)
-                continue
-            if notes := host.notes(resolved, base=base):
-                matrix_info["notes"][case.name] = notes
-            cases.append(case.name)
-        runnable = tuple(cases)
-        if not runnable:
-            raise PirexError(
-                "no case of the matrix can run here: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())
-            )
-    trace = _trace_plan(exp, opts.trace)
-    if trace and trace.get("enabled"):  # the workload writes markers into tracefs's trace_marker
-        params[exp.tracing.marker_parameter] = str(tracing.TRACEFS / "trace_marker")
-    by_name = _variants(exp, runnable, matrix_info, cpus)
-    # every step with its resolved parameters, so that the manifest alone says what ran (a matrix
-    # case's own changes included: depth 1 for the depth-1 case)
-    steps = [
-        {**s, "params": {**params, **by_name[s["variant"]].parameters}}
-        for s in plan.make(runnable, int(params["repetitions"]), opts.order, seed)
-    ]
-
-    if platform != plat.host():
-        log.warning("running %s under emulation: these numbers show function, not performance", platform)
-    opts.results_dir.mkdir(parents=True, exist_ok=True)
-    peers = [params[s.remote] for s in exp.services if s.remote and params.get(s.remote)]  # a service elsewhere
-    before = machine.record(opts.results_dir, peers=peers or None)
-    params = pmu.resolve(params, before)  # raw_events: auto -> this CPU's raw PMU event codes (or none)
-    for s in steps:  # the manifest's plan says what each step ran, resolved
-        s["params"] = {**params, **by_name[s["variant"]].parameters}
-    findings = preflight.check(
-        before,
-        min_free_disk_bytes=exp.needs.get("disk_mb", 0) << 20,
-        min_free_mem_bytes=exp.needs.get("memory_mb", 0) << 20,
-        io_heavy=bool(exp.needs.get("io_heavy")),
-    )
-    for f in findings:
-        if f.level != "ok":
-            log.warning("preflight %s: %s", f.check, f.message)
-    if preflight.worst(findings) == "fail" and not opts.force:
+    runplan.check(exp, opts)  # the arguments, before any image is looked for
+    if opts.seed is None:
+        opts = dataclasses.replace(opts, seed=secrets.randbits(32))
+    facts = host_facts(exp, opts)
+    p = runplan.plan_run(exp, opts, facts)
+    _announce(p)
+    if p.preflight_failed and not opts.force:
         raise PirexError("preflight failed (see above; `pirex doctor` says how to fix it, --force runs anyway)")
-
+    tool = {"version": __version__, "commit": git_version()[1]}
     bundle = Bundle.create(
-        opts.results_dir,
-        exp.id,
-        opts.profile,
-        params,
-        list(runnable),
-        steps,
-        images,
-        {"version": __version__, "commit": git_version()[1]},
+        opts.results_dir, p.experiment, p.profile, p.parameters, list(p.variants), p.steps, p.images, tool
     )
     log.info("bundle %s", bundle.path)
-    (bundle.path / "run.json").write_text(
-        json.dumps(
-            {
-                "order": opts.order,
-                "seed": seed,
-                "skipped_variants": skipped,
-                "matrix": matrix_info or None,
-                "trace": trace,
-                "cpus": cpus,
-                "variants": {v.name: v.describe() for v in by_name.values()},
-                "jvm": _jvm(exp, images),
-                "soak": soak,
-                "preflight": [f.to_dict() for f in findings],
-                "requested": requested,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    bundle.write_machine(before=before)
+    bundle.write_run_info(p.run_info)
+    bundle.write_machine(before=facts.machine)
     with leftovers.Owner(bundle.run_id, bundle.path):  # what the run starts, recorded before it starts
-        return _execute(bundle, exp, images, params)
+        return _execute(bundle, exp)
+
+
+def host_facts(exp: experiment.Experiment, opts: Options) -> runplan.HostFacts:
+    """What planning the run needs from this machine, the images and Docker, gathered once: the images (looked up,
+    pulled or imported), whether the matrix's optional part is in the image, what each case can do here, tracing,
+    free ports for services, and the machine record taken before the run."""
+    platform = plat.parse(opts.platform) if opts.platform else plat.host()
+    matrix = runplan.matrix_of(exp, opts.matrix)
+    asked = runplan.requested(exp, opts)
+    images = {name: image_for(name, opts.tag, platform) for name in exp.images}
+    arch = pyplatform.machine()
+    trace_unavailable = None
+    if (functions := runplan.trace_functions(exp, opts.trace, arch)) is not None:
+        with tracing.mounted():
+            trace_unavailable = tracing.unavailable_reason(exp.tracing.tracer, functions)
+    opts.results_dir.mkdir(parents=True, exist_ok=True)
+    peers = [asked[s.remote] for s in exp.services if s.remote and asked.get(s.remote)]  # a service elsewhere
+    return runplan.HostFacts(
+        platform=platform,
+        host_platform=plat.host(),
+        native_unavailable=native.unavailable_reason(),
+        online_cpus=frozenset(host.online_cpus()),
+        machine=machine.record(opts.results_dir, peers=peers or None),
+        images=images,
+        jvm=_jvm(exp, images),
+        fallback=bool(matrix and matrix.fallback and _lacks_optional_part(matrix, images[exp.image])),
+        cases=_case_facts(matrix) if matrix else {},
+        arch=arch,
+        trace_unavailable=trace_unavailable,
+        free_ports={s.port: deployment.free_port("0.0.0.0") for s in exp.services if s.port},
+    )
+
+
+def _announce(p: runplan.RunPlan) -> None:
+    """What the plan leaves out or changes, said before the run starts."""
+    for name, why in p.skipped.items():
+        log.warning("skipping %s: %s", name, why)
+    if p.matrix and p.matrix.get("fallback"):
+        log.warning("%s", p.matrix["fallback"]["reason"])
+    if p.trace and not p.trace["enabled"]:
+        log.warning("--trace: tracing is skipped: %s", p.trace["reason"])
+    if p.platform != plat.host():
+        log.warning("running %s under emulation: these numbers show function, not performance", p.platform)
+    for f in p.preflight:
+        if f.level != "ok":
+            log.warning("preflight %s: %s", f.check, f.message)
 
 
 def _jvm(exp: experiment.Experiment, images: dict[str, dict]) -> dict | None:
@@ -307,40 +233,26 @@ def _jvm(exp: experiment.Experiment, images: dict[str, dict]) -> dict | None:
     return None
 
 
-def _service_ports(exp: experiment.Experiment, params: dict) -> None:
-    """A service started here on port 0 gets a free port of this host; one on another machine
-    (its `remote` parameter set) needs its port given."""
-    for s in exp.services:
-        remote = bool(s.remote and params.get(s.remote))
-        if s.port and not params.get(s.port):
-            if remote:
-                raise PirexError(
-                    f"--set {s.remote}={params[s.remote]} runs {s.name} on that machine: give its port "
-                    f"too (--set {s.port}=PORT)"
-                )
-            params[s.port] = deployment.free_port("0.0.0.0")
+def _lacks_optional_part(matrix: experiment.Matrix, image: dict) -> bool:
+    """Whether the image lacks a matrix's optional part (SPASS-meter, bring-your-own): its probe fails."""
+    probe = proc.run(
+        ["docker", "run", "--rm", "--platform", image["platform"], image["reference"], *matrix.fallback["probe"]],
+        timeout=300,
+        check=False,
+    )
+    return not probe.ok
 
 
-def _soak(exp: experiment.Experiment, duration: str | None, params: dict) -> dict | None:
-    """--soak: the driver sends requests until the duration is over, as the experiment declares
-    (experiment.yaml: soak), while the service's heap and RSS are sampled."""
-    if not duration:
-        return None
-    if not exp.soak:
-        with_soak = [e for e in experiment.available() if experiment.load(e).soak]
-        raise PirexError(
-            f"--soak holds a service under load; {exp.id} declares no soak "
-            f"(experiments that do: {', '.join(with_soak) or 'none'})"
+def _case_facts(matrix: experiment.Matrix) -> dict[str, runplan.CaseFacts]:
+    """What this machine makes of every case of the matrix: whether it can run, and what to note."""
+    out = {}
+    for case in matrix.cases:
+        resolved, base = matrix.resolved(case.name), host.base_of(matrix, case.name)
+        notes = host.notes(resolved, base=base)
+        out[case.name] = runplan.CaseFacts(
+            host.unavailable_reason(resolved, base=base), notes.lines, notes.same_as_base
         )
-    if not re.fullmatch(r"(\d+[hms])+", duration):
-        raise PirexError(f"--soak {duration!r}: expected a duration like 10m, 90s or 1h30m")
-    params.update(exp.soak.set)
-    return {
-        "duration": duration,
-        "driver_args": experiment.render(exp.soak.args, {"duration": duration}),
-        "exit_codes": list(exp.soak.exit_codes),
-        "why": exp.soak.why,
-    }
+    return out
 
 
 def resume(path: Path, allow_concurrent: bool = False) -> Path:
@@ -348,119 +260,44 @@ def resume(path: Path, allow_concurrent: bool = False) -> Path:
         bundle = Bundle.resume(Path(path).absolute())  # as in run(): docker -v needs absolute paths
         try:
             leftovers.reap_run(bundle.run_id, bundle.path)  # what the killed run left, gone before it continues
-            exp = experiment.load(bundle.manifest["experiment"])
+            exp = experiment.load(bundle.experiment)
             _recheck(bundle, exp)
         except BaseException:
             bundle.close()
             raise
         with leftovers.Owner(bundle.run_id, bundle.path):
-            return _execute(bundle, exp, bundle.manifest["images"], bundle.manifest["parameters"])
+            return _execute(bundle, exp)
 
 
 def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
     """A resumed run may be on a changed machine: what it still has to do must still be possible."""
-    run_info = json.loads((bundle.path / "run.json").read_text())
-    matrix_info = run_info.get("matrix") or {}
+    info = bundle.run_info()
     problems = []
-    if matrix_info:
+    if info.matrix:
+        m = exp.matrices[info.matrix]
         for name in sorted({s["variant"] for s in bundle.remaining_steps()}):
-            m = exp.matrices[matrix_info["name"]]
             if why := host.unavailable_reason(m.resolved(name), base=host.base_of(m, name)):
                 problems.append(f"case {name}: {why}")
-    trace = run_info.get("trace") or {}
-    if trace.get("enabled"):
+    if info.trace.get("enabled"):
         with tracing.mounted():
-            if why := tracing.unavailable_reason(trace["tracer"], trace["functions"]):
+            if why := tracing.unavailable_reason(info.trace["tracer"], info.trace["functions"]):
                 problems.append(f"tracing: {why}")
-    if any(experiment.aa_base(v) == "native" for v in bundle.manifest["variants"]) and (
-        why := native.unavailable_reason()
-    ):
+    if any(experiment.aa_base(v) == "native" for v in bundle.variants) and (why := native.unavailable_reason()):
         problems.append(f"native: {why}")
     if problems:
         raise PirexError(f"cannot resume {bundle.path} here: " + "; ".join(problems))
 
 
-def _trace_plan(exp: experiment.Experiment, wanted: bool) -> dict | None:
-    """Whether the run traces, with what, or why not (recorded in run.json)."""
-    if not wanted:
-        return None
-    if not exp.tracing:
-        raise PirexError(f"{exp.id} declares no tracing (experiments/{exp.id}/experiment.yaml: tracing)")
-    functions = list(exp.tracing.functions.get(pyplatform.machine(), ()))
-    with tracing.mounted():
-        why = tracing.unavailable_reason(exp.tracing.tracer, functions)
-    if why:
-        log.warning("--trace: tracing is skipped: %s", why)
-        return {"enabled": False, "reason": why}
-    return {"enabled": True, "tracer": exp.tracing.tracer, "functions": functions, "output": exp.tracing.output}
-
-
-def _matrix(exp: experiment.Experiment, name: str | None) -> experiment.Matrix | None:
-    if not name:
-        return None
-    if name not in exp.matrices:
-        offered = ", ".join(exp.matrices) or "none"
-        raise PirexError(f"{exp.id} has no matrix {name!r} (matrices: {offered})")
-    return exp.matrices[name]
-
-
-def _fallback(matrix: experiment.Matrix, image: dict) -> dict | None:
-    """A matrix's optional part missing from the image (SPASS-meter, bring-your-own): what stands in."""
-    fb = matrix.fallback
-    if not fb:
-        return None
-    probe = proc.run(
-        ["docker", "run", "--rm", "--platform", image["platform"], image["reference"], *fb["probe"]],
-        timeout=300,
-        check=False,
-    )
-    if probe.ok:
-        return None
-    log.warning("%s", fb["reason"])
-    return {"reason": fb["reason"], "parameters": fb.get("parameters") or {}, "skip_cases": fb.get("skip_cases") or []}
-
-
-def _checked_cpus(text: str | None, exp: experiment.Experiment, matrix: experiment.Matrix | None) -> str | None:
-    """--cpus as a CPU list this process may run on, or None; refused with a matrix, whose cases
-    declare their own CPUs (its base must keep every CPU for the two-cores case to mean anything),
-    and for a deployment, whose servers and driver are not steps of one variant."""
-    if text is None:
-        return None
-    text = text.strip()
-    if not re.fullmatch(experiment.CPU_LIST, text):
-        raise PirexError(f"--cpus {text!r}: expected a CPU list such as 1 or 0-1 or 0,2")
-    if missing := host.offline_cpus(text):
-        raise PirexError(f"--cpus {text}: CPUs {missing} are not online here (online: {sorted(host.online_cpus())})")
-    if matrix:
-        raise PirexError(f"--cpus pins every variant alike; the matrix {matrix.name} declares its cases' CPUs itself")
-    if exp.deployment:
-        raise PirexError(f"--cpus pins a step's process; {exp.id} deploys servers and a driver, which it does not pin")
-    return text
-
-
-def _variants(
-    exp: experiment.Experiment, names: tuple[str, ...], matrix_info: dict, cpus: str | None = None
-) -> dict[str, variants.Variant]:
-    """The bundle's variant names -> how each runs: a variant, or a matrix case on one, with the
-    experiment's privileges; every variant pinned to `cpus` (--cpus) when given."""
-    if not matrix_info:
-        return {n: dataclasses.replace(variants.by_name(n).with_privileges(exp.privileges), cpus=cpus) for n in names}
-    m = exp.matrices[matrix_info["name"]]
-    base = variants.by_name(matrix_info["runs_as"]).with_privileges(exp.privileges)
-    return {n: base.for_case(m.resolved(n)) for n in names}
-
-
-def _case_of(exp: experiment.Experiment, v: variants.Variant, matrix_info: dict) -> experiment.Case | None:
-    return exp.matrices[matrix_info["name"]].resolved(v.name) if matrix_info else None
-
-
-def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict], params: dict) -> Path:
+def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
+    """Every step the bundle still has to run, as its manifest and run.json planned it (also when resumed)."""
+    images = bundle.manifest["images"]
     image = images[exp.image]
+    params = bundle.parameters  # the run's, for its services; each step runs with its own from the plan
     todo = bundle.remaining_steps()
-    run_info = json.loads((bundle.path / "run.json").read_text())  # how this run was planned, also when resumed
-    matrix_info = run_info.get("matrix") or {}
-    by_name = _variants(exp, tuple(bundle.manifest["variants"]), matrix_info, run_info.get("cpus"))
-    trace = run_info.get("trace") or {}
+    info = bundle.run_info()
+    m = exp.matrices[info.matrix] if info.matrix else None
+    by_name = runplan.variants_of(exp, bundle.variants, info.matrix, info.runs_as, info.cpus)
+    trace, soak = info.trace, info.soak
     if trace.get("enabled"):  # the workload writes markers into tracefs: give containers the same one
         by_name = {
             n: dataclasses.replace(v, docker_args=[*v.docker_args, "-v", f"{tracing.TRACEFS}:{tracing.TRACEFS}"])
@@ -481,16 +318,11 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                 site = stack.enter_context(
                     deployment.Servers(exp.deployment, images, params, bundle, workdir_host, by_name)
                 )
-            soak = run_info.get("soak") or {}
             started = time.monotonic()
             for i, step in enumerate(todo, 1):
                 v = by_name[step["variant"]]
-                values = {**params, **v.parameters}
-                for s in exp.services:  # a service on this host: where this variant reaches it
-                    if s.remote and not values.get(s.remote):
-                        values[s.remote] = v.host_address(gateway)
-                values.update(output="/results", workdir=WORKDIR, variant=v.name, repetition=step["repetition"])
-                case = _case_of(exp, v, matrix_info)
+                values = runplan.step_values(exp, step.get("params") or params, v, step["repetition"], gateway)
+                case = m.resolved(v.name) if m else None
                 with (
                     bundle.step(v.name, step["repetition"]) as out,
                     host.applied(case) if case else nullcontext(),
@@ -513,12 +345,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
                         image["platform"],
                     )
                     machine.write_interrupts(out / "interrupts.json", irq, machine.interrupts())
-                    (out / "step.json").write_text(
-                        json.dumps(
-                            {"argv": r.argv, "returncode": r.returncode, "seconds": round(r.seconds, 3)}, indent=2
-                        )
-                        + "\n"
-                    )
+                    write_step_info(out, r.argv, r.returncode, r.seconds)
                     if r.returncode not in soak.get("exit_codes", [0]):
                         tail = (out / "stderr.txt").read_text()[-2000:]
                         raise PirexError(f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}")
@@ -542,8 +369,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment, images: dict[str, dict]
         raise e
     after = machine.record(bundle.path)
     bundle.write_machine(after=after)
-    before = json.loads((bundle.path / "machine.json").read_text())["before"]
-    for f in preflight.compare(before, after):
+    for f in preflight.compare(bundle.machine_before(), after):
         if f.level != "ok":
             log.warning("during the run, %s: %s", f.check, f.message)
     final = bundle.finish(PARTIAL)  # complete when every planned step is done

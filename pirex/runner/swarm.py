@@ -1,19 +1,20 @@
-"""ICPE'18 Experiment 3 on a Docker Swarm (compose/stack.yml), from the laptop, the swarm's manager:
-the labels checked, every node's machine record taken (a one-shot global service), the database and its loader
-deployed and the table loaded, then the service until healthy, then the Locust driver on the laptop
-(one shot) while the service's heap is sampled; each role's record, the services' logs and the
-driver's results in one run folder; the stack removed on every exit path.
+"""An experiment with a swarm deployment (experiment.yaml: deployment.swarm; ICPE'18 Experiment 3 is one) on a
+Docker Swarm, from the swarm's manager (the laptop): the node labels checked, every node's machine record taken
+(a one-shot global service), then the stages in their declared order, each waited for (e.g. the database
+healthy, its table loaded, the service healthy), the last one (the driver, on the manager) to its end while the
+roles' samplers run; each role's record, the services' logs and the driver's results in one run folder; the
+stack removed on every exit path.
 
-The stack file holds no number of the experiment: `environment()` takes them from
-experiments/jpa-rest/experiment.yaml (the profile, and --set) and `docker stack deploy` reads them
-from its environment. Swarm ignores depends_on conditions, so the roles are ordered here: each
-stage deploys the same stack file with only the services started so far (a deploy without --prune
-leaves the others alone). A task that fails or is rejected (an image missing on its node, say)
-stops the run with its node and the engine's reason."""
+The stack file holds no number of the experiment: `environment()` takes them from its experiment.yaml (the
+profile, and --set) and `docker stack deploy` reads them from its environment. Swarm ignores depends_on
+conditions, so the stages are ordered here: each deploys the same stack file with only the services started
+so far (a deploy without --prune leaves the others alone). A task that fails or is rejected (an image missing
+on its node, say) stops the run with its node and the engine's reason."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import shlex
@@ -33,23 +34,39 @@ from pirex.runner import deployment, leftovers, lock, samplers
 
 log = logging.getLogger(__name__)
 
-STACK_FILE = REPO / "compose" / "stack.yml"
 STACK = "pirex"
-ROLES = ("db", "web")  # placed by node label pirex.role; the driver runs on the manager
+DRIVER = "driver"  # the experiment's own image and command, on the manager
 NETWORKS = ("host", "overlay")
 OVERLAY = "pirex-overlay"
 TIMEOUT = {"quick": 1800, "paper": 6 * 3600}
-READER_MODULES = ("__init__", "errors", "proc", "paths", "tuning", "machine")  # machine.py and what it imports
+READER_MODULES = ("__init__", "errors", "proc", "paths", "tuning", "capabilities", "machine")  # machine.py, its imports
 RECORD_TAG = "pirex-record"
 NODE_ROOT = "/node"  # where compose/stack.yml's record service mounts the node's / (read-only)
 CHUNK = 3000  # characters per log line of a record: far below the 16 KiB at which engines split lines
 FAILED = ("failed", "rejected", "shutdown", "orphaned", "remove")
 
 
-# --- the numbers and the environment ----------------------------------------------------------
+# --- the experiment, its numbers and the environment ------------------------------------------
+
+
+def swarm_of(experiment_id: str) -> tuple[experiment.Experiment, experiment.Swarm]:
+    """The experiment and its swarm deployment, or an error naming the experiments that have one."""
+    exp = experiment.load(experiment_id)
+    if exp.deployment is None or exp.deployment.swarm is None:
+        offered = [e for e in experiment.available() if (d := experiment.load(e).deployment) and d.swarm]
+        raise PirexError(
+            f"{exp.id} declares no swarm deployment (experiment.yaml: deployment.swarm); "
+            f"experiments that do: {', '.join(offered) or 'none'}"
+        )
+    return exp, exp.deployment.swarm
+
+
+def stack_file(sw: experiment.Swarm) -> Path:
+    return REPO / sw.stack
 
 
 def environment(
+    exp: experiment.Experiment,
     profile: str,
     sets: tuple[str, ...] = (),
     network: str = "host",
@@ -64,15 +81,16 @@ def environment(
     if network not in NETWORKS:
         raise PirexError(f"--network {network!r}: expected one of {', '.join(NETWORKS)}")
     env = {
-        **settings.of(experiment.load("jpa-rest"), profile, sets),
+        **settings.of(exp, profile, sets),
         "PIREX_TAG": tag,
         "NETWORK": "host" if network == "host" else OVERLAY,
         "PIREX_IMAGES": images or f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
     }
-    if network == "overlay":  # service names resolve on the overlay
-        env.update(DB_HOST="db", WEB_HOST="web")
+    placed = exp.deployment.swarm.place if exp.deployment and exp.deployment.swarm else {}
+    if network == "overlay":  # service names (each role's) resolve on the overlay
+        env.update({f"{role.upper()}_HOST": role for role in placed})
     elif hosts:
-        env.update(DB_HOST=hosts["db"], WEB_HOST=hosts["web"])
+        env.update({f"{role.upper()}_HOST": hosts[role] for role in placed})
     if results is not None:
         env["RESULTS_DIR"] = str(results.resolve())
     if reader is not None:
@@ -157,18 +175,18 @@ def nodes() -> list[dict]:
     return out
 
 
-def placement(all_nodes: list[dict]) -> dict[str, dict]:
-    """role -> node: db and web by their pirex.role label (exactly one ready node each), the driver
+def placement(all_nodes: list[dict], place: dict[str, str]) -> dict[str, dict]:
+    """role -> node: each placed role on the node with its label (exactly one ready node each), the driver
     on this manager."""
     out = {}
-    for role in ROLES:
-        found = [n for n in all_nodes if n["labels"].get("pirex.role") == role]
+    for role, label in place.items():
+        key, _, value = label.partition("=")
+        found = [n for n in all_nodes if n["labels"].get(key) == value]
         if len(found) != 1:
             names = ", ".join(n["hostname"] for n in found)
             what = f"{len(found)} nodes ({names}) have" if found else "no node has"
             raise PirexError(
-                f"{what} the label pirex.role={role}: give it to exactly one node "
-                f"(docker node update --label-add pirex.role={role} NODE)"
+                f"{what} the label {label}: give it to exactly one node (docker node update --label-add {label} NODE)"
             )
         if found[0]["state"] != "ready":
             raise PirexError(
@@ -177,16 +195,16 @@ def placement(all_nodes: list[dict]) -> dict[str, dict]:
             )
         out[role] = found[0]
     me = _docker("info", "--format", "{{.Swarm.NodeID}}").stdout.strip()
-    out["driver"] = next(n for n in all_nodes if n["id"] == me)
+    out[DRIVER] = next(n for n in all_nodes if n["id"] == me)
     return out
 
 
 class Stack:
-    """compose/stack.yml deployed stage by stage as the stack `pirex`; its tasks watched."""
+    """A stack file deployed stage by stage as the stack `pirex`; its tasks watched."""
 
-    def __init__(self, env: dict[str, str], out: Path, nodes_by_id: dict[str, dict]):
+    def __init__(self, file: Path, env: dict[str, str], out: Path, nodes_by_id: dict[str, dict]):
         self.env, self.out, self.nodes = env, out, nodes_by_id
-        self.doc = yaml.safe_load(STACK_FILE.read_text())
+        self.doc = yaml.safe_load(file.read_text())
         self.deployed: list[str] = []
 
     def deploy(self, *services: str) -> None:
@@ -195,7 +213,7 @@ class Stack:
         self.deployed += services
         doc = {k: v for k, v in self.doc.items() if not k.startswith("x-")}
         doc["services"] = {s: self.doc["services"][s] for s in services}
-        if "record" not in services:
+        if experiment.SWARM_RECORD not in services:
             doc.pop("configs", None)
         stage = self.out / "stack" / f"stage-{len(self.deployed)}-{'-'.join(services)}.yml"
         stage.parent.mkdir(exist_ok=True)
@@ -295,6 +313,7 @@ def _write(path: Path, doc: dict) -> None:
 
 
 def run(
+    experiment_id: str,
     results_dir: Path,
     tag: str,
     profile: str = "quick",
@@ -303,13 +322,14 @@ def run(
     images: str = "",
     timeout: float | None = None,
 ) -> Path:
-    """The whole run; returns the run folder (requests.csv, machine-<role>.json, compose-<role>.json,
-    nodes.json, web-memory.csv, stack/ with each stage's file and the services' logs)."""
+    """The whole run; returns the run folder (the experiment's outputs, machine-<role>.json,
+    compose-<role>.json, nodes.json, the samplers' CSVs, stack/ with each stage's file and the services' logs)."""
+    exp, sw = swarm_of(experiment_id)
     if profile not in TIMEOUT:
         raise PirexError(f"--profile {profile!r}: expected one of {', '.join(TIMEOUT)}")
-    environment(profile, sets, network)  # the parameters checked before anything starts
+    environment(exp, profile, sets, network)  # the parameters checked before anything starts
     all_nodes = nodes()
-    roles = placement(all_nodes)
+    roles = placement(all_nodes, sw.place)
     reap_killed()
     if STACK in _docker("stack", "ls", "--format", "{{.Name}}").stdout.split():
         raise PirexError(
@@ -317,13 +337,14 @@ def run(
             f"`docker stack rm {STACK}` first"
         )
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-    out = results_dir / "jpa-rest" / f"swarm-{stamp}"
+    out = results_dir / exp.id / f"swarm-{stamp}"
     out.mkdir(parents=True)
     out.chmod(0o777)  # the driver runs as the image's user
     reader = write_reader(out / "machine-reader.pyz")
-    env = environment(profile, sets, network, tag, images, out, reader, {r: n["address"] for r, n in roles.items()})
+    hosts = {r: n["address"] for r, n in roles.items()}
+    env = environment(exp, profile, sets, network, tag, images, out, reader, hosts)
     _write(out / "nodes.json", {"nodes": all_nodes, "placement": {r: n["id"] for r, n in roles.items()}})
-    stack = Stack(env, out, {n["id"]: n for n in all_nodes})
+    stack = Stack(stack_file(sw), env, out, {n["id"]: n for n in all_nodes})
     limit = timeout or TIMEOUT[profile]
     with lock.measuring(), leftovers.Owner(out.name, out):  # the stack recorded: a kill leaves it to be reaped
         leftovers.note("stack", name=STACK)
@@ -331,31 +352,40 @@ def run(
             leftovers.note("network", name=OVERLAY)
             _overlay(True)
         try:
-            _run_stages(stack, roles, all_nodes, out, env, network, limit)
+            _run_stages(exp, stack, roles, all_nodes, out, env, network, limit)
         finally:
             stack.keep_logs()
             stack.remove()
             if network == "overlay":
                 _overlay(False)
-    if not (out / "requests.csv").exists():
-        raise PirexError(f"the driver wrote no requests.csv: see {out / 'stack' / 'driver.log'}")
+    if missing := [o["path"] for o in exp.outputs if not (out / o["path"]).exists()]:
+        raise PirexError(f"the driver wrote no {', '.join(missing)}: see {out / 'stack' / f'{DRIVER}.log'}")
     return out
 
 
 def _run_stages(
-    stack: Stack, roles: dict[str, dict], all_nodes: list[dict], out: Path, env: dict, network: str, limit: float
+    exp: experiment.Experiment,
+    stack: Stack,
+    roles: dict[str, dict],
+    all_nodes: list[dict],
+    out: Path,
+    env: dict,
+    network: str,
+    limit: float,
 ) -> None:
+    sw = exp.deployment.swarm
     started = time.monotonic()
 
     def left() -> float:
         return max(limit - (time.monotonic() - started), 1)
 
-    stack.deploy("record")  # every node's machine, before the roles start
-    stack.wait("record", "complete", len(all_nodes), min(left(), 600))
-    records = records_from_log(stack.logs("record"))
+    record = experiment.SWARM_RECORD
+    stack.deploy(record)  # every node's machine, before the roles start
+    stack.wait(record, "complete", len(all_nodes), min(left(), 600))
+    records = records_from_log(stack.logs(record))
     missing = [n["hostname"] for n in all_nodes if n["id"] not in records]
     if missing:
-        raise PirexError(f"no machine record from node(s) {', '.join(missing)}: see {out / 'stack' / 'record.log'}")
+        raise PirexError(f"no machine record from node(s) {', '.join(missing)}: see {out / 'stack' / f'{record}.log'}")
     for n in all_nodes:
         _write(out / f"machine-node-{n['id'][:12]}.json", {"node": n, "before": records[n["id"]]})
     for role, n in roles.items():
@@ -364,37 +394,39 @@ def _run_stages(
             out / f"compose-{role}.json",
             {
                 "role": role,
-                "compose_file": str(STACK_FILE.relative_to(REPO)),
-                "compose_file_sha256": sha256(STACK_FILE),
+                "compose_file": sw.stack,
+                "compose_file_sha256": sha256(stack_file(sw)),
                 "deployment": "docker swarm stack",
                 "node": n["id"],
                 "hostname": n["hostname"],
                 "environment": deployment.masked({**env, "NETWORK_MODE": "host" if network == "host" else "overlay"}),
             },
         )
-    stack.deploy("db")
-    stack.wait("db", "running", 1, left())  # healthy: pg_isready answers
-    stack.deploy("loader")
-    stack.wait("loader", "complete", 1, left())  # the table is loaded
-    stack.deploy("web")
-    stack.wait("web", "running", 1, left())  # a task with a health check runs once healthy
-    url = f"http://{env['WEB_HOST']}:{env['WEB_PORT']}"
-    # the service's process is on another node: its heap over HTTP only, no RSS (pid None)
-    web = experiment.load("jpa-rest").deployment.roles["web"]
-    sampler = samplers.sampler(web.samples[0], "web", None, url, out) if network == "host" else None
-    stack.deploy("driver")
-    if sampler:
-        sampler.__enter__()
-    try:
-        stack.wait("driver", "complete", 1, left())
-    finally:
-        if sampler:
-            sampler.__exit__(None, None, None)
-    if why := stack.failure("web") or stack.failure("db"):  # a role that died under load spoils the run
+    *first, last = sw.stages
+    for stage in first:  # running: a task with a health check runs once healthy; complete: a one-shot's end
+        stack.deploy(stage.service)
+        stack.wait(stage.service, stage.until, 1, left())
+    stack.deploy(last.service)
+    with _sampled(exp, env, out) if network == "host" else contextlib.nullcontext():
+        stack.wait(last.service, last.until, 1, left())
+    if why := next(filter(None, map(stack.failure, sw.servers)), None):  # a role that died under load spoils the run
         raise PirexError(why)
 
 
+@contextlib.contextmanager
+def _sampled(exp: experiment.Experiment, env: dict, out: Path):
+    """The placed roles' samplers while the last stage runs. A role's process is on another node: what its
+    URL tells only (its heap), no RSS (pid None)."""
+    with contextlib.ExitStack() as running:
+        for role in exp.deployment.swarm.place:
+            url = f"http://{env[f'{role.upper()}_HOST']}:{env[f'{role.upper()}_PORT']}"
+            for kind in exp.deployment.roles[role].samples:
+                running.enter_context(samplers.sampler(kind, role, None, url, out))
+        yield
+
+
 def print_env(
+    experiment_id: str,
     results_dir: Path,
     tag: str,
     profile: str = "quick",
@@ -402,13 +434,15 @@ def print_env(
     network: str = "host",
     images: str = "",
 ) -> str:
-    """`export NAME=VALUE` lines for a plain `docker stack deploy -c compose/stack.yml pirex` on this
-    manager: the experiment's numbers, the nodes' addresses, a results folder and the machine reader."""
-    roles = placement(nodes())
-    out = results_dir / "jpa-rest" / "swarm-by-hand"
+    """`export NAME=VALUE` lines for a plain `docker stack deploy -c STACK_FILE pirex` on this manager: the
+    experiment's numbers, the nodes' addresses, a results folder and the machine reader."""
+    exp, sw = swarm_of(experiment_id)
+    roles = placement(nodes(), sw.place)
+    out = results_dir / exp.id / "swarm-by-hand"
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)
     env = environment(
+        exp,
         profile,
         sets,
         network,

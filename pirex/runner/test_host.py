@@ -115,11 +115,12 @@ def test_the_base_sets_ondemand_where_cpufreq_exists_and_restores_it(tmp_path):
         with host.applied(base, cpu_root=cpufreq):
             assert {f.read_text().strip() for f in files} == {"ondemand"}
         assert {f.read_text().strip() for f in files} == {"performance"}
-        assert host.notes(base, cpu_root=cpufreq, base=None) == []
+        assert host.notes(base, cpu_root=cpufreq, base=None) == host.Notes()
     # without ondemand on offer the base still runs, with the governor it has, and says so
     assert host.unavailable_reason(base, cpu_root=root, base=None) is None
-    (note,) = host.notes(base, cpu_root=root, base=None)
+    (note,) = host.notes(base, cpu_root=root, base=None).lines
     assert "ondemand governor was not set" in note and "ran with performance" in note
+    assert not host.notes(base, cpu_root=root, base=None).same_as_base  # it ran, with another governor
     with host.applied(base, cpu_root=root):
         assert {f.read_text().strip() for f in host.governor_files(root)} == {"performance"}
 
@@ -131,9 +132,9 @@ def test_a_case_equal_to_its_base_on_this_machine_is_noted(tmp_path):
     assert base.name == "ram-drive" and base.governor == "ondemand"
     if host.governor_problem("performance", root) is None:  # root: max-clock runs, equal to its base here
         assert host.unavailable_reason(max_clock, cpu_root=root, base=base) is None
-        assert host.notes(max_clock, cpu_root=root, base=base) == [
-            "same as its base here: the performance governor is in effect for both"
-        ]
+        assert host.notes(max_clock, cpu_root=root, base=base) == host.Notes(
+            ("same as its base here: the performance governor is in effect for both",), same_as_base=True
+        )
     # with ondemand on offer, the case differs from its base: no note
     pi = tmp_path / "pi"
     for n in (0,):
@@ -142,7 +143,7 @@ def test_a_case_equal_to_its_base_on_this_machine_is_noted(tmp_path):
         (d / "scaling_governor").write_text("performance\n")
         (d / "scaling_available_governors").write_text("ondemand performance powersave\n")
     if host.governor_problem("performance", pi) is None:
-        assert host.notes(max_clock, cpu_root=pi, base=base) == []
+        assert host.notes(max_clock, cpu_root=pi, base=base) == host.Notes()
     # no cpufreq: the clock cases are skipped, the others run and say the base's governor was not set
     assert "no cpufreq" in host.unavailable_reason(max_clock, cpu_root=tmp_path / "none", base=base)
     ram = m.resolved("ram-drive")
@@ -151,9 +152,10 @@ def test_a_case_equal_to_its_base_on_this_machine_is_noted(tmp_path):
     empty = tmp_path / "swaps"
     empty.write_text("Filename\tType\tSize\tUsed\tPriority\n")
     nos = m.resolved("no-swap")
-    assert f"{host.SAME_AS_BASE}: no swap area was active on this machine" in host.notes(
-        nos, cpu_root=root, base=host.base_of(m, "no-swap"), swaps=empty
-    )
+    swapless = host.notes(nos, cpu_root=root, base=host.base_of(m, "no-swap"), swaps=empty)
+    assert f"{host.SAME_AS_BASE}: no swap area was active on this machine" in swapless.lines
+    assert swapless.same_as_base
     two = m.resolved("two-cores")
-    assert any("every CPU this machine has" in n for n in host.notes(two, cpu_root=root, base=ram, cpus={0, 1}))
-    assert not any("every CPU" in n for n in host.notes(two, cpu_root=root, base=ram, cpus={0, 1, 2, 3}))
+    every = host.notes(two, cpu_root=root, base=ram, cpus={0, 1})
+    assert every.same_as_base and any("every CPU this machine has" in n for n in every.lines)
+    assert host.notes(two, cpu_root=root, base=ram, cpus={0, 1, 2, 3}) == host.Notes()

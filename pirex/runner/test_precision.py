@@ -1,6 +1,8 @@
 """--precision: the pilot decides the second stage once (Stein), and the report says what was reached."""
 
 import dataclasses
+import subprocess
+import sys
 
 from pirex.reproduce.test_reproduce import _jmh_bundle
 from pirex.runner import precision
@@ -37,3 +39,33 @@ def test_a_budget_caps_the_second_stage(tmp_path):
     lines = []
     precision.two_stage(opts, run, lines.append)
     assert runs == [5, 2] and "the budget of" in lines[0] and "not reached" in "".join(lines)
+
+
+NO_ANALYSIS = (
+    "import sys\nfor m in ('numpy', 'scipy', 'matplotlib'):\n    sys.modules[m] = None  # as on a runner-only install\n"
+)
+
+
+def without_analysis(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", NO_ANALYSIS + code], capture_output=True, text=True, timeout=120)
+
+
+def test_the_runner_and_its_cli_import_neither_numpy_nor_scipy():
+    r = without_analysis("import pirex.cli, pirex.runner.run, pirex.runner.precision")
+    assert r.returncode == 0, r.stderr
+
+
+def test_precision_without_the_analysis_extra_says_to_install_it_before_the_pilot_runs():
+    r = without_analysis(
+        "from pirex.errors import PirexError\n"
+        "from pirex.runner import precision\n"
+        "from pirex.runner.run import Options\n"
+        "pilots = []\n"
+        "try:\n"
+        "    precision.two_stage(Options('jmh', precision=0.01), pilots.append, print)\n"
+        "except PirexError as e:\n"
+        "    print('refused:', e, 'pilots:', len(pilots))\n"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "refused: --precision" in r.stdout and "analysis extra" in r.stdout and "`make`" in r.stdout
+    assert r.stdout.rstrip().endswith("pilots: 0")

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import platform
 import shutil
 from pathlib import Path
 
-from pirex import proc
+from pirex import capabilities, proc
 from pirex.errors import PirexError
 from pirex.runner import leftovers
 
@@ -25,11 +24,11 @@ BUFFER_KB = "51200"  # per CPU, the thesis's size: no lost events over a step
 
 
 def unavailable_reason(tracer: str, functions: list[str], root: Path = TRACEFS) -> str | None:
-    if os.geteuid() != 0:
+    if not capabilities.is_root():
         return "ftrace needs root: run pirex as root for --trace"
     if not (root / "available_tracers").exists():
         return f"no tracefs at {root} (mount -t tracefs nodev {root}; the kernel needs CONFIG_FTRACE)"
-    tracers = (root / "available_tracers").read_text().split()
+    tracers = capabilities.offered_tracers(root)
     if tracer not in tracers:
         return (
             f"this kernel offers the tracers {' '.join(tracers)}, not {tracer} (it needs CONFIG_FUNCTION_GRAPH_TRACER)"
@@ -47,7 +46,7 @@ def unavailable_reason(tracer: str, functions: list[str], root: Path = TRACEFS) 
 @contextlib.contextmanager
 def mounted(root: Path = TRACEFS):
     """tracefs at root for the length of a run; unmounted after only when pirex mounted it."""
-    if (root / "available_tracers").exists() or os.geteuid() != 0 or not root.is_dir():
+    if (root / "available_tracers").exists() or not capabilities.is_root() or not root.is_dir():
         yield
         return
     r = proc.run(["mount", "-t", "tracefs", "nodev", root], timeout=30, check=False)
