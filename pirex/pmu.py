@@ -117,13 +117,11 @@ def choose(machine: dict[str, Any]) -> Choice:
 _SPEC = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*=0x[0-9a-fA-F]{1,4}$")
 
 
-def resolve(params: dict[str, Any], machine: dict[str, Any], exp: Experiment | None = None) -> dict[str, Any]:
+def resolve(params: dict[str, Any], machine: dict[str, Any], exp: Experiment) -> dict[str, Any]:
     """The parameters with `auto` in each one the experiment declares `resolve: pmu-raw-events` replaced by this
-    machine's codes (or `none`); an explicit list is checked, `none` kept; other parameters pass unchanged.
-    Without the experiment: the parameter named raw_events (callers that do not pass it yet)."""
-    names = exp.resolved_by(RESOLVER) if exp is not None else (PARAMETER,)
+    machine's codes (or `none`); an explicit list is checked, `none` kept; other parameters pass unchanged."""
     out = dict(params)
-    for name in names:
+    for name in exp.resolved_by(RESOLVER):
         if params.get(name) is not None:
             out[name] = _resolved(name, str(params[name]).strip(), machine)
     return out

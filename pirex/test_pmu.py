@@ -22,6 +22,7 @@ def record(cpuinfo: str) -> dict:
 PI3 = record((DATA / "pi3-raspbian32.cpuinfo").read_text())
 PI4 = record((DATA / "pi4-arm64.cpuinfo").read_text())
 PI5 = record((DATA / "pi4-arm64.cpuinfo").read_text().replace("0xd08", "0xd0b"))  # a Pi 5's cores are A76
+FORK = experiment.load("fork")  # its raw_events declares the resolver
 X86 = record((DATA / "x86-server.cpuinfo").read_text())
 
 
@@ -37,7 +38,7 @@ def test_codes_per_pi_cpu(rec, core, spec):
     choice = pmu.choose(rec)
     assert choice.core.name == core == rec["cpu"]["core"] and choice.reason == ""
     assert choice.spec == spec
-    assert pmu.resolve({"raw_events": "auto", "sizes": "1"}, rec) == {"raw_events": spec, "sizes": "1"}
+    assert pmu.resolve({"raw_events": "auto", "sizes": "1"}, rec, FORK) == {"raw_events": spec, "sizes": "1"}
 
 
 @pytest.mark.parametrize(
@@ -52,16 +53,16 @@ def test_codes_per_pi_cpu(rec, core, spec):
 def test_refused_cleanly_elsewhere(rec, reason):
     choice = pmu.choose(rec)
     assert choice.core is None and reason in choice.reason and choice.spec == "none"
-    assert pmu.resolve({"raw_events": "auto"}, rec) == {"raw_events": "none"}
+    assert pmu.resolve({"raw_events": "auto"}, rec, FORK) == {"raw_events": "none"}
 
 
 def test_explicit_values_are_checked_and_kept():
-    assert pmu.resolve({"raw_events": "none"}, PI4) == {"raw_events": "none"}
-    assert pmu.resolve({"raw_events": "LLC-load-misses=0x17"}, PI4) == {"raw_events": "LLC-load-misses=0x17"}
-    assert pmu.resolve({"sizes": "1"}, PI4) == {"sizes": "1"}  # an experiment without the parameter
+    assert pmu.resolve({"raw_events": "none"}, PI4, FORK) == {"raw_events": "none"}
+    assert pmu.resolve({"raw_events": "LLC-load-misses=0x17"}, PI4, FORK) == {"raw_events": "LLC-load-misses=0x17"}
+    assert pmu.resolve({"sizes": "1"}, PI4, FORK) == {"sizes": "1"}  # parameters without it
     for bad in ("LLC-load-misses=82", "=0x52", "LLC-load-misses=0x52,", "a=0x12345"):
         with pytest.raises(PirexError, match="expected auto, none or NAME=0xCODE"):
-            pmu.resolve({"raw_events": bad}, PI4)
+            pmu.resolve({"raw_events": bad}, PI4, FORK)
 
 
 def test_describe_names_the_arm_events():

@@ -2,6 +2,7 @@
 
 import copy
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -161,6 +162,14 @@ def test_verdicts_are_three_valued_and_paired():
     assert judge(_claim("direction", None, "greater"), slower, None, False).verdict == DIFFERS
     within = judge(_claim("within", 0.98, tolerance=0.1), o, None, False)  # [0.882; 1.078] holds ours
     assert within.verdict == HOLDS and "±10 %" in within.reason
+
+
+def test_a_ratio_over_bundles_of_two_setups_is_refused_not_pooled():
+    depth10 = [dataclasses.replace(v, setup="depth 10") for v in _values(1.0, 6)]
+    depth1 = [dataclasses.replace(v, bundle="b1", setup="depth 1") for v in _values(0.5, 6, seed=2)]
+    why = ours(_claim(), depth10 + depth1, 0.95)
+    assert isinstance(why, str) and "2 setups (depth 1; depth 10)" in why
+    assert not isinstance(ours(_claim(), depth10, 0.95), str)
 
 
 def test_the_summary_keeps_its_limit_with_many_claims():
@@ -460,7 +469,7 @@ def test_set_changes_one_experiments_runs_and_a_bundle_of_other_parameters_is_no
 
 def test_a_views_claims_run_only_the_cases_they_compare():
     from pirex import experiment
-    from pirex.runner import run as runner
+    from pirex.runner import runplan
 
     every = claims.load("icpe18").claims
     (view,) = [n for n in plan.needs(every, "full") if n.view == "fluctuation"]
@@ -484,10 +493,10 @@ def test_a_views_claims_run_only_the_cases_they_compare():
     ]
     assert set(view.cases) == {"base", "parallel-gc", "ram-drive", "one-core", "two-cores", "depth-1"}
     matrix = experiment.load("moobench").matrices["fluctuation"]
-    assert runner._chosen_cases(matrix, ("base", "depth-1")) == {"base", "depth-1"}
-    assert len(runner._chosen_cases(matrix, None)) == len(matrix.cases)
+    assert runplan._chosen_cases(matrix, ("base", "depth-1")) == {"base", "depth-1"}
+    assert len(runplan._chosen_cases(matrix, None)) == len(matrix.cases)
     with pytest.raises(PirexError, match="--cases nosuch: the fluctuation matrix has the cases base, "):
-        runner._chosen_cases(matrix, ("base", "nosuch"))
+        runplan._chosen_cases(matrix, ("base", "nosuch"))
 
 
 def test_a_reproduction_runs_only_the_metrics_its_claims_compare_and_an_aa_copy_at_full():

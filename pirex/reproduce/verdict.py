@@ -61,6 +61,16 @@ def ours(claim: Claim, values: Sequence[RunValue], level: float) -> Ours | str:
     if num_m is None or den_m is None:
         missing = claim.numerator if num_m is None else claim.denominator
         return f"the bundles have no {' or '.join(missing.metrics)} of {missing.variant}"
+    setups = sorted(
+        {
+            v.setup
+            for v in values
+            if (v.metric, v.variant) in {(num_m, claim.numerator.variant), (den_m, claim.denominator.variant)}
+        }
+    )
+    if len(setups) > 1:  # a ratio pooled over setups (depth 10 with depth 1) would be a number of neither
+        ran = "; ".join(s or "unrecorded" for s in setups)
+        return f"the bundles ran {len(setups)} setups ({ran}): give the bundles of one setup"
     num = _per_repetition(values, claim.numerator, num_m)
     den = _per_repetition(values, claim.denominator, den_m)
     interval = stats.paired_ratio(num, den, level)

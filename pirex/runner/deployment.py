@@ -123,8 +123,7 @@ class Servers:
 
     def _setup(self, setup: Setup) -> None:
         """Fill the data directories with the first variant of the plan; record how fast it went."""
-        record = self.bundle.path / f"{setup.record}.json"
-        loads = json.loads(record.read_text())["loads"] if record.exists() else []
+        loads = self.bundle.json(f"{setup.record}.json", dict, default={"loads": []}).get("loads") or []
         if loads and all(d.is_dir() and any(d.iterdir()) for d in self.data.values()):
             return  # a resumed run: set up before its interruption
         v = self.by_name[self.bundle.manifest["plan"][0]["variant"]]
@@ -157,7 +156,7 @@ class Servers:
                 **result,
             }
         )
-        record.write_text(json.dumps({"loads": loads}, indent=2) + "\n")
+        (self.bundle.path / f"{setup.record}.json").write_text(json.dumps({"loads": loads}, indent=2) + "\n")
         said = ", ".join(f"{k} {v}" for k, v in result.items())
         print(f"{setup.what}: {said or 'done'} in {seconds:.1f} s (once per run, shared by every variant)", flush=True)
 

@@ -39,7 +39,7 @@ class Options:
     seed: int | None = None
     results_dir: Path = Path("results")
     tag: str = "dev"
-    overrides: dict | None = None  # typed values (experiment.overrides parses --set), checked again here
+    overrides: dict | None = None  # typed values (experiment.overrides parses --set), checked again by runplan
     force: bool = False
     platform: str | None = None  # another platform than this machine's runs under QEMU: function, not timing
     matrix: str | None = None  # run a matrix's cases (e.g. moobench fluctuation) instead of the variants

@@ -10,13 +10,16 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pirex import experiment, pmu, preflight
 from pirex import params as P
 from pirex.errors import PirexError
 from pirex.images import platforms as plat
 from pirex.runner import host, plan, tracing, variants
+
+if TYPE_CHECKING:
+    from pirex.runner.run import Options
 
 WORKDIR = "/work"  # where a step's working directory is, seen from the step
 
@@ -91,7 +94,7 @@ class RunPlan:
         }
 
 
-def check(exp: experiment.Experiment, opts) -> None:
+def check(exp: experiment.Experiment, opts: Options) -> None:
     """Every argument error that needs nothing from the machine, before anything is asked of it (Docker, images)."""
     if opts.order not in plan.ORDERS:
         raise PirexError(f"--order {opts.order!r}: expected one of {', '.join(plan.ORDERS)}")
@@ -105,7 +108,7 @@ def check(exp: experiment.Experiment, opts) -> None:
     _cpu_list(opts.cpus, exp, matrix)
 
 
-def plan_run(exp: experiment.Experiment, opts, facts: HostFacts) -> RunPlan:
+def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> RunPlan:
     """The run, from the experiment, the options (run.Options, its seed drawn) and this machine's facts."""
     if opts.seed is None:
         raise ValueError("plan_run needs the seed: the runner draws one when --seed is not given")
@@ -127,7 +130,7 @@ def plan_run(exp: experiment.Experiment, opts, facts: HostFacts) -> RunPlan:
     trace = _trace(exp, opts.trace, facts)
     if trace and trace["enabled"]:  # the workload writes markers into tracefs's trace_marker
         params[exp.tracing.marker_parameter] = str(tracing.TRACEFS / "trace_marker")
-    params = pmu.resolve(params, facts.machine, exp)  # raw_events: auto -> this CPU's raw PMU event codes (or none)
+    params = pmu.resolve(params, facts.machine, exp)  # a PMU parameter's auto -> this CPU's raw event codes (or none)
     runs_as = matrix_info["runs_as"] if matrix_info else None
     runners = variants_of(exp, runnable, matrix.name if matrix else None, runs_as, cpus)
     steps = tuple(
@@ -171,11 +174,11 @@ def matrix_of(exp: experiment.Experiment, name: str | None) -> experiment.Matrix
     return exp.matrices[name]
 
 
-def _overrides(exp: experiment.Experiment, opts) -> dict:
+def _overrides(exp: experiment.Experiment, opts: Options) -> dict:
     return P.check_values(exp.declared, opts.overrides or {}, "--set")
 
 
-def requested(exp: experiment.Experiment, opts) -> dict:
+def requested(exp: experiment.Experiment, opts: Options) -> dict:
     """The parameters asked for: the profile's, the matrix's at that profile, then --set (what reuse compares)."""
     matrix = matrix_of(exp, opts.matrix)
     return {
@@ -185,7 +188,7 @@ def requested(exp: experiment.Experiment, opts) -> dict:
     }
 
 
-def _base_variants(exp: experiment.Experiment, opts, matrix: experiment.Matrix | None) -> tuple[str, ...]:
+def _base_variants(exp: experiment.Experiment, opts: Options, matrix: experiment.Matrix | None) -> tuple[str, ...]:
     """The variants asked for; with a matrix, the one its cases run on."""
     if matrix:
         base = opts.variants or matrix.runs_as
