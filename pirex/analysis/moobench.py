@@ -66,6 +66,7 @@ from pirex.analysis.moobench_read import (
     read_loop,
     run_notes,
     same_as_base,
+    setup_of,
 )
 from pirex.analysis.moobench_stats import LEVEL, analyse, analyse_files, overheads, statistics
 from pirex.analysis.moobench_tables import compare_table, compare_table5, overhead_table, table1, table2, table5
@@ -171,7 +172,9 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
     for path in view_bundles(bundles, view):
         b = open_bundle(path, MOOBENCH)
         device = device_label(b.machine_before())
+        run = setup_of(b.param) if b.matrix else None  # a matrix's cases change parameters on purpose: its rows
         for step in b.steps():
+            setup = (run or setup_of(step.param)).text
             for f in raw_files(step):
                 loop = read_loop(f)
                 if not loop.n:
@@ -189,6 +192,7 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
                         mean,
                         "µs",
                         inner=inner,
+                        setup=setup,
                     )
                 )
     return out

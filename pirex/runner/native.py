@@ -139,7 +139,7 @@ def _unmount_all(targets: list[Path]) -> None:
 
 def command(root: Path, config: dict, argv: list[str], extra_env: dict[str, str]) -> list[str]:
     """chroot with the image's user, environment and working directory."""
-    user = config.get("User") or "0:0"
+    user = workload_user(config)
     workdir = config.get("WorkingDir") or "/"
     env = [e for e in config.get("Env") or []] + [f"{k}={v}" for k, v in extra_env.items()]
     return [
@@ -155,3 +155,14 @@ def command(root: Path, config: dict, argv: list[str], extra_env: dict[str, str]
         workdir,
         *argv,
     ]
+
+
+def workload_user(config: dict) -> str:
+    """The user the image's workload runs as. An image that starts as uid 0 in another group has its
+    entrypoint (images/base/pirex-entrypoint) drop to PIREX_USER; chroot skips the entrypoint, so here too."""
+    user = config.get("User") or "0:0"
+    uid, _, gid = user.partition(":")
+    if uid in ("0", "root") and gid not in ("", "0", "root"):
+        env = dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e)
+        return env.get("PIREX_USER", "1000:1000")
+    return user

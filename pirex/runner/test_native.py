@@ -31,6 +31,12 @@ def test_command_applies_user_env_and_workdir(tmp_path):
     assert "PATH=/usr/bin" in cmd and cmd[-2:] == ["/work", "id"]
 
 
+def test_command_runs_the_workload_user_of_an_image_that_starts_as_root(tmp_path):
+    image = {"User": "0:1000", "Env": ["PIREX_USER=1000:1000"]}  # images/base: the entrypoint drops to PIREX_USER
+    assert native.command(tmp_path, image, ["id"], {})[1] == "--userspec=1000:1000"
+    assert native.command(tmp_path, {**image, "User": "0:0"}, ["id"], {})[1] == "--userspec=0:0"  # a root variant
+
+
 def test_privileged_and_case_variants_describe_what_they_change():
     from pirex.experiment import Case, Privileges
     from pirex.runner import variants
