@@ -261,9 +261,18 @@ def compose_cmd(experiment_id, profile, sets, results_dir, tag, role, env_file, 
     metavar="PATH",
     help="Write the profile into this file of the checkout, headed by this command (images/*/profiles/).",
 )
-def env_cmd(experiment_id, profile, sets, write_to) -> None:
-    """The experiment's numbers as NAME=VALUE lines, as compose files and images read them: start a
-    split run's .env file with them for plain `docker compose` (pirex compose fills them itself)."""
+@click.option("--tag", envvar="PIREX_TAG", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option(
+    "--results-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="With a compose deployment: RESULTS_DIR is EXPERIMENT/compose under it (default: the checkout's results/).",
+)
+@click.option("--numbers-only", is_flag=True, help="Only the experiment's numbers (no images, no RESULTS_DIR).")
+def env_cmd(experiment_id, profile, sets, write_to, tag, results_dir, numbers_only) -> None:
+    """The experiment's numbers as NAME=VALUE lines, as compose files and images read them. For an
+    experiment with a compose deployment also its images (tagged in this engine as `pirex compose`
+    tags them) and RESULTS_DIR: a complete .env for plain `docker compose up` (compose/jpa-rest.yml)."""
     from pirex import experiment, settings
 
     if write_to:
@@ -271,7 +280,13 @@ def env_cmd(experiment_id, profile, sets, write_to) -> None:
             raise PirexError("--write renders the profile as experiment.yaml has it: no --set with it")
         (paths.REPO / write_to).write_text(settings.rendered(experiment_id, profile, write_to))
         return
-    click.echo(settings.text(settings.of(experiment.load(experiment_id), profile, sets)), nl=False)
+    exp = experiment.load(experiment_id)
+    values = settings.of(exp, profile, sets)
+    if not numbers_only and exp.deployment and exp.deployment.compose:
+        # relative: compose resolves it from the compose files' folder, whichever copy of the checkout runs
+        results = (results_dir / exp.id / "compose").resolve() if results_dir else f"../results/{exp.id}/compose"
+        values |= settings.compose_env(exp, tag or git_version()[0], str(results))
+    click.echo(settings.text(values), nl=False)
 
 
 @cli.command("swarm")

@@ -5,7 +5,8 @@ here and committed (images/<image>/profiles/<profile>.env), never numbers writte
 
 Each parameter of the profile (overridden by --set, checked against its declaration) is its name
 in upper case (customers -> CUSTOMERS), PROFILE the profile's name, and each role of a deployment
-adds <ROLE>_PORT, the port it listens on (db -> DB_PORT=5432). `pirex env EXPERIMENT` prints them.
+adds <ROLE>_PORT, the port it listens on (db -> DB_PORT=5432). `pirex env EXPERIMENT` prints them, and
+for an experiment with a compose deployment also its images and results folder (compose_env).
 
 The tools the images run (JMH, Kieker, ...) are pinned once as well, in images/pom.xml (Locust: in the pip
 requirements of its image); tool_versions() reads them there.
@@ -46,6 +47,23 @@ def of(exp: experiment.Experiment, profile: str, sets: tuple[str, ...] | list[st
     if exp.deployment:
         out.update({f"{name.upper()}_PORT": str(r.port) for name, r in exp.deployment.roles.items()})
     return out
+
+
+def compose_env(exp: experiment.Experiment, tag: str, results: str) -> dict[str, str]:
+    """What a compose file needs besides the numbers: the images, this machine's platform of each
+    tagged in the engine as `pirex compose` tags them (localhost:5000/pirex/<image>:<tag>, whether
+    built, imported or pulled by digest), and RESULTS_DIR, the driver's results folder."""
+    from pirex.images import localregistry, publish, sources
+    from pirex.images import platforms as plat
+
+    with localregistry.local_registry():
+        for name in exp.images:
+            sources.tagged_locally(name, tag, plat.host())
+    return {
+        "PIREX_IMAGES": f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
+        "PIREX_TAG": tag,
+        "RESULTS_DIR": results,
+    }
 
 
 def parameters(exp: experiment.Experiment, env: dict[str, str], profile: str) -> dict[str, Any]:

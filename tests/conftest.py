@@ -72,3 +72,20 @@ def built(infra) -> collection.Built:
         version=version,
         revision=revision,
     )
+
+
+@pytest.fixture(scope="session")
+def built_host(infra) -> collection.Built:
+    """This machine's platform of every image, under a tag of its own (`built` is every platform
+    under TEST_TAG): what `make run` builds, for tests of the images as a user gets them."""
+    host, name = infra
+    version, revision = git_version()
+    return collection.build(
+        name,
+        host,
+        platforms=[plat.host()],
+        offline=os.environ.get("OFFLINE", "auto"),
+        tag=f"{TEST_TAG}-host",
+        version=version,
+        revision=revision,
+    )

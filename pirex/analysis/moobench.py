@@ -31,7 +31,7 @@ their notes. A fluctuation run's cases change parameters by design, so its setup
 
 The jobs live in moobench_read (bundles and raw files), moobench_stats (statistics), moobench_paper (the published
 numbers and Table 5's cases), moobench_tables and moobench_figures; this module is the analysis interface
-(pirex/analysis/interface.py: VIEWS, tables, figures, run_values, comparisons). Bundles of a matrix run (run.json
+(pirex/analysis/interface.py: VIEWS, tables, figures, run_values). Bundles of a matrix run (run.json
 names the matrix) belong to that matrix's view; the default view reads the other bundles.
 """
 
@@ -50,7 +50,6 @@ from pirex.analysis.moobench_paper import (
     id1_note,
     published_icpe18_table2,
     published_icpe18_table5,
-    published_ratios,
     published_ssp17,
 )
 from pirex.analysis.moobench_read import (
@@ -68,15 +67,14 @@ from pirex.analysis.moobench_read import (
     same_as_base,
     setup_of,
 )
-from pirex.analysis.moobench_stats import LEVEL, analyse, analyse_files, overheads, statistics
-from pirex.analysis.moobench_tables import compare_table, compare_table5, overhead_table, table1, table2, table5
+from pirex.analysis.moobench_stats import analyse, analyse_files, overheads, statistics
+from pirex.analysis.moobench_tables import overhead_table, table1, table2, table5
 from pirex.errors import PirexError
 
 __all__ = [  # what tests and callers use as moobench.<name>
     "PUBLISHED_DIR",
     "VIEWS",
     "analyse",
-    "comparisons",
     "envelope",
     "figure",
     "figures",
@@ -86,7 +84,6 @@ __all__ = [  # what tests and callers use as moobench.<name>
     "profile_setup",
     "published_icpe18_table2",
     "published_icpe18_table5",
-    "published_ratios",
     "published_ssp17",
     "run_values",
     "statistics",
@@ -196,23 +193,3 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
                     )
                 )
     return out
-
-
-def compare(bundles: Iterable[Path], view: str | None = None, level: float = LEVEL) -> list[NamedTable]:
-    """Beside the published numbers, no verdicts (claims.yaml and pirex/reproduce judge). Default view: the ratios of
-    SSP'17 Table 1 and ICPE'18 Table 2, each paired with our results of the setup its rows ran at; fluctuation:
-    Table 5's case / base ratios, per setup."""
-    found = _view_groups(bundles, view)
-    if view != FLUCTUATION:
-        return [NamedTable("compare", compare_table({g.setup: analyse_files(g.files) for g in found}, level))]
-    out = []
-    for g in found:
-        notes = [f"Ran: {_ran(g)}.", *run_notes(g.bundles)]
-        t = compare_table5(analyse_files(g.files), level=level, run_notes=notes, same=same_as_base(g.bundles))
-        out.append(NamedTable("compare-table5" + _suffix(g, found), t))
-    return out
-
-
-def comparisons(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]:
-    """The interface's name (pirex/analysis/interface.py) for compare()."""
-    return compare(list(bundles), view)

@@ -8,10 +8,8 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 
-import numpy as np
-
 from pirex.analysis.moobench_read import profile_setup
-from pirex.analysis.moobench_stats import BASELINE, label
+from pirex.analysis.moobench_stats import BASELINE
 from pirex.paths import PAPERS
 
 PUBLISHED_DIR = PAPERS
@@ -112,77 +110,8 @@ def published_icpe18_table5() -> list[dict]:
     return _published("icpe18/table5.csv")
 
 
-@dataclass(frozen=True)
-class PublishedRatio:
-    """A ratio of two published means, and its range over the paper's devices widened by the rounding to 0.1 µs.
-    profile: the profile of experiments/moobench that runs the setup these published rows were measured at."""
-
-    source: str
-    name: str
-    numerator: tuple[str, str]  # (variant or storage kind, configuration) of ours it is compared with
-    denominator: tuple[str, str]
-    value: float
-    low: float
-    high: float
-    profile: str = ""
-
-
-def ratio_range(pairs: list[tuple[float, float]], half: float = 0.05) -> tuple[float, float, float]:
-    values = [a / b for a, b in pairs]
-    low = min((a - half) / (b + half) for a, b in pairs)
-    high = max((a + half) / (b - half) for a, b in pairs)
-    return float(np.mean(values)), low, high
-
-
-# The setups of the published rows (SSP'17 Table 1's header; ICPE'18 section 4.2): SPASS-meter and SSP'17's baseline
-# at MooBench's defaults, Kieker and ICPE'18 Table 2's baseline at SSP'17's Kieker setup. Ratios across the two
-# setups (SPASS-meter over Table 2's baseline, Kieker over SSP'17's) mix recursion depths and are left out.
-SPASS_PROFILE, KIEKER_PROFILE = "paper-spass-meter", "paper"
-
-
-def published_ratios() -> list[PublishedRatio]:
-    """Ratios comparable across hardware: instrumented / baseline, docker / native, each from rows of one setup."""
-    out = []
-    t1 = published_ssp17()
-    mid = {(r["configuration"], r["storage"], r["device"]): (float(r["ci_low"]) + float(r["ci_high"])) / 2 for r in t1}
-    for sto in ("sd-card", "usb"):
-        pairs = [(mid[("spass-meter", sto, d)], mid[("baseline", "sd-card", d)]) for d in ("D1", "D2", "D3")]
-        out.append(
-            PublishedRatio(
-                "SSP'17 Table 1",
-                f"{label(PAPER_SPASS)} / Baseline ({sto})",
-                (sto, PAPER_SPASS),
-                (sto, BASELINE),
-                *ratio_range(pairs),
-                SPASS_PROFILE,
-            )
-        )
-    t2 = {(r["configuration"], r["variant"], r["device"]): float(r["mean"]) for r in published_icpe18_table2()}
-    devs = ("D1", "D2", "D3")
-    pairs = [(t2[("kieker", "native", d)], t2[("baseline", "", d)]) for d in devs]
-    out.append(
-        PublishedRatio(
-            "ICPE'18 Table 2",
-            f"{label(PAPER_KIEKER)} / Baseline (native)",
-            ("native", PAPER_KIEKER),
-            ("native", BASELINE),
-            *ratio_range(pairs),
-            KIEKER_PROFILE,
-        )
-    )
-    for cfg, ours, profile in (("spass-meter", PAPER_SPASS, SPASS_PROFILE), ("kieker", PAPER_KIEKER, KIEKER_PROFILE)):
-        pairs = [(t2[(cfg, "docker", d)], t2[(cfg, "native", d)]) for d in devs]
-        out.append(
-            PublishedRatio(
-                "ICPE'18 Table 2",
-                f"{label(ours)} docker / native",
-                ("docker", ours),
-                ("native", ours),
-                *ratio_range(pairs),
-                profile,
-            )
-        )
-    return out
+# The setup of SSP'17's SPASS-meter rows (MooBench's defaults), which Table 5's Id 1 repeats.
+SPASS_PROFILE = "paper-spass-meter"
 
 
 def id1_note() -> str:
@@ -198,9 +127,3 @@ def id1_note() -> str:
         f"{ssp['sd']}; Table 5: mean {t5['mean']}, σ {t5['sd']}) at MooBench's defaults "
         f"({profile_setup(SPASS_PROFILE).text})."
     )
-
-
-JVM_NOTE = (
-    "The papers ran Oracle JDK 8 on Raspberry Pi 3 devices: ratios to the baseline depend on the JVM's JIT and "
-    "the CPU; docker/native and case/base ratios depend less on the machine."
-)

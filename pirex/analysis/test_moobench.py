@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pirex import experiment
-from pirex.analysis import moobench, moobench_read, moobench_tables
+from pirex.analysis import moobench, moobench_read
 from pirex.analysis import tables as T
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
@@ -167,13 +167,6 @@ def test_tables_overhead_and_compare(tmp_path):
     assert ov[("native", "spass-meter")].ratio.value == pytest.approx(300.0)
     assert ov[("native", "spass-meter")].ratio.has_interval  # 5 loops
 
-    ours = {(c.published.name, c.config.rsplit(", ", 1)[1]): c.ours for c in moobench_tables.compare_results(res)}
-    # ICPE'18 Table 2's SPASS-meter rows ran at depth 10, its baseline at depth 5: that ratio is not compared
-    assert ("SPASS-meter / Baseline (native)", "native") not in ours
-    assert ours[("Kieker (file system logging, text) / Baseline (native)", "native")].value == pytest.approx(100.0)
-    assert ours[("SPASS-meter docker / native", "docker")].value == pytest.approx(1.0)
-    assert ours[("SPASS-meter / Baseline (usb)", "native")].value == pytest.approx(300.0)  # SSP'17, the USB rows
-
 
 def test_table5_with_kieker_standing_in(tmp_path):
     def files(v, r):
@@ -227,11 +220,6 @@ def test_published_tables_transcribed():
     one = {r["configuration"]: r for r in t5 if r["id"] == "1"}
     assert (one["spass-meter"]["mean"], one["spass-meter"]["peaks"]) == ("164.8", "1155")
     assert one["baseline"]["peaks"] == "1667"
-    ratios = {p.name: p for p in moobench.published_ratios()}
-    kd = ratios["Kieker (file system logging, text) docker / native"]
-    assert kd.value == pytest.approx(np.mean([131.4 / 121.5, 123.3 / 115.9, 120.5 / 118.6]))
-    assert kd.low == pytest.approx((120.5 - 0.05) / (118.6 + 0.05))
-    assert {p.profile for p in ratios.values()} == {"paper", "paper-spass-meter"}
     # Table 5's Id 1 is SSP'17's D1 USB-HDD SPASS-meter run: the same numbers in both published tables
     note = moobench.id1_note()
     assert "[164.8; 164.8], σ 44.1; Table 5: mean 164.8, σ 44.1" in note and "2,000,000 calls" in note
@@ -273,7 +261,7 @@ def spass_like(scale):
     return files
 
 
-def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
+def test_table5_marks_a_case_that_ran_as_its_base_here(tmp_path):
     scale = {"base": 1.0, "parallel-gc": 1.3, "time-only": 0.9, "ram-drive": 1.1, "max-clock": 1.21}
     path = make_bundle(
         tmp_path,
@@ -285,29 +273,6 @@ def test_table5_references_use_the_papers_base_and_show_id_1_beside(tmp_path):
             "same_as_base": ["max-clock"],
         },
     )
-    (t,) = moobench.compare([path], view="fluctuation")
-    assert t.name == "compare-table5"
-    rows = {(r["id"], r["role"]): r for r in t.table.records}
-    # the published reference is the case over the paper's base (Id 3 / Id 2), not over Id 1
-    assert rows[(3, "instrumented")]["published"] == pytest.approx(194.4 / 152.3)  # 1.276, not 1.180
-    assert rows[(4, "instrumented")]["published"] == pytest.approx(146.3 / 152.3)  # 0.961, not 0.888
-    assert rows[(11, "instrumented")]["published"] == pytest.approx(148.1 / 150.5)  # 0.984, not 148.1 / 146.8
-    assert rows[(3, "instrumented")]["published_vs_id1"] == pytest.approx(194.4 / 164.8)
-    assert rows[(4, "instrumented")]["published_vs_id1"] == pytest.approx(146.3 / 164.8)
-    assert rows[(3, "baseline")]["published"] == pytest.approx(1.6 / 1.6)
-    # ours: the case over our base (the case it changes one factor of)
-    assert rows[(3, "instrumented")]["ours"] == pytest.approx(1.3)
-    assert rows[(11, "instrumented")]["ours"] == pytest.approx(1.1)  # max-clock / ram-drive
-    assert rows[(4, "instrumented")]["configuration"] == "spass-meter-time-only"
-    assert rows[(4, "instrumented")]["base_configuration"] == "spass-meter"
-    assert (rows[(11, "instrumented")]["base"], rows[(11, "instrumented")]["paper_base"]) == ("ram-drive", 6)
-    text = T.markdown(t.table)
-    assert "(Id 11 / Id 6)" in text and "(Id 11 / Id 1)" in text and "max-clock (ram-drive: Id 5)" in text
-    assert "1.210" in text  # max-clock over our Id 1, labelled beside
-    assert any("the performance governor is in effect for both" in n for n in t.table.notes)
-    assert rows[(11, "instrumented")]["same_as_base"] and not rows[(3, "instrumented")]["same_as_base"]
-    assert "Verdict" not in t.table.columns and "verdict" not in rows[(3, "instrumented")]
-    assert any("SSP'17's run on device D1" in n for n in t.table.notes)
     (t5,) = moobench.tables([path], view="fluctuation")
     assert t5.name == "table5" and any("same as its base here" in n for n in t5.table.notes)
     assert [r[2] for r in t5.table.rows if r[0] == "11"] == ["max-clock (ram-drive: Id 5) [same as its base here]"]
@@ -374,26 +339,6 @@ def test_run_values_one_per_loop(tmp_path):
     assert m == "base"
 
 
-def test_each_published_ratio_is_paired_with_its_setup(tmp_path):
-    exp = experiment.load("moobench")
-    spass = make_bundle(tmp_path / "s", published_like, ("native", "docker"), params=exp.resolve("paper-spass-meter"))
-    (t,) = moobench.compare([spass])
-    by = {(r["ratio"], r["configuration"].rsplit(", ", 1)[1]): r for r in t.table.records}
-    assert by[("SPASS-meter docker / native", "docker")]["note"] == ""
-    assert by[("SPASS-meter docker / native", "docker")]["profile"] == "paper-spass-meter"
-    kieker = by[("Kieker (file system logging, text) docker / native", "docker")]
-    assert kieker["profile"] == "paper" and kieker["note"] == "at another setup than the paper's: run --profile paper"
-    # Kieker's bundle at its own setup: its rows are used, and SPASS-meter's are not mixed into it
-    kb = make_bundle(tmp_path / "k", published_like, ("native", "docker"), params=exp.resolve("paper"))
-    (t,) = moobench.compare([spass, kb])
-    setups = {(r["ratio"], r["setup"]) for r in t.table.records}
-    spass_setup, kieker_setup = (moobench.profile_setup(p).text for p in ("paper-spass-meter", "paper"))
-    assert ("SPASS-meter docker / native", spass_setup) in setups
-    assert ("SPASS-meter docker / native", kieker_setup) not in setups
-    assert ("Kieker (file system logging, text) docker / native", kieker_setup) in setups
-    assert "Verdict" not in t.table.columns
-
-
 def test_bundles_of_two_depths_are_two_setups(tmp_path):
     """Loops of different recursion depths are never pooled: two setups, each in its tables' names and notes."""
     deep = make_bundle(tmp_path / "a", published_like, params={**QUICK, "recursion_depth": 10})
@@ -429,8 +374,6 @@ def test_tables_say_where_spass_meter_rows_would_be(tmp_path):
     names = {t.name: t.table for t in moobench.tables([make_bundle(tmp_path, files)])}
     for name in ("table2", "table1"):
         assert any("No SPASS-meter rows" in n and "spass-meter/README.md" in n for n in names[name].notes)
-    (c,) = moobench.compare([make_bundle(tmp_path / "c", files)])
-    assert any(row[6] == "no SPASS-meter rows" for row in c.table.rows)
 
 
 def test_raw_envelope_keeps_every_peak():
