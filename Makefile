@@ -59,18 +59,17 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 	for i in 1 2 3; do GOBIN=$(abspath $(VENV)/bin) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 
 ##@ Experiments
-#: the experiments `make run` runs, space-separated (default: every folder of experiments/)
+#: the experiments whose claims `make run` runs and judges, space-separated (default: every experiment)
 EXPERIMENTS ?=
 
 .PHONY: run
-run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, run the quick profile of every experiment (or EXPERIMENTS) natively and in Docker, then judge the papers' claims on those bundles.
+run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then reproduce every paper at LEVEL (kick-the-tires: at least five repetitions of the quick profiles), only the claims on EXPERIMENTS if set: a verdict per claim this machine can judge, the summary and report.html.
 	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e))
-	$(PIREX) run --profile quick $(TAG_ARG) $(EXPERIMENTS)
-	$(PIREX) reproduce all --level kick-the-tires --reuse-only $(TAG_ARG)
+	$(PIREX) reproduce all --level $(LEVEL) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e))
 
 #: a paper of analysis/ (icpe18, ssp17, fork24) or all (make reproduce)
 PAPER ?= all
-#: kick-the-tires (every claim's code path, quick profiles) or full (the papers' profiles)
+#: kick-the-tires (every claim's code path, quick profiles, at least 5 repetitions) or full (the papers' profiles): make run and make reproduce
 LEVEL ?= kick-the-tires
 
 .PHONY: reproduce

@@ -552,7 +552,15 @@ def _fraction(text: str | None, what: str) -> float | None:
     default=None,
     help="Run an A/A copy of each native variant, the noise floor beside each ratio (default: at full).",
 )
-def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag, sets, aa) -> None:
+@click.option(
+    "--experiment",
+    "experiments",
+    multiple=True,
+    help="Run and judge only the claims on this experiment (repeatable; default: every experiment).",
+)
+def reproduce(
+    papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag, sets, aa, experiments
+) -> None:
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
     from pirex.reproduce import reproduction
@@ -569,6 +577,7 @@ def reproduce(papers, level, precision, confidence, budget, resume_, reuse_only,
         reuse_only,
         sets=reproduction.parse_sets(sets),
         aa=aa,
+        experiments=list(experiments),
     )
     reproduction.reproduce(opts, reproduction.run_with_runner)
 

@@ -41,6 +41,8 @@ APT_PACKAGES=(
 # (numpy 1.24, scipy 1.10, matplotlib 3.6, PyYAML 6.0) are what make's virtualenv uses there
 # (scripts/venv.sh). Installed everywhere: tests/test_debian_python.py runs the analysis on them.
 APT_PACKAGES+=(
+	python3-jinja2 # the report (pirex reproduce's report.html)
+	python3-markdown
 	python3-matplotlib
 	python3-numpy
 	python3-scipy

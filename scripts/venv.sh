@@ -3,18 +3,20 @@
 #
 #   scripts/venv.sh create PYTHON VENV MODE    MODE: 0 wheels from PyPI (pinned by constraints.txt);
 #                                              1 --system-site-packages over Debian's python3-numpy,
-#                                              -scipy, -matplotlib, -yaml; auto: 1 on 32-bit ARM
+#                                              -scipy, -matplotlib, -yaml, -jinja2, -markdown; auto: 1 on 32-bit ARM
 #   scripts/venv.sh install VENV EXTRAS [PIP-ARGS...]   pip install -e .[EXTRAS] ("": -e .), with retries
 #   scripts/venv.sh optional VENV EXTRAS [PIP-ARGS...]  the same, once, for an extra that may be missing
 #
 # PyPI has no linux armv7 wheels for numpy, scipy, matplotlib or PyYAML (ENVIRONMENT.md): pip would
 # compile them for hours on a Pi 3, or fail. Debian bookworm ships them (numpy 1.24, scipy 1.10,
-# matplotlib 3.6), pyproject.toml's ranges accept those, and pip then keeps them.
+# matplotlib 3.6; and the report's Jinja2 3.1.2, Markdown 3.4.1), pyproject.toml's ranges accept those, and pip
+# then keeps them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEBIAN_PYTHON=/usr/bin/python3
-DEBIAN_MODULES="numpy, scipy, matplotlib, yaml"
+DEBIAN_MODULES="numpy, scipy, matplotlib, yaml, jinja2, markdown"
+DEBIAN_PACKAGES="python3-numpy python3-scipy python3-matplotlib python3-yaml python3-jinja2 python3-markdown"
 # Where a wheel of these is missing, pip fails instead of compiling (install falls back to Debian's).
 BINARY_ONLY=numpy,scipy,matplotlib,PyYAML
 
@@ -33,8 +35,8 @@ debian_packages_present() { "$DEBIAN_PYTHON" -c "import $DEBIAN_MODULES" 2>/dev/
 create_system() { # VENV: over Debian's interpreter and packages
 	local venv=$1
 	if ! debian_packages_present; then
-		log "the virtualenv needs Debian's python3-numpy python3-scipy python3-matplotlib python3-yaml:"
-		log "    apt-get install python3-numpy python3-scipy python3-matplotlib python3-yaml   (as root; scripts/host-setup.sh does it)"
+		log "the virtualenv needs Debian's $DEBIAN_PACKAGES:"
+		log "    apt-get install $DEBIAN_PACKAGES   (as root; scripts/host-setup.sh does it)"
 		exit 1
 	fi
 	uses_system_packages "$venv" || rm -rf "$venv"

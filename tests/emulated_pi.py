@@ -38,7 +38,14 @@ log = logging.getLogger(__name__)
 # checkout is a copy (pirex then records its package version), and git brings perl, a third of the
 # packages to install under emulation.
 PACKAGES = ["ca-certificates", "make", "python3", "python3-venv"]
-DEBIAN_PYTHON = ["python3-matplotlib", "python3-numpy", "python3-scipy", "python3-yaml"]
+DEBIAN_PYTHON = [
+    "python3-jinja2",
+    "python3-markdown",
+    "python3-matplotlib",
+    "python3-numpy",
+    "python3-scipy",
+    "python3-yaml",
+]
 MMDEBSTRAP_TIMEOUT = 3600
 # Under emulation dpkg's fsyncs and Debian's byte-compiling (py3compile in every Python package's
 # postinst) are most of a rootfs's time: dpkg runs under eatmydata, py3compile is diverted while the

@@ -16,9 +16,14 @@ DEBIAN_PYTHON = "/usr/bin/python3"
 
 
 def test_the_analysis_tests_pass_on_debian_packages(tmp_path):
-    have = subprocess.run([DEBIAN_PYTHON, "-c", "import numpy, scipy, matplotlib, yaml"], capture_output=True)
+    have = subprocess.run(
+        [DEBIAN_PYTHON, "-c", "import numpy, scipy, matplotlib, yaml, jinja2, markdown"], capture_output=True
+    )
     if shutil.which("dpkg") is None or have.returncode != 0:
-        pytest.skip("Debian's python3-numpy/-scipy/-matplotlib/-yaml are not installed (scripts/host-setup.sh does it)")
+        pytest.skip(
+            "Debian's python3-numpy/-scipy/-matplotlib/-yaml/-jinja2/-markdown are not installed "
+            "(scripts/host-setup.sh does it)"
+        )
     venv = tmp_path / "venv"
     script = paths.REPO / "scripts" / "venv.sh"
     r = proc.run([script, "create", DEBIAN_PYTHON, venv, "1"], timeout=600, check=False)

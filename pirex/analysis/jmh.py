@@ -37,7 +37,8 @@ def setup_of(step: Step) -> str:
     forks = p("forks")
     return (
         f"depth {p('depth')}, {forks} fork{'' if forks == 1 else 's'} per repetition, "
-        f"{p('warmup_iterations')} warm-up iterations of {p('warmup_time')}, {p('iterations')} of {p('time')}"
+        f"{p('warmup_iterations')} warm-up iterations of {p('warmup_time')}, "
+        f"{p('iterations')} measured of {p('time')}"
     )
 
 
@@ -227,8 +228,26 @@ def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list
 
 
 def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValue]:
-    """One value per fork (an independent JVM): its mean throughput over the measured iterations."""
-    return _run_values(_rows(bundles))
+    """One value per fork (an independent JVM): its mean throughput over the measured iterations; and per
+    repetition "<benchmark> sd" (_spreads)."""
+    rows = _rows(bundles)
+    return _run_values(rows) + _spreads(rows)
+
+
+def _spreads(rows: Sequence[Row]) -> list[RunValue]:
+    """Per repetition, "<benchmark> sd": the standard deviation (n - 1) of every measured iteration of its forks
+    pooled, as Table 1's σ over one run's 10 forks x 20 iterations (between forks and within them: a fork's own
+    iterations alone would miss what one JIT compilation does differently from another). None where every
+    iteration gave the same value: a ratio of no spread is undefined."""
+    reps: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        reps[(r.run, r.device, r.variant, r.repetition, r.benchmark, r.unit, r.setup)].append(r.value)
+    sds = {k: stats.summary(v).sd for k, v in reps.items() if len(v) > 1}
+    return [
+        RunValue("jmh", run, dev, var, rep, stats.spread_metric(bench, "sd"), sd, unit, setup=setup)
+        for (run, dev, var, rep, bench, unit, setup), sd in sds.items()
+        if sd > 0
+    ]
 
 
 def _run_values(rows: Sequence[Row]) -> list[RunValue]:

@@ -76,11 +76,11 @@ def _expand(path: Path) -> list[Path]:
 def tables(mod: ModuleType, bundles: Sequence[Path], view: str | None) -> list[NamedTable]:
     """The module's tables and, when the bundles come from several devices (a fleet), one column per
     device over the module's run values (pirex/analysis/devices.py): the same for every experiment."""
-    from pirex.analysis import devices  # numpy and scipy: the analysis extra
+    from pirex.analysis import devices, stats  # numpy and scipy: the analysis extra
 
     out = list(mod.tables(bundles, view))
-    if len(bundles) > 1:
-        values = mod.run_values(bundles, view)
+    if len(bundles) > 1:  # the means per device; a run's spread ("B1 sd") is for the claims
+        values = [v for v in mod.run_values(bundles, view) if not stats.is_spread(v.metric)]
         if len(devices.devices(values)) > 1:
             out.append(NamedTable("devices", devices.table(values)))
     return out

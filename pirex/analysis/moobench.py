@@ -38,8 +38,12 @@ names the matrix) belong to that matrix's view; the default view reads the other
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
+from pirex.analysis import stats
 from pirex.analysis.bundles import open_bundle
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.moobench_figures import envelope, figure, raw_figure
@@ -55,6 +59,7 @@ from pirex.analysis.moobench_paper import (
 from pirex.analysis.moobench_read import (
     MOOBENCH,
     Group,
+    Loop,
     block_means,
     configuration,
     device_label,
@@ -67,7 +72,7 @@ from pirex.analysis.moobench_read import (
     same_as_base,
     setup_of,
 )
-from pirex.analysis.moobench_stats import analyse, analyse_files, overheads, statistics
+from pirex.analysis.moobench_stats import PEAK_FACTOR, analyse, analyse_files, overheads, statistics
 from pirex.analysis.moobench_tables import overhead_table, table1, table2, table5
 from pirex.errors import PirexError
 
@@ -178,18 +183,37 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
                     continue
                 inner = tuple(float(x) * 1e-3 for x in block_means(loop.steady))
                 mean = float(loop.steady.mean()) * 1e-3
-                out.append(
-                    RunValue(
-                        MOOBENCH,
-                        path.name,
-                        device,
-                        step.variant,
-                        step.repetition,
-                        configuration(f),
-                        mean,
-                        "µs",
-                        inner=inner,
-                        setup=setup,
-                    )
+                value = RunValue(
+                    MOOBENCH,
+                    path.name,
+                    device,
+                    step.variant,
+                    step.repetition,
+                    configuration(f),
+                    mean,
+                    "µs",
+                    inner=inner,
+                    setup=setup,
                 )
+                out += [value, *_spreads(value, loop)]
     return out
+
+
+def _spreads(mean: RunValue, loop: Loop) -> list[RunValue]:
+    """A loop's spread, each a run value of its own over its steady-state calls: "<configuration> sd" (µs, n - 1),
+    "<configuration> peaks" (calls longer than PEAK_FACTOR x the loop's mean per million calls: stats.peak_rate)
+    and "<configuration> max" (µs). Table 5 counts its peaks over the pooled steady state of 10 loops. No sd where
+    every call took the same time: a ratio of no spread is undefined."""
+    d = loop.steady.astype(np.float64)
+    if d.size < 2:
+        return []
+    spreads = {
+        "sd": (float(d.std(ddof=1)) * 1e-3, "µs"),
+        "peaks": (stats.peak_rate(d, PEAK_FACTOR), "per million calls"),
+        "max": (float(d.max()) * 1e-3, "µs"),
+    }
+    return [
+        replace(mean, metric=stats.spread_metric(mean.metric, name), value=value, unit=unit, inner=())
+        for name, (value, unit) in spreads.items()
+        if value > 0
+    ]

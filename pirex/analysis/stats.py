@@ -18,6 +18,8 @@ The project's (one Interval type, one rule for too few runs, intervals over inde
   repetitions create: per repetition d_j = log(mean_num_j / mean_den_j), a t interval over the d_j
   back-transformed, or a BCa bootstrap of their mean where the d_j are skewed.
 - Interval.text() / percent(): the one rendering every table uses ("1.003 [0.991; 1.015]", "±1.2 %").
+- spread_metric(), peak_rate(): a run's spread as a value of its own ("B1 sd", "kieker-text peaks"), so
+  that the papers' words on variance and peaks are judged by the same paired ratios as their means.
 """
 
 from __future__ import annotations
@@ -312,3 +314,33 @@ def _bca_mean(d: np.ndarray, level: float, seed: int, resamples: int) -> tuple[f
         random_state=np.random.default_rng(seed),
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+# --- a run's spread as a run value of its own (claims on the papers' σ, peaks and maxima)
+
+SPREADS = ("sd", "peaks", "max")  # the suffixes of spread metrics: "<metric> sd"
+PEAK_ZERO = 0.5  # added to every run's peak count (Haldane-Anscombe): a run without peaks keeps a ratio
+
+
+def spread_metric(metric: str, spread: str) -> str:
+    """The name of a metric's spread: "B1 sd", "kieker-text peaks" (a space: no metric name has one)."""
+    if spread not in SPREADS:
+        raise ValueError(f"spread {spread!r}: expected one of {', '.join(SPREADS)}")
+    return f"{metric} {spread}"
+
+
+def is_spread(metric: str) -> bool:
+    """Whether a run value's metric is a spread (its precision is not what a plan for the means targets)."""
+    return metric.rpartition(" ")[2] in SPREADS and " " in metric
+
+
+def peak_rate(values: np.ndarray, factor: float, per: float = 1e6) -> float:
+    """Peaks per `per` values: values larger than factor x their mean (ICPE'18 section 5: "we count a value as
+    a peak if it is larger than 5 times the mean value"), PEAK_ZERO added to the count so that a run without
+    peaks has a positive rate and the ratio of two runs' rates is defined (log ratios need both > 0). A rate,
+    not a count, so that runs of different lengths compare; nan without values."""
+    a = np.asarray(values, dtype=np.float64)
+    if a.size == 0:
+        return math.nan
+    peaks = int(np.count_nonzero(a > factor * float(a.mean())))
+    return (peaks + PEAK_ZERO) / a.size * per

@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from pirex import experiment
@@ -67,7 +68,22 @@ def test_ratio_interval_paired_by_repetition(tmp_path):
     ((bench, _, ratio, aa), *_) = jmh.paired_ratios(values)
     # docker exactly 10 % slower in every repetition: the paired interval is a point
     assert bench == "B1" and ratio.has_interval and ratio.low == pytest.approx(0.9) == ratio.high and aa is None
-    assert {v.run for v in values} == {0} and all(len(v.inner) == 2 for v in values)  # a fork, its iterations
+    means = [v for v in values if v.metric in ("B1", "B3")]
+    assert {v.run for v in means} == {0} and all(len(v.inner) == 2 for v in means)  # a fork, its iterations
+
+
+def test_the_sd_of_a_repetition_pools_its_forks_iterations_as_table_1(tmp_path):
+    b = Bundle.create(
+        tmp_path, "jmh", "quick", PARAMS, ["native"], [("native", 0)], {}, {"version": "t", "commit": "c"}
+    )
+    b.write_machine(before=MACHINE, after=MACHINE)
+    forks = [[100.0, 104.0, 98.0], [90.0, 91.0, 95.0]]  # two forks: their means differ as well as their iterations
+    with b.step("native", 0) as d:
+        (d / "jmh.json").write_text(jmh_json({"b1_default": forks}))
+    b.finish()
+    (sd,) = [v for v in jmh.run_values([b.path]) if v.metric == "B1 sd"]
+    assert sd.value == pytest.approx(np.std(forks[0] + forks[1], ddof=1)) and sd.repetition == 0
+    assert sd.value > max(np.std(f, ddof=1) for f in forks)  # not a fork's own spread: between forks too
 
 
 def test_two_depths_are_two_setups_never_one_row(tmp_path):
@@ -75,7 +91,7 @@ def test_two_depths_are_two_setups_never_one_row(tmp_path):
     ten, one = make_bundle(tmp_path / "ten", 2), make_bundle(tmp_path / "one", 2, {**PARAMS, "depth": 1})
     named = {nt.name: nt.table for nt in jmh.tables([ten, one])}
     assert list(named) == ["table1-setup1", "table1-setup2", "ratios-setup1", "ratios-setup2"]
-    setup = "1 fork per repetition, 3 warm-up iterations of 200ms, 5 of 200ms"
+    setup = "1 fork per repetition, 3 warm-up iterations of 200ms, 5 measured of 200ms"
     assert named["table1-setup1"].title == f"ICPE'18 Table 1: JMH throughput (ops/s); depth 1, {setup}"
     assert named["table1-setup2"].title.endswith(f"; depth 10, {setup}")
     for t in (named["table1-setup1"], named["table1-setup2"]):

@@ -330,13 +330,31 @@ def test_views_split_matrix_and_variant_bundles(tmp_path):
 def test_run_values_one_per_loop(tmp_path):
     path = make_bundle(tmp_path, published_like, ("native", "docker"))
     values = moobench.run_values([path])
-    assert len(values) == 2 * 5 * 3  # variants x loops x configurations
+    # variants x loops x configurations x (mean, sd, peaks, max), but no sd where loop 0's steady calls are equal
+    assert len(values) == 2 * 5 * 3 * 4 - 2 * 3
     v = next(x for x in values if (x.variant, x.repetition, x.metric) == ("native", 2, "kieker-text"))
     assert v.value == pytest.approx(100.0) and v.unit == "µs" and v.bundle == path.name  # (100,002 + 99,998) / 2
     assert v.inner == pytest.approx((100.0,))
     mb = make_bundle(tmp_path / "m", spass_like({"base": 1.0}), ("base",), matrix={"name": "fluctuation"})
     (m,) = {x.variant for x in moobench.run_values([mb], "fluctuation")}
     assert m == "base"
+
+
+def test_a_loops_spread_is_a_run_value_of_its_own(tmp_path):
+    """sd, peaks and max of each loop's steady state, against numpy on the same calls."""
+    calls = [1000] * 19 + [100_000]  # steady state: the last 10 calls; their mean 10,900 ns, one call > 5 x it
+
+    def files(v, r):
+        return [None] * 5 if r is None else {"kieker-text": [c + r for c in calls]}
+
+    values = {(v.repetition, v.metric): v for v in moobench.run_values([make_bundle(tmp_path, files)])}
+    for r in range(5):
+        steady = np.array(calls[10:], dtype=float) + r
+        sd, peaks, top = (values[(r, f"kieker-text {s}")] for s in ("sd", "peaks", "max"))
+        assert sd.value == pytest.approx(np.std(steady, ddof=1) / 1000) and sd.unit == "µs"
+        assert peaks.value == pytest.approx((1 + 0.5) / 10 * 1e6) and peaks.unit == "per million calls"
+        assert top.value == pytest.approx((100_000 + r) / 1000) and not top.inner
+        assert sd.setup == values[(r, "kieker-text")].setup  # a loop's spread never pools two setups either
 
 
 def test_bundles_of_two_depths_are_two_setups(tmp_path):

@@ -195,3 +195,19 @@ def test_ratio_over_runs_pairs_the_rounds_of_one_plan_and_only_those():
     separate = stats.ratio_over_runs(num, {("other", j): v for (_, j), v in den.items()}, 0.95)
     assert separate == stats.ratio_ci(list(num.values()), list(den.values()), 0.95)  # no shared round: unpaired
     assert separate.high / separate.low > paired.high / paired.low
+
+
+def test_peak_rate_counts_values_beyond_5_times_the_mean_per_million_with_half_a_peak_added():
+    values = np.array([1.0] * 99 + [1000.0])  # mean 10.99: one value beyond 54.95
+    assert stats.peak_rate(values, 5.0) == pytest.approx((1 + 0.5) / 100 * 1e6)
+    assert stats.peak_rate(np.ones(4), 5.0) == pytest.approx(0.5 / 4 * 1e6)  # no peak: still a rate, a ratio
+    assert stats.peak_rate(values, 5.0, per=100) == pytest.approx(1.5)
+    assert math.isnan(stats.peak_rate(np.array([]), 5.0))
+
+
+def test_a_spread_metric_is_named_by_its_suffix():
+    assert stats.spread_metric("kieker-text", "peaks") == "kieker-text peaks"
+    assert stats.is_spread("B1 sd") and stats.is_spread("spass-meter max") and not stats.is_spread("B1")
+    assert not stats.is_spread("sd") and not stats.is_spread("wall_ns/single/1")
+    with pytest.raises(ValueError, match="spread 'var'"):
+        stats.spread_metric("B1", "var")

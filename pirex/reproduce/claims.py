@@ -8,7 +8,9 @@ a load error naming the file and the key. A claim:
         metric may be a list: the first one the bundles have (a stand-in, e.g. Kieker for SPASS-meter)
     published: {table, numerator: {column: value...}, denominator: {...}, column}  derived from the CSV,
                or {direction: greater|less}, or {value: x} where the paper states no table
-    rule: contains | within (tolerance) | direction
+    rule: contains | within (tolerance) | direction | equivalent (margin) | direction-at-most (margin)
+        equivalent: no change, judged against 1 (the interval inside 1 +/- margin); direction-at-most: the
+        paper's direction by at most the margin ("slightly slower": below 1, above 1 - margin)
     device_dependent: why only the direction is judged
     needs: [a capability of the machine record (pirex/capabilities.py: cpufreq, pmu, function_graph, root, swap),
             devices:N, storages:N, or a need the file declares]
@@ -33,7 +35,9 @@ from pirex import capabilities, experiment
 from pirex.errors import PirexError
 from pirex.paths import PAPERS
 
-RULES = ("contains", "within", "direction")
+RULES = ("contains", "within", "direction", "equivalent", "direction-at-most")
+MARGINED = ("equivalent", "direction-at-most")  # the rules that need a margin
+DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
 NEED_KEYS = {"what", "how", "glob", "capability"}
 KEYS = {
@@ -47,6 +51,7 @@ KEYS = {
     "published",
     "rule",
     "tolerance",
+    "margin",
     "device_dependent",
     "needs",
 }
@@ -73,6 +78,7 @@ class Claim:
     direction: str | None = None  # greater | less: the sign of the published effect
     rule: str = "direction"
     tolerance: float = 0.0
+    margin: float = 0.0  # equivalent: the largest change still "no change"; direction-at-most: the largest effect
     device_dependent: str = ""
     needs: tuple[str, ...] = ()
     source: str = ""  # how the published value was derived
@@ -235,10 +241,15 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
     tol = c.get("tolerance", 0.0)
     if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1 or (rule == "within" and not tol):
         raise _fail(path, f"{where}.tolerance", "a fraction in (0, 1) (within needs one)", tol)
+    margin = c.get("margin", 0.0)
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 1:
+        raise _fail(path, f"{where}.margin", "a fraction in (0, 1)", margin)
+    if bool(margin) != (rule in MARGINED):
+        raise _fail(path, f"{where}.margin", f"a margin exactly for the rules {' and '.join(MARGINED)}", margin)
     value, direction, source = _published(c.get("published"), path, f"{where}.published")
-    if rule != "direction" and value is None:
+    if rule not in DIRECTED and value is None:
         raise _fail(path, f"{where}.rule", "direction (the paper gives no value to compare with)", rule)
-    if rule == "direction" and direction is None:
+    if rule in DIRECTED and direction is None:
         direction = "greater" if value > 1 else "less"
     return Claim(
         **base,
@@ -248,6 +259,7 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         direction=direction,
         rule=rule,
         tolerance=float(tol),
+        margin=float(margin),
         source=source,
     )
 

@@ -1,21 +1,84 @@
-"""The reproduction's report: REPORT.md, a self-contained report.html (figure embedded, opens
-offline), and the short summary printed at the end (at most about 25 lines)."""
+"""The reproduction's report: report.html, a page people read (rendered from templates/report.html:
+self-contained, printable on A4), REPORT.md, its plain-text twin with the same content, and the short
+summary printed at the end (at most about 25 lines).
+
+Both renderings are made from one model: the facts at the top (counts per verdict, the machine, the
+commit, the images, the level, the time taken), the claims grouped by paper and by the paper's section
+with a figure per group, each run's regenerated tables beside the paper's, the deviations and what this
+machine cannot do."""
 
 from __future__ import annotations
 
 import base64
-import html
+import csv
 import io
+import re
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex.reproduce import claims
-from pirex.reproduce.plan import Need
-from pirex.reproduce.verdict import HOLDS, NOT_RUN, Verdict
+from pirex import experiment
+from pirex.analysis import modules
+from pirex.analysis import tables as T
+from pirex.analysis.interface import NamedTable
+from pirex.bundle import Bundle
+from pirex.paths import PAPERS
+from pirex.reproduce import claims as claims_mod
+from pirex.reproduce.plan import LEVELS, MIN_REPETITIONS, Need
+from pirex.reproduce.verdict import CONTAINS_PRECISION, DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Verdict
 
 Timing = tuple[str, float | None, float]  # a run's key, its estimate and what it took (seconds)
-MARK = {"holds": "holds", "differs": "DIFFERS", "inconclusive": "inconclusive", "not run here": "not run here"}
+MARK = {HOLDS: "holds", DIFFERS: "DIFFERS", INCONCLUSIVE: "inconclusive", NOT_RUN: "not run here"}
+# The verdict's class on the page (a colour beside its word, never instead of it); the figures use the same colours.
+CLASS = {HOLDS: "v-holds", DIFFERS: "v-differs", INCONCLUSIVE: "v-inconclusive", NOT_RUN: "v-not-run"}
+COLOUR = {HOLDS: "#1a7f37", DIFFERS: "#cf222e", INCONCLUSIVE: "#9a6700", NOT_RUN: "#6e7781"}
+COLUMNS = ["Claim", "Where", "Published", "Ours (interval over repetitions)", "A/A", "Verdict", "Why"]
+METHOD = (
+    "Intervals are over independent repetitions, each the ratio of the two sides' run means in the same "
+    f"repetition (paired by the interleaved plan; t or BCa on log ratios); none below {MIN_REPETITIONS} repetitions. "
+    "A/A: the same variant run twice under two names, the noise floor of this machine. Device-dependent claims "
+    "are judged by their direction only."
+)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the top of the report says besides the counts."""
+
+    title: str
+    level: str
+    notes: list[str]  # the level's details (--set), the confidence, bundles of another commit
+    machine: dict  # a machine record: the bundles' (before their run), else this machine's now
+    commit: str
+    images: list[dict]  # name, digest, platform, origin: every image the bundles ran
+    took: float | None = None  # seconds, every attempt of the reproduction added up
+    attempts: int = 1
+    precision: float | None = None  # --precision
+
+
+@dataclass(frozen=True)
+class Section:
+    """One run's regenerated tables and figures, beside the paper's tables its claims compare with."""
+
+    key: str
+    tables: list[NamedTable]
+    figures: list[Path]  # PNG or SVG files under the report's folder
+    published: list[T.Table]
+
+
+@dataclass
+class Group:
+    """The claims of one paper's section (a table, a section of the text), with their figure."""
+
+    paper: str
+    section: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    figure: bytes | None = None  # PNG
+
+    @property
+    def slug(self) -> str:
+        return f"{self.paper}-" + re.sub(r"[^a-z0-9]+", "-", self.section.lower()).strip("-")
 
 
 def _ours(v: Verdict) -> str:
@@ -47,13 +110,18 @@ def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
     return out
 
 
-COLUMNS = ["Claim", "Where", "Published", "Ours (interval over repetitions)", "A/A", "Verdict", "Why"]
-
-
-def summary(verdicts: Sequence[Verdict], report: Path | None, width: int = 110, max_lines: int = 25) -> str:
+def summary(
+    verdicts: Sequence[Verdict],
+    report: Path | None,
+    width: int = 110,
+    max_lines: int = 25,
+    took: float | None = None,
+    attempts: int = 1,
+) -> str:
     """At most max_lines: one line per judged claim (published, ours, verdict), or, when they would not
     fit, the claims that hold listed together and a line for each of the others; the claims not run
-    here grouped by reason; then the counts and the report's path (which has every detail)."""
+    here grouped by reason; then the counts with the time taken, and the report's path (which has
+    every detail)."""
     judged = [v for v in verdicts if v.verdict != NOT_RUN]
     tail = 2 if report else 1
     held = [v for v in judged if v.verdict == HOLDS]
@@ -77,11 +145,30 @@ def summary(verdicts: Sequence[Verdict], report: Path | None, width: int = 110, 
         rest = sum(len(ids) for ids in list(by_reason.values())[max(room - 1, 0) :])
         groups = groups[: max(room - 1, 0)] + [f"not run here  {rest} more claims: see the report"]
     lines += [textwrap.shorten(g, width, placeholder=" ...") for g in groups]
-    counts = {k: sum(v.verdict == k for v in verdicts) for k in MARK}
-    lines.append(", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    lines.append(", ".join(f"{n} {k}" for k, n in counts(verdicts).items() if n) + _took_text(took, attempts, " in "))
     if report:
         lines.append(f"report: {report}")
     return "\n".join(lines)
+
+
+def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    return {k: sum(v.verdict == k for v in verdicts) for k in MARK}
+
+
+def duration(seconds: float) -> str:
+    """7 min 12 s, 1 h 3 min, 40 s."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def _took_text(took: float | None, attempts: int, lead: str) -> str:
+    if took is None:
+        return ""
+    return lead + duration(took) + (f" over {attempts} attempts (killed and resumed)" if attempts > 1 else "")
 
 
 def _short_reason(reason: str) -> str:
@@ -89,131 +176,451 @@ def _short_reason(reason: str) -> str:
     return reason.split(" (")[0].split(": ")[0].split("; ")[0]
 
 
-def _figure_png(verdicts: Sequence[Verdict]) -> bytes | None:
-    """Our interval against the published value per judged claim, on a log axis."""
-    judged = [v for v in verdicts if v.ours and v.ours.interval.has_interval]
-    if not judged:
+# --- the facts at the top
+
+
+def machine_of(needs: Sequence[Need], here: dict) -> dict:
+    """The machine the bundles ran on (the first bundle's record before its run), else this machine's record."""
+    for n in needs:
+        for b in n.bundles:
+            return Bundle.open(b).machine_before()
+    return here
+
+
+def images_of(needs: Sequence[Need]) -> list[dict]:
+    """Every image the bundles ran, by digest, once each."""
+    seen: dict[str, dict] = {}
+    for n in needs:
+        for b in n.bundles:
+            for image in Bundle.open(b).manifest["images"].values():
+                origin = image.get("origin") or {}
+                seen.setdefault(
+                    image["digest"],
+                    {
+                        "name": image.get("name", "?"),
+                        "digest": image["digest"],
+                        "platform": image.get("platform", "?"),
+                        "origin": origin.get("kind", "?") if isinstance(origin, dict) else str(origin),
+                    },
+                )
+    return sorted(seen.values(), key=lambda i: (i["name"], i["digest"]))
+
+
+def _gib(n: int | None) -> str:
+    return f"{n / 2**30:.1f} GiB" if n else "?"
+
+
+def machine_rows(record: dict) -> list[tuple[str, str]]:
+    """The machine as the report's top names it: model, CPU, cores, memory, storage under the work directory,
+    governor (what each record lacks is said, not left out)."""
+    cpu, pi = record.get("cpu") or {}, record.get("pi") or {}
+    arch = (record.get("architecture") or {}).get("uname_machine") or "?"
+    os_name = (record.get("os") or {}).get("pretty_name") or "?"
+    st, mem = record.get("storage") or {}, record.get("memory") or {}
+    disk = " ".join(x for x in (st.get("kind"), st.get("model"), st.get("fstype")) if x) or "unknown"
+    cpufreq = record.get("cpufreq") or {}
+    governor = cpufreq.get("governor") or "none (no cpufreq: the host sets the clock)"
+    cores = f"{cpu.get('cores') or '?'}" + (
+        f" ({cpu['usable_cores']} usable)" if cpu.get("usable_cores") not in (None, cpu.get("cores")) else ""
+    )
+    return [
+        ("Model", pi.get("model") or f"{record.get('hostname') or '?'} (not a Raspberry Pi)"),
+        ("CPU", f"{cpu.get('model_name') or cpu.get('model') or '?'}, {arch}; {os_name}"),
+        ("Cores", cores),
+        ("Memory", f"{_gib(mem.get('total_bytes'))}, swap {_gib(mem.get('swap_total_bytes'))}"),
+        ("Storage", f"{st.get('work_dir') or '?'}: {disk}, {_gib(st.get('free_bytes'))} free"),
+        ("Governor", governor),
+    ]
+
+
+def fact_rows(facts: Facts) -> list[tuple[str, str]]:
+    return [
+        ("Level", facts.level),
+        *machine_rows(facts.machine),
+        ("Commit", facts.commit),
+        ("Time taken", _took_text(facts.took, facts.attempts, "") or "unknown"),
+    ]
+
+
+# --- the claims: their groups, words, rules and figures
+
+
+def groups(verdicts: Sequence[Verdict]) -> list[Group]:
+    """By paper, then by the paper's section (a claim's `where` up to its first comma), in the claims' order."""
+    out: dict[tuple[str, str], Group] = {}
+    for v in verdicts:
+        section = v.claim.where.split(",")[0].strip()
+        out.setdefault((v.claim.paper, section), Group(v.claim.paper, section)).verdicts.append(v)
+    return list(out.values())
+
+
+def rule_text(v: Verdict, precision: float | None = None) -> str:
+    """The claim's rule in plain words."""
+    c = v.claim
+    if not c.judged:
+        return "not judged by a measurement here"
+    if c.rule == "direction":
+        side = "above" if c.direction == "greater" else "below"
+        return (
+            f"holds when our interval lies wholly {side} 1, the paper's side; differs when it lies wholly on the "
+            "other side; inconclusive when it contains 1"
+        )
+    if c.rule == "equivalent":
+        return (
+            f"no change: holds when our interval lies within 1 ±{100 * c.margin:g} %; differs when it lies wholly "
+            "outside; inconclusive otherwise"
+        )
+    if c.rule == "direction-at-most":
+        edge = 1 - c.margin if c.direction == "less" else 1 + c.margin
+        return (
+            f"holds when our interval lies between 1 and {edge:g}, the paper's side by at most "
+            f"{100 * c.margin:g} %; differs when it lies wholly on the other side of 1 or beyond it; "
+            "inconclusive otherwise"
+        )
+    if c.rule == "within":
+        lo, hi = c.published * (1 - c.tolerance), c.published * (1 + c.tolerance)
+        return (
+            f"holds when our interval lies within ±{100 * c.tolerance:g} % of the paper's {c.published:.3f} "
+            f"([{lo:.3f}; {hi:.3f}]); differs when it lies wholly outside; inconclusive otherwise"
+        )
+    need = precision or c.tolerance or CONTAINS_PRECISION
+    return (
+        f"holds when our interval contains the paper's {c.published:.3f} and is at most ±{100 * need:g} % wide; "
+        "differs when it excludes it; inconclusive when it is wider"
+    )
+
+
+def _band(c: claims_mod.Claim, far: float) -> tuple[float, float] | None:
+    """The ratios the claim's rule accepts, drawn as a band (far: where "the paper's side of 1" ends), or None."""
+    if c.rule == "within":
+        return c.published * (1 - c.tolerance), c.published * (1 + c.tolerance)
+    if c.rule == "equivalent":
+        return 1 - c.margin, 1 + c.margin
+    if c.rule == "direction-at-most":
+        return (1 - c.margin, 1.0) if c.direction == "less" else (1.0, 1 + c.margin)
+    if c.rule == "direction":
+        return (1.0, far) if c.direction == "greater" else (far, 1.0)
+    return None  # contains: the paper's value, drawn as such
+
+
+def decide_text(v: Verdict) -> str:
+    """What would decide an inconclusive verdict (or make a claim not run here judged)."""
+    if v.verdict == INCONCLUSIVE:
+        found = re.findall(r"\(([^()]*(?:would|repetitions)[^()]*)\)", v.reason)
+        return found[-1] if found else f"a run of at least {MIN_REPETITIONS} repetitions of each side"
+    if v.verdict == NOT_RUN:
+        return v.reason
+    return ""
+
+
+def need_of(v: Verdict, needs: Sequence[Need]) -> Need | None:
+    return next((n for n in needs if n.experiment == v.claim.experiment and v.claim.id in n.claims), None)
+
+
+def _colour_of(v: Verdict) -> str:
+    return COLOUR[v.verdict]
+
+
+def figure(verdicts: Sequence[Verdict]) -> bytes | None:
+    """A group's claims, one line each: our interval (coloured by its verdict, named beside it), the paper's value,
+    the rule drawn (the tolerance band, or the paper's side of 1 shaded) and the A/A interval beneath."""
+    drawn = [v for v in verdicts if v.ours and v.ours.interval.has_interval]
+    if not drawn:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(judged) + 1.2))
-    for y, v in enumerate(judged):
-        i = v.ours.interval
-        ax.plot([i.low, i.high], [y, y], color="tab:blue", lw=3)
-        ax.plot([i.value], [y], "o", color="tab:blue")
-        if v.claim.published is not None:
-            ax.plot([v.claim.published], [y], "x", color="tab:red", ms=9)
+    xs = [x for v in drawn for x in (v.ours.interval.low, v.ours.interval.high, v.claim.published or 1.0, 1.0)]
+    xs += [x for v in drawn if v.ours.aa and v.ours.aa.has_interval for x in (v.ours.aa.low, v.ours.aa.high)]
+    left, right = min(xs) / 1.08, max(xs) * 1.08
+    fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(drawn) + 1.6))
+    for y, v in enumerate(drawn):
+        c, i = v.claim, v.ours.interval
+        if band := _band(c, right if c.direction == "greater" else left):
+            ax.fill_betweenx([y - 0.4, y + 0.4], *band, color="tab:green", alpha=0.15, lw=0)
+        ax.plot([i.low, i.high], [y, y], color=_colour_of(v), lw=5, solid_capstyle="butt")
+        ax.plot([i.value], [y], "o", color="black", ms=4)
+        if v.ours.aa and v.ours.aa.has_interval:
+            ax.plot([v.ours.aa.low, v.ours.aa.high], [y - 0.28] * 2, color="grey", lw=2.5, solid_capstyle="butt")
+        if c.published is not None:
+            ax.plot([c.published], [y], marker="|", color="black", ms=18, mew=2)
     ax.axvline(1, color="grey", lw=0.8, ls="--")
-    ax.set_xscale("log")
-    ax.set_yticks(range(len(judged)), [f"{v.claim.paper}:{v.claim.id}" for v in judged])
-    ax.set_xlabel("ratio (blue: ours with its interval; red x: published)")
-    fig.tight_layout()
+    if right / left > 2:  # a log axis where the ratios span a lot; a plain one keeps a narrow range readable
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: f"{x:g}" if str(round(x, 3))[-1] in "125" else ""))
+    ax.set_xlim(left, right)
+    ax.set_ylim(len(drawn) - 0.5, -0.6)
+    ax.set_yticks(range(len(drawn)), [f"{v.claim.id} ({MARK[v.verdict]})" for v in drawn])
+    ax.set_xlabel("ratio")
+    handles = [
+        Line2D([], [], color=COLOUR[HOLDS], lw=5, label="ours: interval (colour: verdict), dot: estimate"),
+        Line2D([], [], color="black", marker="|", ms=14, mew=2, ls="", label="the paper's value"),
+        Patch(color="tab:green", alpha=0.25, label="the rule: the ratios it accepts"),
+        Line2D([], [], color="grey", lw=2.5, label="A/A: the noise floor here"),
+    ]
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.02), ncol=2, fontsize="small", frameon=False)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
 
 
+# --- each run's tables and figures, beside the paper's
+
+
+def published_tables(claims: Sequence[claims_mod.Claim]) -> list[T.Table]:
+    """The paper's tables (analysis/<paper>/*.csv) the claims compare with: their comment lines as notes."""
+    out, seen = [], set()
+    for c in claims:
+        name = c.source.partition(":")[0]
+        path = PAPERS / c.paper / name
+        if not name.endswith(".csv") or path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        lines = path.read_text().splitlines()
+        notes = [line.lstrip("# ").rstrip() for line in lines if line.startswith("#")]
+        records = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+        columns = list(records[0]) if records else []
+        rows = [[r[k] for k in columns] for r in records]
+        out.append(T.Table(f"{c.paper}: {name} as published", columns, rows, records, [" ".join(notes)]))
+    return out
+
+
+def sections(needs: Sequence[Need], claims: Sequence[claims_mod.Claim], out: Path) -> list[Section]:
+    """Each run's tables (its analysis module's, also written as CSV, LaTeX and Markdown under out/tables/) and
+    figures (under out/figures/), beside the published tables its claims compare with."""
+    found = []
+    for n in needs:
+        if not n.bundles:
+            continue
+        mod = modules.module(experiment.load(n.experiment))
+        stem = n.key.replace("@", "-")
+        named = mod.tables(n.bundles, n.view)
+        modules.write(named, out / "tables" / stem)
+        figures = [f for f in mod.figures(n.bundles, out / "figures" / stem, n.view) if f.suffix in (".png", ".svg")]
+        mine = [c for c in claims if c.experiment == n.experiment and c.id in n.claims]
+        found.append(Section(n.key, named, figures, published_tables(mine)))
+    return found
+
+
+# --- the two renderings
+
+
+def _data_uri(data: bytes, suffix: str) -> str:
+    kind = "image/svg+xml" if suffix == ".svg" else "image/png"
+    return f"data:{kind};base64,{base64.b64encode(data).decode()}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ")
+
+
 def markdown(
-    title: str,
-    header: list[str],
+    facts: Facts,
     verdicts: Sequence[Verdict],
     needs: Sequence[Need],
     missing: dict[str, str],
     timing: Sequence[Timing] = (),
+    found: Sequence[Section] = (),
+    grouped: Sequence[Group] = (),
 ) -> str:
-    out = [
-        f"# {title}",
-        "",
-        *header,
-        "",
-        "## Verdicts",
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
-    ]
-    out += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(verdicts)]
-    out += [
-        "",
-        "Intervals are over independent repetitions, each the ratio of the two sides' run means in the same "
-        "repetition (paired by the interleaved plan; t or BCa on log ratios); none below 5 repetitions. A/A: "
-        "the same variant run twice under two names, the noise floor of this machine. Device-dependent claims "
-        "are judged by their direction only.",
-        "",
-        "## Runs",
-        "",
-        "| Run | Variants | Steps | Time here | Bundles |",
-        "|---|---|---:|---|---|",
-    ]
-    for n in needs:
-        t = f"{n.seconds / 60:.1f} min ({n.estimate_from})" if n.seconds is not None else n.estimate_from or "-"
+    n = counts(verdicts)
+    out = [f"# {facts.title}", "", "Verdicts: " + ", ".join(f"{c} {k}" for k, c in n.items()), ""]
+    out += [f"- {label}: {value}" for label, value in fact_rows(facts)]
+    out += ["- Images: " + ("; ".join(_image_text(i) for i in facts.images) or "none (no bundle)")]
+    out += [f"- {note}" for note in facts.notes]
+    out += ["", "## Verdicts", "", METHOD]
+    for g in grouped:
+        out += ["", f"### {g.paper}: {g.section}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows(g.verdicts)]
+        if g.figure:
+            out += ["", f"![{g.paper}, {g.section}: our intervals against the paper's](figures/{g.slug}.png)"]
+        out.append("")
+        for v in g.verdicts:
+            out += [f"- **{v.claim.paper}:{v.claim.id}** ({v.claim.where}): {_detail_text(v, needs, facts.precision)}"]
+    out += ["", "## Runs", "", "| Run | Variants | Steps | Time here | Bundles |", "|---|---|---:|---|---|"]
+    for need in needs:
+        t = _need_time(need)
         out.append(
-            f"| {n.key} | {', '.join(n.variants)} | {n.steps} | {t} | "
-            f"{', '.join(p.name for p in n.bundles) or 'none'} |"
+            f"| {need.key} | {', '.join(need.variants)} | {need.steps} | {t} | "
+            f"{', '.join(p.name for p in need.bundles) or 'none'} |"
         )
     if timing:
         out += [
             "",
-            "Estimated before the run against what it took (the estimate from the plan, the run's wall time):",
+            "Estimated before the run against what it took (the first plan's estimate; every attempt's time):",
             "",
             "| Run | Estimated | Took |",
             "|---|---:|---:|",
         ]
-        out += [
-            f"| {key} | {f'{est / 60:.1f} min' if est else 'unknown'} | {took / 60:.1f} min |"
-            for key, est, took in timing
-        ]
+        out += [f"| {key} | {_minutes(est)} | {_minutes(took)} |" for key, est, took in timing]
+    if found:
+        out += ["", "## Tables and figures regenerated here, beside the published ones"]
+    for s in found:
+        out += ["", f"### {s.key}", ""]
+        for nt in s.tables:
+            out += [T.markdown(nt.table), ""]
+        for t in s.published:
+            out += [T.markdown(t), ""]
+        out += [f"![{s.key}: {f.stem}]({f.relative_to(f.parents[2]).as_posix()})" for f in s.figures]
     if missing:
         out += ["", "## What this machine cannot do", ""] + [f"- {k}: {v}" for k, v in missing.items()]
-    out += ["", "## Deviations from the papers", ""] + [f"- {d}" for d in claims.deviations()]
-    out += ["", "## Claims", ""]
-    for v in verdicts:
-        c = v.claim
-        out.append(
-            f"- **{c.paper}:{c.id}** ({c.where}): {c.says}."
-            + (f" Published: {c.source}." if c.source else "")
-            + (f" Judged by direction only: {c.device_dependent}." if c.device_dependent else "")
-        )
+    out += ["", "## Deviations from the papers", ""] + [f"- {d}" for d in claims_mod.deviations()]
     return "\n".join(out) + "\n"
 
 
-def write(
-    out: Path,
-    title: str,
-    header: list[str],
+def _image_text(i: dict) -> str:
+    return f"{i['name']} {i['digest']} ({i['platform']}, {i['origin']})"
+
+
+def _minutes(seconds: float | None) -> str:
+    return f"{seconds / 60:.1f} min" if seconds else "unknown"
+
+
+def _need_time(n: Need) -> str:
+    if n.seconds is not None:
+        return f"{n.seconds / 60:.1f} min ({n.estimate_from})"
+    return n.estimate_from or "-"
+
+
+def _detail_text(v: Verdict, needs: Sequence[Need], precision: float | None) -> str:
+    c, n = v.claim, need_of(v, needs)
+    parts = [f"{c.says}.", f"Published: {c.source}." if c.source else "", f"Rule: {rule_text(v, precision)}."]
+    if c.device_dependent:
+        parts.append(f"Judged by direction only: {c.device_dependent}.")
+    if n:
+        parts.append(f"Run: {n.key}, bundles {', '.join(b.name for b in n.bundles) or 'none'}.")
+    if v.verdict == INCONCLUSIVE:
+        parts.append(f"What would decide it: {decide_text(v)}.")
+    return " ".join(p for p in parts if p)
+
+
+def _environment():
+    import jinja2
+    import markdown as md
+
+    def inline(text: str) -> str:
+        """Markdown as HTML, without the paragraph a single line is wrapped in."""
+        html = md.markdown(str(text))
+        one = re.fullmatch(r"<p>(.*)</p>", html, re.S)
+        return jinja2.utils.markupsafe.Markup(one.group(1) if one and "<p>" not in one.group(1) else html)
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pirex.reproduce", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md"] = inline
+    return env
+
+
+def html(
+    facts: Facts,
     verdicts: Sequence[Verdict],
     needs: Sequence[Need],
     missing: dict[str, str],
     timing: Sequence[Timing] = (),
-) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    md = markdown(title, header, verdicts, needs, missing, timing)
-    (out / "REPORT.md").write_text(md)
-    png = _figure_png(verdicts)
-    img = (
-        (
-            f'<img alt="our intervals against the published values" src="data:image/png;base64,'
-            f'{base64.b64encode(png).decode()}">'
+    found: Sequence[Section] = (),
+    grouped: Sequence[Group] = (),
+) -> str:
+    papers: dict[str, list[dict]] = {}
+    for g in grouped:
+        papers.setdefault(g.paper, []).append(
+            {
+                "section": g.section,
+                "figure": _data_uri(g.figure, ".png") if g.figure else None,
+                "rows": [_row(v, r, needs, facts.precision) for v, r in zip(g.verdicts, rows(g.verdicts), strict=True)],
+                "unjudged": [v.reason for v in g.verdicts if not (v.ours and v.ours.interval.has_interval)],
+            }
         )
-        if png
-        else ""
+    titles = {p: claims_mod.load(p).title for p in papers}
+    return (
+        _environment()
+        .get_template("report.html")
+        .render(
+            title=facts.title,
+            counts=[{"word": k, "n": c, "cls": CLASS[k]} for k, c in counts(verdicts).items()],
+            facts=fact_rows(facts),
+            images=facts.images,
+            notes=facts.notes,
+            method=METHOD,
+            papers=[{"id": p, "title": titles[p], "groups": gs} for p, gs in papers.items()],
+            columns=COLUMNS,
+            needs=[
+                {
+                    "key": n.key,
+                    "variants": ", ".join(n.variants),
+                    "steps": n.steps,
+                    "time": _need_time(n),
+                    "bundles": ", ".join(b.name for b in n.bundles) or "none",
+                }
+                for n in needs
+            ],
+            timing=[{"key": k, "estimated": _minutes(e), "took": _minutes(t)} for k, e, t in timing],
+            sections=[
+                {
+                    "key": s.key,
+                    "tables": [nt.table for nt in s.tables],
+                    "published": s.published,
+                    "figures": [{"name": f.stem, "uri": _data_uri(f.read_bytes(), f.suffix)} for f in s.figures],
+                }
+                for s in found
+            ],
+            missing=missing,
+            deviations=claims_mod.deviations(),
+        )
     )
-    cells = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows(verdicts))
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:80em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top}}th{{background:#eee}}
-pre{{background:#f6f6f6;padding:1em;white-space:pre-wrap}}</style></head>
-<body><h1>{html.escape(title)}</h1>
-<p>{"<br>".join(html.escape(h) for h in header)}</p>
-<h2>Verdicts</h2><table><tr>{head}</tr>{cells}</table>
-<h2>Our intervals against the published values</h2>{img or "<p>no interval to draw</p>"}
-<h2>The whole report</h2><pre>{html.escape(md)}</pre>
-</body></html>
-"""
-    (out / "report.html").write_text(page)
+
+
+def _row(v: Verdict, cells: list[str], needs: Sequence[Need], precision: float | None) -> dict:
+    c, n = v.claim, need_of(v, needs)
+    return {
+        "cells": cells,
+        "cls": CLASS[v.verdict],
+        "id": f"{c.paper}-{c.id}",
+        "says": c.says,
+        "where": c.where,
+        "source": c.source,
+        "rule": rule_text(v, precision),
+        "device_dependent": c.device_dependent,
+        "run": n.key if n else None,
+        "bundles": [b.name for b in n.bundles] if n else [],
+        "decide": decide_text(v),
+        "verdict": v.verdict,
+    }
+
+
+def write(
+    out: Path,
+    facts: Facts,
+    verdicts: Sequence[Verdict],
+    needs: Sequence[Need],
+    missing: dict[str, str],
+    timing: Sequence[Timing] = (),
+    found: Sequence[Section] = (),
+) -> tuple[Path, Path]:
+    """REPORT.md and report.html under out, and each group's figure under out/figures/ (REPORT.md links them)."""
+    out.mkdir(parents=True, exist_ok=True)
+    grouped = groups(verdicts)
+    for g in grouped:
+        g.figure = figure(g.verdicts)
+        if g.figure:
+            (out / "figures").mkdir(exist_ok=True)
+            (out / "figures" / f"{g.slug}.png").write_bytes(g.figure)
+    (out / "REPORT.md").write_text(markdown(facts, verdicts, needs, missing, timing, found, grouped))
+    (out / "report.html").write_text(html(facts, verdicts, needs, missing, timing, found, grouped))
     return out / "REPORT.md", out / "report.html"
+
+
+def level_text(level: str) -> str:
+    return f"{level} ({LEVELS[level]} profiles)" + (
+        " - verdicts are indicative (small counts)" if level == "kick-the-tires" else ""
+    )

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from time import monotonic
+from time import monotonic, time
 from typing import Any
 
 import click
@@ -19,6 +19,7 @@ import yaml
 from pirex import bundle as bundle_mod
 from pirex import experiment, machine
 from pirex.analysis import modules
+from pirex.bundle import from_iso
 from pirex.errors import PirexError
 from pirex.paths import git_version
 from pirex.reproduce import claims as claims_mod
@@ -43,6 +44,7 @@ class Options:
     yes: bool = True
     sets: dict[str, dict[str, Any]] = field(default_factory=dict)  # experiment -> parameter overrides
     aa: bool | None = None  # an A/A copy of each denominator variant (None: at the full level only)
+    experiments: list[str] = field(default_factory=list)  # only the claims on these experiments run (all: [])
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -83,7 +85,9 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     if state:
         opts.level, opts.papers, opts.sets = state["level"], state["papers"], state.get("sets", {})
         opts.aa = state.get("aa", opts.aa)
+        opts.experiments = state.get("experiments", [])
         papers = _papers(opts.papers)
+    _check_experiments(opts.experiments)
     claims = [c for p in papers for c in p.claims]
     commit = git_version()[1]
     here = machine.record(opts.results_dir if opts.results_dir.is_dir() else Path("."), docker=False)
@@ -91,6 +95,11 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     if opts.aa is None:
         opts.aa = opts.level == "full"
     needs = plan.needs(claims, opts.level, opts.sets, opts.aa, missing)  # without the claims this machine cannot judge
+    if opts.experiments:  # make run EXPERIMENTS=...: the other experiments' claims are not run here
+        needs = [n for n in needs if n.experiment in opts.experiments]
+    for e in opts.experiments:  # one no claim needs still runs (its tables are in the report): make run takes it
+        if not any(n.experiment == e for n in needs):
+            needs.append(plan.Need(e, None, plan.LEVELS[opts.level], list(experiment.load(e).default_variants)))
     score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
     done = state.get("bundles", {})  # a resumed reproduction keeps what it ran, even from an earlier commit
     for n in needs:
@@ -109,17 +118,23 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     }
     echo(_plan_text(papers, claims, needs, missing, opts, elsewhere))
     out.mkdir(parents=True, exist_ok=True)
+    attempts, partial = _earlier_attempts(state, needs, opts.results_dir, here)
     state = {
         "papers": [p.id for p in papers],
         "level": opts.level,
         "sets": opts.sets,
         "aa": opts.aa,
+        "experiments": opts.experiments,
         "commit": commit,
         "failed": {},
         "score": score,
-        "estimates": {n.key: n.seconds for n in needs if not n.bundles},
+        # a resumed reproduction keeps the first plan's estimates of the runs an earlier attempt finished
+        "estimates": {**{n.key: n.seconds for n in needs if not n.bundles}, **state.get("estimates", {})},
         "bundles": {n.key: [str(b) for b in n.bundles] for n in needs if n.bundles},
         "ran": state.get("ran", {}),
+        "attempts": [*attempts, {"started": round(time(), 1), "ended": round(time(), 1)}],
+        "partial": partial,  # seconds a run spent in attempts killed before it finished
+        "running": None,  # the run under way, and when it started: what a killed attempt leaves behind
     }
     _save(out, state)
     failed: dict[str, str] = state["failed"]  # filled in place, saved with the state
@@ -132,6 +147,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             echo(f"reproduce: {n.key} not run: {why}")
             continue
         started = monotonic()
+        state["running"] = {"key": n.key, "started": round(time(), 1)}
+        _save(out, state)
         try:
             n.bundles = [run_one(n, opts)]
             state["bundles"][n.key] = [str(b) for b in n.bundles]
@@ -142,38 +159,47 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             took = monotonic() - started
             if left is not None:
                 left -= took
+        state["running"] = None
         if n.bundles:
-            state["ran"][n.key] = round(took, 1)
+            state["ran"][n.key] = round(took + partial.pop(n.key, 0.0), 1)
         _save(out, state)
 
     verdicts = judge_all(claims, needs, missing, failed, opts)
-    for n in needs:  # the tables behind the verdicts, beside the report (pirex table prints them)
-        if n.bundles:
-            exp = experiment.load(n.experiment)
-            modules.write(modules.module(exp).tables(n.bundles, n.view), out / "tables" / n.key.replace("@", "-"))
-    header = [
-        f"Level: {opts.level} ({plan.LEVELS[opts.level]} profiles)"
-        + (" - verdicts are indicative (small counts)" if opts.level == "kick-the-tires" else "")
-        + "".join(f"; {e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()),
-        f"Machine: {_device(here)}",
-        f"pirex commit: {commit or 'unknown'}",
+    found = report.sections(needs, claims, out)  # the tables behind the verdicts (pirex table prints them), figures
+    notes = [
+        f"{e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()
+    ]  # the level's details
+    notes.append(
         f"Confidence: {100 * opts.confidence:g} %"
-        + (f", precision asked: ±{100 * opts.precision:g} %" if opts.precision else ""),
-    ]
+        + (f", precision asked: ±{100 * opts.precision:g} %" if opts.precision else "")
+    )
+    if opts.experiments:
+        notes.append(f"Only the claims on {', '.join(opts.experiments)} (--experiment)")
     if elsewhere:
-        header.append(
+        notes.append(
             "Bundles of another commit (this checkout's claims and analysis, that commit's measurements): "
             + ", ".join(f"{key} at {c}" for key, c in elsewhere.items())
         )
-    title = "Reproduction of " + ", ".join(p.id for p in papers)
     durations = plan.measured_durations(needs, opts.results_dir, here, score)
     if durations:  # what an experiment.yaml's durations: block can take from this machine
         (out / "durations.yaml").write_text(yaml.safe_dump(durations, sort_keys=False))
     timing = [(k, state["estimates"].get(k), secs) for k, secs in state["ran"].items()]
-    md, _ = report.write(out, title, header, verdicts, needs, missing, timing)
+    _save(out, state)  # the time until now: this attempt's end so far
+    facts = report.Facts(
+        "Reproduction of " + ", ".join(p.id for p in papers),
+        report.level_text(opts.level),
+        notes,
+        report.machine_of(needs, here),
+        commit or "unknown",
+        report.images_of(needs),
+        time_taken(state),
+        len(state["attempts"]),
+        opts.precision,
+    )
+    md, _ = report.write(out, facts, verdicts, needs, missing, timing, found)
     state["verdicts"] = {f"{v.claim.paper}:{v.claim.id}": v.verdict for v in verdicts}
     _save(out, state)
-    echo("\n" + report.summary(verdicts, md))
+    echo("\n" + report.summary(verdicts, md, took=time_taken(state), attempts=len(state["attempts"])))
     return out
 
 
@@ -214,13 +240,46 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
     )
 
 
-def _device(record: dict) -> str:
-    from pirex.analysis.tidy import device_of
+def _check_experiments(names: list[str]) -> None:
+    unknown = [e for e in names if e not in experiment.available()]
+    if unknown:
+        raise PirexError(
+            f"--experiment {', '.join(unknown)}: no such experiment (experiments: {', '.join(experiment.available())})"
+        )
 
-    return device_of(record)
+
+def _earlier_attempts(state: dict, needs: list[plan.Need], results_dir: Path, here: dict) -> tuple[list, dict]:
+    """A resumed reproduction's earlier attempts (started, ended: epoch seconds), and the seconds each run they
+    left unfinished had taken. A killed attempt saved its state last when its run started; it lasted at least
+    until the last step that run completed in the bundle it left (the one the runner resumes)."""
+    attempts = [dict(a) for a in state.get("attempts", [])]
+    partial = dict(state.get("partial", {}))
+    running = state.get("running")
+    if running and attempts:
+        need = next((n for n in needs if n.key == running["key"]), None)
+        last = _last_step_end(need, results_dir, here) if need else None
+        attempts[-1]["ended"] = max(attempts[-1]["ended"], last or 0.0)
+        key = running["key"]
+        partial[key] = partial.get(key, 0.0) + max(attempts[-1]["ended"] - running["started"], 0.0)
+    return attempts, partial
+
+
+def _last_step_end(need: plan.Need, results_dir: Path, here: dict) -> float | None:
+    """When the newest step of the need's unfinished bundles ended (epoch seconds), or None."""
+    left = plan.matching_bundles(need, results_dir, None, here, statuses=("partial", "running"))
+    ends = [from_iso(s.ended).timestamp() for b in left for s in bundle_mod.Bundle.open(b).steps() if s.ended]
+    return max(ends, default=None)
+
+
+def time_taken(state: dict) -> float | None:
+    """The reproduction's time: every attempt's, added up (None for a state from before attempts were kept)."""
+    attempts = state.get("attempts")
+    return sum(a["ended"] - a["started"] for a in attempts) if attempts else None
 
 
 def _save(out: Path, state: dict) -> None:
+    if state.get("attempts"):  # this attempt lasts at least until now
+        state["attempts"][-1]["ended"] = round(time(), 1)
     tmp = out / f".{STATE}.tmp"
     tmp.write_text(json.dumps(state, indent=2) + "\n")
     tmp.replace(out / STATE)
@@ -241,7 +300,10 @@ def judge_all(
         if why or not c.judged:
             out.append(Verdict(c, NOT_RUN, why or "this claim is not judged by a measurement here"))
             continue
-        n = by_claim[c.id]
+        n = by_claim.get(c.id)
+        if n is None:  # --experiment left its experiment out
+            out.append(Verdict(c, NOT_RUN, f"{c.experiment} was not among the experiments asked (--experiment)"))
+            continue
         if not n.bundles:
             out.append(Verdict(c, NOT_RUN, failed.get(n.key) or f"no bundle of {n.key}: run without --reuse-only"))
             continue

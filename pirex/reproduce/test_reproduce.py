@@ -11,12 +11,13 @@ import pytest
 import yaml
 
 from pirex import machine
+from pirex.analysis import stats
 from pirex.analysis.interface import RunValue
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 from pirex.paths import PAPERS, git_version
 from pirex.reproduce import claims, plan, reproduction
-from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, judge, ours
+from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Ours, judge, ours
 
 ICPE18 = yaml.safe_load((PAPERS / "icpe18" / "claims.yaml").read_text())
 
@@ -592,6 +593,58 @@ def test_a_wide_interval_that_contains_the_value_is_inconclusive_not_holds():
     assert wide.interval.low < 0.998 < wide.interval.high  # it contains the paper's value...
     v = judge(_claim(published=0.998), wide, None, False)
     assert v.verdict == INCONCLUSIVE and "wider than the ±2 % needed" in v.reason  # ...and proves nothing
+
+
+def _at(low: float, high: float) -> Ours:
+    """Ours with a given interval (log_ratios for the repetitions an inconclusive verdict asks for)."""
+    value = (low * high) ** 0.5
+    return Ours(stats.Interval(value, low, high, 8, 0.95, "t-log"), "B1", (0.0, 0.01, -0.01, 0.02))
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.97, 1.04, HOLDS),  # no change beyond 1 +/- 5 %, whatever the paper's own ratio (0.964)
+        (0.96, 0.99, HOLDS),  # a significant but small change is still "no significant change" within the margin
+        (1.06, 1.09, DIFFERS),  # an 8 % change: more than the margin, above 1 as below
+        (0.90, 0.94, DIFFERS),
+        (0.93, 0.99, INCONCLUSIVE),  # crosses 0.95: more repetitions decide
+        (0.90, 1.10, INCONCLUSIVE),
+    ],
+)
+def test_no_change_is_judged_against_1_within_the_margin(low, high, verdict):
+    c = dataclasses.replace(_claim("equivalent", 0.964), margin=0.05)
+    v = judge(c, _at(low, high), None, False)
+    assert v.verdict == verdict and "1 ±5 %" in v.reason
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.990, 0.999, HOLDS),  # slower, by at most 2 %
+        (1.001, 1.010, DIFFERS),  # not slower at all
+        (0.950, 0.970, DIFFERS),  # slower by more than "slightly"
+        (0.995, 1.004, INCONCLUSIVE),  # contains 1
+        (0.970, 0.990, INCONCLUSIVE),  # crosses 0.98
+    ],
+)
+def test_slightly_slower_is_a_direction_and_a_size(low, high, verdict):
+    c = dataclasses.replace(_claim("direction-at-most", 0.998, "less"), margin=0.02)
+    assert judge(c, _at(low, high), None, False).verdict == verdict
+    greater = dataclasses.replace(c, direction="greater")  # the mirror image: above 1 by at most 2 %
+    assert judge(greater, _at(2 - high, 2 - low), None, False).verdict == verdict
+
+
+def test_a_margin_belongs_to_the_rules_that_need_one(tmp_path):
+    f = _write(tmp_path, lambda d: _claim_of(d, "t5-ram-drive").pop("margin"))
+    with pytest.raises(PirexError, match=r"\(t5-ram-drive\).margin: expected a margin exactly for the rules"):
+        claims.load(f)
+    f = _write(tmp_path, lambda d: _claim_of(d, "t1-b3-not-inlined").update(margin=0.1))
+    with pytest.raises(PirexError, match=r"\(t1-b3-not-inlined\).margin: expected a margin exactly"):
+        claims.load(f)
+    by_id = {c.id: c for c in claims.load("icpe18").claims}
+    assert by_id["t5-ram-drive"].rule == "equivalent" and by_id["t5-ram-drive"].margin == 0.05
+    assert by_id["t1-b1-docker"].rule == "direction-at-most" and by_id["t1-b1-docker"].direction == "less"
 
 
 def test_the_budget_is_for_the_whole_reproduction_and_refuses_runs_of_unknown_length(tmp_path, monkeypatch):

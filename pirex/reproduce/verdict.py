@@ -96,6 +96,10 @@ def judge(claim: Claim, o: Ours, precision: float | None, indicative: bool) -> V
         return Verdict(
             claim, INCONCLUSIVE, f"the interval contains 1 ({_more(o, abs(i.value - 1) / 2)})", o, indicative
         )
+    if claim.rule == "equivalent":
+        return _equivalent(claim, o, indicative)
+    if claim.rule == "direction-at-most":
+        return _direction_at_most(claim, o, indicative)
     p = claim.published
     band = (p, p) if claim.rule == "contains" else (p * (1 - claim.tolerance), p * (1 + claim.tolerance))
     need = precision or claim.tolerance or (CONTAINS_PRECISION if claim.rule == "contains" else None)
@@ -127,6 +131,46 @@ def judge(claim: Claim, o: Ours, precision: float | None, indicative: bool) -> V
         o,
         indicative,
     )
+
+
+def _equivalent(claim: Claim, o: Ours, indicative: bool) -> Verdict:
+    """No change (the paper's "did not significantly change"): judged against 1, not against the paper's own
+    ratio, within the claim's margin: holds when the whole interval lies inside 1 +/- margin, differs when
+    it lies wholly outside, else inconclusive."""
+    i, m = o.interval, claim.margin
+    band = f"1 ±{100 * m:g} %"
+    if i.high < 1 - m or i.low > 1 + m:
+        return Verdict(claim, DIFFERS, f"the interval lies outside {band}: a change beyond the margin", o, indicative)
+    if 1 - m <= i.low and i.high <= 1 + m:
+        return Verdict(claim, HOLDS, f"the interval lies within {band}: no change beyond the margin", o, indicative)
+    target = max(abs(m - abs(i.value - 1)), m / 4)
+    return Verdict(claim, INCONCLUSIVE, f"the interval crosses the edge of {band} ({_more(o, target)})", o, indicative)
+
+
+def _direction_at_most(claim: Claim, o: Ours, indicative: bool) -> Verdict:
+    """The paper's direction, by at most the margin ("slightly slower"): holds when the whole interval lies
+    between 1 and the margin's edge (1 - margin for "less", 1 + margin for "greater"), differs when it lies
+    wholly on the other side of 1 or wholly beyond the edge, else inconclusive."""
+    i, m = o.interval, claim.margin
+    less = claim.direction == "less"
+    edge = 1 - m if less else 1 + m
+    band_low, band_high = (edge, 1.0) if less else (1.0, edge)
+    if (less and i.low > 1) or (not less and i.high < 1):
+        return Verdict(claim, DIFFERS, "the interval lies on the other side of 1", o, indicative)
+    if (less and i.high < edge) or (not less and i.low > edge):
+        return Verdict(
+            claim, DIFFERS, f"the interval lies beyond {edge:g}: an effect larger than {100 * m:g} %", o, indicative
+        )
+    if band_low <= i.low and i.high <= band_high and 1 not in (i.low, i.high):
+        return Verdict(
+            claim,
+            HOLDS,
+            f"the interval lies between 1 and {edge:g}: the paper's side, by at most {100 * m:g} %",
+            o,
+            indicative,
+        )
+    target = max(abs(i.value - 1) / 2, m / 4)
+    return Verdict(claim, INCONCLUSIVE, f"the interval crosses 1 or {edge:g} ({_more(o, target)})", o, indicative)
 
 
 def _more(o: Ours, target: float) -> str:

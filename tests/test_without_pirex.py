@@ -1,0 +1,161 @@
+"""The README's commands without pirex in the run, read from README.md itself so that the README
+cannot drift from what is tested: every fenced sh block after a `<!-- tested: without-pirex ... -->`
+comment runs line by line as written, as a non-root user in the docker group (the README: "any
+user allowed to use Docker"), in a folder of theirs holding a copy of compose/ and a link to the
+checkout's .venv; then the results and their owner are checked. The `.venv/bin/pirex` lines run as
+root: on the CI machines the venv's Python lives in root's home.
+
+Substituted, as the README tells its readers to: `<tag>`, the images' tag; PIREX_TAG in the
+environment (the README: it chooses the tag `pirex env` writes) for this session's build; "fill
+in addresses": DB_HOST and WEB_HOST. The per-role files run on this one host as three compose
+projects (127.0.0.1, host networking as compose/example.env has it), not across network
+namespaces (tests/test_jpa_rest_split.py does that through pirex compose): CI's time budget."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pirex import experiment, proc, settings
+from pirex.images import localregistry, publish, sources
+from pirex.images import platforms as plat
+from pirex.paths import REPO
+
+pytestmark = pytest.mark.docker
+
+USER = "pirex-readme"
+MARK = re.compile(r"<!-- tested: without-pirex[^>]*-->\s*```sh\n(.*?)```", re.DOTALL)
+PORTS = ("DB_PORT", "WEB_PORT")  # the per-role files' servers listen on the host's network
+
+
+def readme_blocks() -> dict[str, list[str]]:
+    """The marked blocks by what they run: one-host compose, the per-role files, docker run."""
+    blocks = MARK.findall((REPO / "README.md").read_text())
+    named = {}
+    for b in blocks:
+        key = "roles" if "pair.env" in b else "one-host" if "jpa-rest.yml" in b else "docker-run"
+        named[key] = [ln for ln in b.splitlines() if ln.strip()]
+    assert set(named) == {"one-host", "roles", "docker-run"}, f"marked blocks in README.md: {blocks}"
+    return named
+
+
+@pytest.fixture
+def user():
+    if subprocess.run(["id", USER], capture_output=True).returncode != 0:
+        proc.run(["useradd", "--create-home", "--groups", "docker", USER], timeout=60)
+    yield pwd.getpwnam(USER)
+    proc.run(["userdel", "--remove", USER], timeout=60, check=False)
+
+
+@pytest.fixture
+def home(user):
+    """The user's folder standing for a checkout: compose/ copied, .venv linked."""
+    d = Path(tempfile.mkdtemp(prefix="pirex-readme-"))
+    shutil.copytree(REPO / "compose", d / "compose")
+    (d / ".venv").symlink_to(REPO / ".venv")
+    proc.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", d], timeout=60)
+    d.chmod(0o755)
+    yield d
+    for f in ("jpa-rest.yml", "db.yml", "web.yml", "driver.yml"):
+        env = ["--env-file", str(d / "compose/pair.env")] if f != "jpa-rest.yml" else []
+        if (d / "compose/pair.env").exists() or not env:
+            subprocess.run(
+                ["docker", "compose", "-f", str(d / "compose" / f), *env, "down", "-v"],
+                capture_output=True,
+                timeout=300,
+            )
+    shutil.rmtree(d)
+
+
+def run_as(user, home: Path, line: str, tag: str) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": user.pw_dir, "PIREX_TAG": tag}
+    # the checkout's .venv: its Python may live in root's home (this CI machine's pyenv), out of the user's reach
+    who = [] if line.startswith(".venv/bin/pirex ") else ["runuser", "-u", user.pw_name, "--"]
+    r = subprocess.run(
+        [*who, "bash", "-euc", line],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if not who:  # what the root line wrote is the user's, as if they had run it
+        proc.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", home / "compose"], timeout=60)
+    assert r.returncode == 0, f"README line failed ({r.returncode}): {line}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def owner(path: Path) -> int:
+    return path.stat().st_uid
+
+
+def requests(folder: Path) -> list[dict]:
+    with open(folder / "requests.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_readme_blocks_run_as_written_by_a_non_root_user(built_host, user, home):
+    tag = built_host.tag
+    # the session's registry may be another pirex's that has stopped since: this test's own then
+    with localregistry.local_registry():
+        for name in ("jmh", "fork"):  # as `make load` leaves them: localhost:5000/pirex/<name>:<tag>
+            sources.tagged_locally(name, tag, plat.host())
+        run_blocks(user, home, tag)
+
+
+def run_blocks(user, home: Path, tag: str) -> None:
+    blocks = readme_blocks()
+    quick = settings.of(experiment.load("jpa-rest"), "quick")
+    results = home / "results/jpa-rest/compose"
+
+    for line in blocks["one-host"]:
+        run_as(user, home, line, tag)
+    rows = requests(results)
+    assert len(rows) == 3 * int(quick["REQUESTS_PER_OPERATION"]) and all(r["ok"] == "1" for r in rows)
+    assert owner(results / "requests.csv") == user.pw_uid, "the folder was the user's: so are the results"
+    results.rename(results.with_name("one-host"))
+
+    taken = [p for p in PORTS if listening(int(quick[p]))]
+    assert not taken, f"{taken} taken on this host: the per-role files' servers listen there"
+    for line in blocks["roles"]:
+        run_as(user, home, line, tag)
+        if "example.env" in line:  # "fill in addresses"
+            with open(home / "compose/pair.env", "a") as f:
+                f.write("DB_HOST=127.0.0.1\nWEB_HOST=127.0.0.1\n")
+    rows = requests(results)
+    assert len(rows) == 3 * int(quick["REQUESTS_PER_OPERATION"]) and all(r["ok"] == "1" for r in rows)
+    assert owner(results) == owner(results / "requests.csv") == 1000, "Docker made it: uid 1000, as the README says"
+
+    for line in blocks["docker-run"]:
+        run_as(user, home, line.replace("<tag>", tag), tag)
+    jmh = json.loads((home / "results/jmh/jmh.json").read_text())
+    assert {r["benchmark"].rsplit(".", 2)[-2] for r in jmh} == {
+        "RecursionBenchmark",
+        "FileWriteBenchmark",
+        "TcpSendBenchmark",
+    }
+    assert owner(home / "results/jmh/jmh.json") == user.pw_uid
+    forks = list((home / "results/fork").glob("*/fork.csv"))
+    assert forks and all(owner(f) == user.pw_uid for f in forks)
+
+
+def test_a_folder_that_cannot_be_written_is_one_line(built_host, tmp_path):
+    ref = publish.pull_local("jmh", built_host.tag, plat.host())
+    r = proc.run(
+        ["docker", "run", "--rm", "--user", "4321", "-v", f"{tmp_path}:/results", ref], timeout=300, check=False
+    )
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "cannot write" in r.stderr, r.stderr
