@@ -433,7 +433,7 @@ def markdown(
     n = counts(verdicts)
     out = [f"# {facts.title}", "", "Verdicts: " + ", ".join(f"{c} {k}" for k, c in n.items()), ""]
     out += [f"- {label}: {value}" for label, value in fact_rows(facts)]
-    out += ["- Images: " + ("; ".join(_image_text(i) for i in facts.images) or "none (no bundle)")]
+    out += ["- Images: " + ("; ".join(_image_text(i) for i in facts.images) or "none recorded")]
     out += [f"- {note}" for note in facts.notes]
     out += ["", "## Verdicts", "", METHOD]
     for g in grouped:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pirex.analysis.interface import RunValue
-from pirex.bundle import iso
+from pirex.bundle import Bundle, iso
 from pirex.paths import REPO
 from pirex.reproduce import claims, plan, report, reproduction
 from pirex.reproduce.test_reproduce import _jmh_bundle
@@ -225,3 +225,18 @@ def test_a_resumed_reproduction_keeps_its_estimates_and_adds_up_every_attempts_t
     md = (out / "REPORT.md").read_text()
     assert f"| jmh@quick | {estimate / 60:.1f} min | 1.2 min |" in md
     assert "over 3 attempts" in lines[-1].splitlines()[-2]
+
+
+def test_a_reproductions_page_has_each_runs_tables_beside_the_published_ones(tmp_path):
+    results = tmp_path / "results"
+    bundle = _jmh_bundle(results, 6)
+    opts = reproduction.Options(["icpe18"], results_dir=results, reuse_only=True, experiments=["jmh"])
+    out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
+    page = (out / "report.html").read_text()
+    html5lib.HTMLParser(strict=True).parse(page)
+    run = _dom(page).find(".//h:section[@id='run-jmh-quick']", NS)
+    captions = [_text(c) for c in run.iter(f"{{{NS['h']}}}caption")]
+    assert any("Table 1" in c for c in captions) and "icpe18: table1.csv as published" in captions
+    facts = _dom(page).find(".//h:table[@class='facts']", NS)
+    assert not Bundle.open(bundle).manifest["images"] and "Imagesnone recorded" in _text(facts)  # made here: none
+    assert "icpe18:t3-read-docker" in page and "was not among the experiments asked (--experiment)" in page
