@@ -13,6 +13,7 @@ import pytest
 
 from pirex import experiment, proc, settings
 from pirex.analysis import jpa
+from pirex.analysis import tables as T
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
 from pirex.runner import compose
@@ -38,7 +39,7 @@ def test_quick_run_has_no_failed_request_and_gives_table3(built, tmp_path):
     results = jpa.analyse(jpa.runs_from_dirs({"docker": out}))
     assert sorted(r.operation for r in results) == ["change-name", "create-random", "read"]
     assert all(r.summary.n == 1000 and r.failed == 0 for r in results)  # the first half is warm-up
-    assert "Change customer name" in jpa.markdown(jpa.table3(results))
+    assert "Change customer name" in T.markdown(jpa.table3(results))
     assert not proc.run(["docker", "ps", "-q", "--filter", "name=pirex-jpa-rest"], timeout=60).stdout.strip()
 
 
