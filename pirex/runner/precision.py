@@ -64,8 +64,9 @@ def report(exp: experiment.Experiment, bundles: list[Path], target: Target) -> l
     """Per metric, numerator/denominator over every bundle's repetitions."""
     values = _analysis("modules").module(exp).run_values(bundles, None)
     num, den = _pair(Bundle.open(bundles[0]).variants)
-    prec = _analysis("precision")
-    return [(m, prec.paired_interval(values, m, num, den, target.level)) for m in sorted({v.metric for v in values})]
+    prec, stats = _analysis("precision"), _analysis("stats")
+    means = sorted({v.metric for v in values if not stats.is_spread(v.metric)})  # a run's spread ("B1 sd"): claims'
+    return [(m, prec.paired_interval(values, m, num, den, target.level)) for m in means]
 
 
 def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
@@ -75,7 +76,7 @@ def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
     num, den = _pair(Bundle.open(pilot).variants)
     per_rep = _seconds_per_repetition(pilot)
     plans = []
-    for metric in sorted({v.metric for v in values}):
+    for metric in sorted({v.metric for v in values if not stats.is_spread(v.metric)}):  # the means' precision
         _, d, _ = stats.log_ratios(prec.run_means(values, metric, num), prec.run_means(values, metric, den))
         if d.size >= 2 and math.isfinite(float(d.std(ddof=1))):
             plans.append(prec.plan(d, target.precision, target.level, per_rep, target.budget))
