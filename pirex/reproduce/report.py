@@ -207,7 +207,7 @@ def images_of(needs: Sequence[Need]) -> list[dict]:
 
 
 def _gib(n: int | None) -> str:
-    return f"{n / 2**30:.1f} GiB" if n else "?"
+    return "?" if n is None else f"{n / 2**30:.1f} GiB"
 
 
 def machine_rows(record: dict) -> list[tuple[str, str]]:
@@ -227,7 +227,11 @@ def machine_rows(record: dict) -> list[tuple[str, str]]:
         ("Model", pi.get("model") or f"{record.get('hostname') or '?'} (not a Raspberry Pi)"),
         ("CPU", f"{cpu.get('model_name') or cpu.get('model') or '?'}, {arch}; {os_name}"),
         ("Cores", cores),
-        ("Memory", f"{_gib(mem.get('total_bytes'))}, swap {_gib(mem.get('swap_total_bytes'))}"),
+        (
+            "Memory",
+            f"{_gib(mem.get('total_bytes'))}, "
+            + ("no swap" if mem.get("swap_total_bytes") == 0 else f"swap {_gib(mem.get('swap_total_bytes'))}"),
+        ),
         ("Storage", f"{st.get('work_dir') or '?'}: {disk}, {_gib(st.get('free_bytes'))} free"),
         ("Governor", governor),
     ]
@@ -245,11 +249,24 @@ def fact_rows(facts: Facts) -> list[tuple[str, str]]:
 # --- the claims: their groups, words, rules and figures
 
 
+# A claim's `where` starts with its place: "Table 5, Id 3 ...", "section 6.1.2.1 (...)", "sections 6.1.1.4 and ...".
+PLACE = re.compile(r"^(?:(?P<kind>Table|Figure)\s+(?P<table>[\d.]+)|sections?\s+(?P<section>\d+(?:\.\d+)?))")
+
+
+def section_of(where: str) -> str:
+    """The part of a paper a claim belongs to: its table or figure, else its section to two levels (6.1.2.1 is
+    in section 6.1), so that a reader sees a section as a whole; else `where` up to its first comma."""
+    m = PLACE.match(where.strip())
+    if not m:
+        return where.split(",")[0].strip()
+    return f"{m['kind']} {m['table']}" if m["kind"] else f"section {m['section']}"
+
+
 def groups(verdicts: Sequence[Verdict]) -> list[Group]:
-    """By paper, then by the paper's section (a claim's `where` up to its first comma), in the claims' order."""
+    """By paper, then by the paper's section (section_of), in the claims' order."""
     out: dict[tuple[str, str], Group] = {}
     for v in verdicts:
-        section = v.claim.where.split(",")[0].strip()
+        section = section_of(v.claim.where)
         out.setdefault((v.claim.paper, section), Group(v.claim.paper, section)).verdicts.append(v)
     return list(out.values())
 

@@ -240,3 +240,17 @@ def test_a_reproductions_page_has_each_runs_tables_beside_the_published_ones(tmp
     facts = _dom(page).find(".//h:table[@class='facts']", NS)
     assert not Bundle.open(bundle).manifest["images"] and "Imagesnone recorded" in _text(facts)  # made here: none
     assert "icpe18:t3-read-docker" in page and "was not among the experiments asked (--experiment)" in page
+
+
+@pytest.mark.parametrize(
+    "where, section",
+    [
+        ("Table 5, Id 3 (parallel GC), and section 5", "Table 5"),
+        ('section 6.1.2.1 ("Both systems exhibit a consistent increase, as memory grows"), Figure 6.5', "section 6.1"),
+        ("sections 6.1.1.4 and 6.1.2.4, Figures 6.4 and 6.8", "section 6.1"),
+        ("section 3, Kieker's three configurations", "section 3"),
+        ("the conclusion, last paragraph", "the conclusion"),
+    ],
+)
+def test_claims_are_grouped_by_the_papers_table_or_section(where, section):
+    assert report.section_of(where) == section
