@@ -645,21 +645,7 @@ class Bundle:
 
     def machine_before(self) -> dict:
         """machine.json's record taken before the run."""
-        return self._machine("before")
-
-    def machine_after(self) -> dict | None:
-        """machine.json's record taken after the run; None while running or when the run was cut short."""
-        doc = self.json(MACHINE)
-        after = doc.get("after")
-        if after is not None and not isinstance(after, dict):
-            raise damaged(self.path / MACHINE, "has a machine record under 'after' that is not a mapping")
-        return after
-
-    def _machine(self, when: str) -> dict:
-        doc = self.json(MACHINE)
-        if not isinstance(doc.get(when), dict):
-            raise damaged(self.path / MACHINE, f"has no machine record under {when!r}")
-        return doc[when]
+        return read_machine(self.path / MACHINE)
 
     def run_info(self) -> RunInfo:
         """run.json (how the run was planned); an empty RunInfo for a bundle without one."""

@@ -32,12 +32,6 @@ def steps(bundles: Iterable[Path | Bundle], experiment: str | None = None) -> It
         yield from b.steps()
 
 
-def completed_steps(bundles: Iterable[Path | Bundle], experiment: str | None = None) -> Iterator[tuple]:
-    """(bundle, {variant, repetition}, step folder) per completed step: steps() in the shape moobench still reads."""
-    for s in steps(bundles, experiment):
-        yield s.bundle, {"variant": s.variant, "repetition": s.repetition}, s.dir
-
-
 def per_setup(
     name: str, groups: dict[str, T], make: Callable[[T], Table], order: Sequence[str] | None = None
 ) -> list[NamedTable]:
