@@ -648,6 +648,17 @@ def write_interrupts(path: Path, before: dict[str, Any] | None, after: dict[str,
 DEVICE_ENV, LABELS_ENV = "PIREX_DEVICE", "PIREX_DEVICE_LABELS"
 
 
+def machine_id(path: Path = Path("/etc/machine-id")) -> str | None:
+    """This installation's identity, app-specific: HMAC-SHA256 keyed with /etc/machine-id of "pirex" (the raw
+    ID is confidential, machine-id(5); systemd's sd_id128_get_machine_app_specific does the same), so that
+    bundles of two machines with one hostname (raspberrypi) are told apart. None without the file."""
+    try:
+        raw = path.read_text().strip()
+    except OSError:
+        return None
+    return hmac.new(raw.encode(), b"pirex", hashlib.sha256).hexdigest()[:32] if raw else None
+
+
 def device_identity(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The name this machine has in an inventory, and its labels: `pirex fleet` sets PIREX_DEVICE to
     the host's inventory name (Pis' hostnames often collide: raspberrypi) and PIREX_DEVICE_LABELS to
@@ -882,6 +893,7 @@ def record(
         "pirex_version": __version__,
         "hostname": r.section("hostname", socket.gethostname),
         "device": r.section("device", device_identity),
+        "machine_id": r.section("machine_id", machine_id),
     }
     uname = os.uname()
     rec["kernel"] = {"sysname": uname.sysname, "release": uname.release, "version": uname.version}

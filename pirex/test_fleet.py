@@ -62,7 +62,12 @@ def test_the_device_is_named_by_its_inventory_name_from_the_environment():
     with pytest.raises(ValueError):
         machine.device_identity({"PIREX_DEVICE": "pi-a", "PIREX_DEVICE_LABELS": "[1]"})
     pi = {"pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"}, "hostname": "raspberrypi"}
-    assert device_of(pi) == "Raspberry Pi 3 Model B Rev 1.2"
+    assert device_of(pi) == "Raspberry Pi 3 Model B Rev 1.2 (raspberrypi)"
+    # two Pis of one hostname stay two devices: their boards (the record's serial digest) tell them apart
+    a = {**pi, "pi": {**pi["pi"], "serial_hmac_sha256": "aa" * 32}, "machine_id": "cc" * 16}
+    b = {**pi, "pi": {**pi["pi"], "serial_hmac_sha256": "bb" * 32}, "machine_id": "cc" * 16}
+    assert device_of(a) == "Raspberry Pi 3 Model B Rev 1.2 (raspberrypi, board aaaaaaaa)" != device_of(b)
+    assert device_of({"cpu": CPU, "hostname": "srv", "machine_id": "0123abcd" * 4}) == "Cortex-A53 (srv, id 0123abcd)"
     assert device_of({**pi, "device": {"name": "pi-a"}}) == "pi-a (Raspberry Pi 3 Model B Rev 1.2, host raspberrypi)"
     assert device_of({"cpu": CPU, "hostname": "srv", "device": {"name": "srv"}}) == "srv (Cortex-A53)"
 

@@ -1,3 +1,5 @@
+import hashlib
+import hmac
 import json
 import os
 import stat
@@ -337,6 +339,7 @@ KEYS = {
     "pirex_version",
     "hostname",
     "device",
+    "machine_id",
     "kernel",
     "architecture",
     "in_container",
@@ -442,3 +445,12 @@ def test_interrupts_before_and_after_a_step(tmp_path):
     saved = json.loads((tmp_path / "interrupts.json").read_text())
     assert saved["before"]["cpus"] == saved["after"]["cpus"] > 0
     assert machine.interrupts(tmp_path / "missing") is None
+
+
+def test_machine_id_is_app_specific_and_stable(tmp_path):
+    f = tmp_path / "machine-id"
+    f.write_text("0123456789abcdef0123456789abcdef\n")
+    want = hmac.new(b"0123456789abcdef0123456789abcdef", b"pirex", hashlib.sha256).hexdigest()[:32]
+    assert machine.machine_id(f) == want
+    assert "0123456789abcdef" not in want  # the raw id is never stored
+    assert machine.machine_id(tmp_path / "absent") is None

@@ -64,7 +64,7 @@ def server(tmp_path):
 def test_rows_are_tidy_and_skip_unsupported_counters(pi):
     rows = fork.rows(pi)
     assert {r.mode for r in rows} == set(fork.MODES)
-    assert {r.device for r in rows} == {"Raspberry Pi 4 Model B Rev 1.4"}
+    assert {r.device for r in rows} == {"Raspberry Pi 4 Model B Rev 1.4 (pi-a)"}
     counters = {r.counter for r in rows}
     assert "LLC-load-misses" not in counters and "LLC-loads" not in counters  # unsupported: no row, never 0
     assert {"wall_ns", "cpu-clock", "cycles", "branch-misses"} <= counters
@@ -85,7 +85,7 @@ def test_table_mean_min_max(pi, server):
     # concurrent: every process pooled by default, or one as the thesis's figures
     assert got[("Raspberry", "native", "concurrent", 1, "page-faults")].n == 2 * 3 * 4
     one = {(ln.device, ln.mode, ln.size_mb, ln.counter): ln.n for ln in fork.table(fork.rows(pi), process=0)}
-    assert one[("Raspberry Pi 4 Model B Rev 1.4", "concurrent", 1, "page-faults")] == 2 * 3
+    assert one[("Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "concurrent", 1, "page-faults")] == 2 * 3
     # the thesis's counters come first
     assert lines[0].counter == "wall_ns" and lines[-1].counter == "cpu-migrations"
 
@@ -145,7 +145,7 @@ def test_run_values_one_per_step_mode_size_and_counter(pi):
     wall = [v for v in values if v.metric == "wall_ns/single/8"]
     assert sorted((v.variant, v.repetition) for v in wall) == [(v, r) for v in ("docker", "native") for r in (0, 1)]
     v = wall[0]
-    assert v.experiment == "fork" and v.device == "Raspberry Pi 4 Model B Rev 1.4" and v.unit == "ns"
+    assert v.experiment == "fork" and v.device == "Raspberry Pi 4 Model B Rev 1.4 (pi-a)" and v.unit == "ns"
     assert len(v.inner) == 3 and v.value == pytest.approx(sum(v.inner) / 3)  # the step's mean over its forks
     clock = next(v for v in values if v.metric == "cpu-clock/single/8" and (v.variant, v.repetition) == ("native", 0))
     assert clock.inner == (82000.0, 82010.0, 82020.0) and clock.value == 82010.0
@@ -161,7 +161,7 @@ def test_tables_counters_with_the_core_count_note(pi, tmp_path):
     assert named.name == "counters" and fork.VIEWS == {}
     t = named.table
     assert t.columns[:5] == ["Counter", "Device", "Variant", "Mode", "Size (MB)"]
-    row = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4", "native", "single", "8", "6", "82,010", "82,000", "82,020"]
+    row = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "native", "single", "8", "6", "82,010", "82,000", "82,020"]
     assert row + ["ns"] in t.rows
     notes = "\n".join(t.notes)
     assert "concurrent: processes: 4 processes on cores 0,1,2,3" in notes
@@ -180,9 +180,9 @@ def test_two_fork_counts_are_two_setups(pi, tmp_path):
     assert list(named) == ["counters-setup1", "counters-setup2"]
     assert named["counters-setup1"].title.endswith("; 100 forks per size and mode in a step")
     assert named["counters-setup2"].title.endswith("; 3 forks per size and mode in a step")
-    row = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4", "native", "single", "8", "6", "82,010", "82,000", "82,020"]
+    row = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "native", "single", "8", "6", "82,010", "82,000", "82,020"]
     assert row + ["ns"] in named["counters-setup2"].rows  # the 3-fork bundle's alone
-    assert ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4", "native", "single", "8", "3"] in [
+    assert ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "native", "single", "8", "3"] in [
         r[:6] for r in named["counters-setup1"].rows
     ]
 
@@ -197,7 +197,7 @@ def traced(tmp_path):
 
 def test_tables_with_traces_give_table_6_1_at_depth_7(traced):
     named = {nt.name: nt.table for nt in fork.tables([traced])}
-    name = "table6-1-migration-native-Raspberry-Pi-4-Model-B-Rev-1-4"
+    name = "table6-1-migration-native-Raspberry-Pi-4-Model-B-Rev-1-4--pi-a-"
     assert list(named) == ["counters", name]
     t = named[name]
     assert "concurrent-migrate minus single-migrate" in t.title and "stack depth 7" in t.title
@@ -215,7 +215,7 @@ def test_figures_flame_graph_per_size_and_stack_graphs(traced, tmp_path):
     paths = fork.flame_graphs(calls, tmp_path / "fig" / "flamegraphs")
     paths += fork.depth_figures(calls, tmp_path / "fig" / "stacks")
     names = sorted(p.relative_to(tmp_path / "fig").as_posix() for p in paths)
-    dev = "Raspberry-Pi-4-Model-B-Rev-1-4-native"
+    dev = "Raspberry-Pi-4-Model-B-Rev-1-4--pi-a--native"
     assert [n for n in names if n.startswith("flamegraphs/")] == [
         f"flamegraphs/flamegraph-{dev}-{m}-{s}MB.svg" for m in ("concurrent-migrate", "single-migrate") for s in (1, 8)
     ]

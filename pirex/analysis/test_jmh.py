@@ -51,14 +51,14 @@ def make_bundle(tmp_path, forks_per_variant: int, params: dict = PARAMS):
 def test_tidy_rows_and_table1(tmp_path):
     rows = jmh.read_rows(make_bundle(tmp_path, 2))
     assert {r.benchmark for r in rows} == {"B1", "B3"}
-    assert rows[0].device == "Raspberry Pi 3 Model B Rev 1.2" and rows[0].storage == "usb WD Elements ext4"
+    assert rows[0].device == "Raspberry Pi 3 Model B Rev 1.2 (pi-a)" and rows[0].storage == "usb WD Elements ext4"
     lines = {(ln.benchmark, ln.variant): ln.summary for ln in jmh.table1(rows)}
     # native B1: values 100, 100, 101, 99 -> mean 100, n 4
     assert lines[("B1", "native")].n == 4 and lines[("B1", "native")].mean == pytest.approx(100.0)
     assert lines[("B1", "docker")].mean == pytest.approx(90.0)
     named = {nt.name: nt.table for nt in jmh.tables([make_bundle(tmp_path / "again", 2)])}
     md = tables.markdown(named["table1"])
-    assert "| B1 | Raspberry Pi 3 Model B Rev 1.2, usb WD Elements ext4, native | 100.000 |" in md
+    assert "| B1 | Raspberry Pi 3 Model B Rev 1.2 (pi-a), usb WD Elements ext4, native | 100.000 |" in md
     assert "0.9000 (no interval: 2 paired repetitions, 5 needed)" in tables.markdown(named["ratios"])
     assert "B6 sent to a sink on the measuring host" in md  # the paper's went to another machine
 

@@ -176,7 +176,7 @@ def test_a_bundle_read_and_its_setup_never_pooled(tmp_path):
     results = jpa.analyse(jpa.runs_from_bundle(make_bundle(tmp_path)))
     by = {(r.configuration, r.operation): r for r in results}
     read = by[(NATIVE, "read")]
-    assert read.device == "Raspberry Pi 4 Model B Rev 1.5" and read.storage == "usb WD Elements ext4"
+    assert read.device == "Raspberry Pi 4 Model B Rev 1.5 (pi-a)" and read.storage == "usb WD Elements ext4"
     assert read.runs == 5 and read.summary.n == 10 and read.summary.mean == pytest.approx(1020)  # warm-up dropped
     assert read.setup == "10,000 customers, 4 requests per operation, sequential operations"
     more = make_bundle(tmp_path / "more", params={**PARAMS, "customers": 10_000_000})

@@ -26,16 +26,20 @@ class Row:
 
 def device_of(machine: dict) -> str:
     """The device as tables name it: its inventory name when a fleet run recorded one (hostnames and
-    run ids may collide across hosts; the inventory name is the device's identity), with its model."""
+    run ids may collide across hosts; the inventory name is the device's identity), with its model; else
+    the model (a Pi's, or the CPU's) with the host name and a short id of the board (a Pi's serial, as
+    the record keeps it: a keyed digest) or of the installation (machine_id): three Pis called raspberrypi
+    stay three devices, and no folder name decides."""
     pi = machine.get("pi") or {}
     cpu = (machine.get("cpu") or {}).get("model") or "unknown CPU"
+    host = machine.get("hostname")
     named = (machine.get("device") or {}).get("name")
     if named:
-        host = machine.get("hostname")
         return f"{named} ({pi.get('model') or cpu}" + (f", host {host}" if host and host != named else "") + ")"
-    if pi.get("model"):
-        return pi["model"]
-    return f"{cpu} ({machine.get('hostname', '?')})"
+    board = (pi.get("serial_hmac_sha256") or "")[:8]
+    ident = f"board {board}" if board else (f"id {machine['machine_id'][:8]}" if machine.get("machine_id") else "")
+    inside = ", ".join(x for x in (host or "unknown host", ident) if x)
+    return f"{pi.get('model') or cpu} ({inside})"
 
 
 def storage_of(machine: dict) -> str:

@@ -15,6 +15,17 @@ a load error naming the file and the key. A claim:
     needs: [a capability of the machine record (pirex/capabilities.py: cpufreq, pmu, function_graph, root, swap),
             devices:N, storages:N, or a need the file declares]
 
+Claims across machines (needs devices:N) or storage devices (needs storages:N) say `across: devices|storages`:
+    metrics: [m, ...], rule: equivalent, margin   the devices agree: every pair of devices' means of each metric
+        within 1 +/- margin (two one-sided tests over each device's repetitions; pirex/analysis/across.py)
+    ratio: {metric, numerator: variant, denominator: variant}, sides: {numerator: S, denominator: S}
+        one device's (or storage's) mean over another's, unpaired: S is pi or server (a machine with or without a
+        Pi's board) for devices, a storage kind of the machine record (sd-card, usb, nvme, ...) for storages;
+        without sides (storages only) the two storages in the order given, with rule different
+    crossover: {at: x, below: greater|less, above: greater|less}   with a metric holding {size}: the ratio's
+        direction per size, one side of x and the other (the thesis: the server faster up to about 32 MB)
+    rule different (margin): the interval excludes 1 (a change either way); it differs when inside 1 +/- margin
+
 A paper declares what its claims need beyond the machine's capabilities (a bring-your-own tool, a licensed
 kit) under the top-level `needs`: name -> {what, how (what to do about it), and how to check it: glob (a
 path pattern in this checkout that exists once it is there) or capability (one of the machine's); neither:
@@ -35,8 +46,10 @@ from pirex import capabilities, experiment
 from pirex.errors import PirexError
 from pirex.paths import PAPERS
 
-RULES = ("contains", "within", "direction", "equivalent", "direction-at-most")
-MARGINED = ("equivalent", "direction-at-most")  # the rules that need a margin
+RULES = ("contains", "within", "direction", "equivalent", "direction-at-most", "different")
+MARGINED = ("equivalent", "direction-at-most", "different")  # the rules that need a margin
+ACROSS = ("devices", "storages")
+DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
 DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
 NEED_KEYS = {"what", "how", "glob", "capability"}
@@ -54,6 +67,10 @@ KEYS = {
     "margin",
     "device_dependent",
     "needs",
+    "across",
+    "metrics",
+    "sides",
+    "crossover",
 }
 
 
@@ -82,10 +99,23 @@ class Claim:
     device_dependent: str = ""
     needs: tuple[str, ...] = ()
     source: str = ""  # how the published value was derived
+    across: str | None = None  # devices | storages: compared across machines or storage devices, not variants
+    metrics: tuple[str, ...] = ()  # across, without a ratio: the metrics whose device means must agree
+    sides: tuple[str, str] | None = None  # across with a ratio: which device (storage) is numerator, denominator
+    crossover: tuple[float, str, str] | None = None  # (at, direction below, direction above), per {size}
 
     @property
     def judged(self) -> bool:
-        return self.numerator is not None
+        return self.numerator is not None or bool(self.metrics)
+
+    @property
+    def span(self) -> int:
+        """How many devices (storage devices) the claim spans: 1 for a claim on one machine."""
+        for n in self.needs:
+            kind, _, count = n.partition(":")
+            if count and kind == self.across:
+                return int(count)
+        return 1
 
 
 @dataclass(frozen=True)
@@ -232,6 +262,18 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         except PirexError as e:
             raise PirexError(f"{path}: {where}.variants: {e}") from None
     base |= {"experiment": exp_id, "view": view, "variants": tuple(variants)}
+    across = c.get("across")
+    for key in ("metrics", "sides", "crossover"):
+        if key in c and across is None:
+            raise _fail(path, f"{where}.{key}", "a claim with across: devices or storages", c[key])
+    if across is not None:
+        if across not in ACROSS:
+            raise _fail(path, f"{where}.across", f"one of {', '.join(ACROSS)}", across)
+        if not any(n.startswith(f"{across}:") for n in needs):
+            raise _fail(path, f"{where}.needs", f"{across}:N (how many {across} the claim spans)", needs)
+        base["across"] = across
+    if "metrics" in c:
+        return _agreement(c, path, where, base)
     if "ratio" not in c:
         return Claim(**base)
     num, den = _ratio(c["ratio"], path, f"{where}.ratio", exp, view)
@@ -246,11 +288,21 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         raise _fail(path, f"{where}.margin", "a fraction in (0, 1)", margin)
     if bool(margin) != (rule in MARGINED):
         raise _fail(path, f"{where}.margin", f"a margin exactly for the rules {' and '.join(MARGINED)}", margin)
-    value, direction, source = _published(c.get("published"), path, f"{where}.published")
-    if rule not in DIRECTED and value is None:
+    sides = _sides(c.get("sides"), across, rule, path, f"{where}.sides")
+    crossover = _crossover(c, num, den, rule, path, where)
+    if crossover:
+        value, direction, source = None, crossover[1], "the paper's text"
+    elif rule == "different" and "published" not in c:  # a change either way: the paper's words, no value
+        value, direction, source = None, None, "the paper's text"
+    else:
+        value, direction, source = _published(c.get("published"), path, f"{where}.published")
+    if rule == "different" and across is None:
+        raise _fail(path, f"{where}.rule", "different only for a claim across devices or storages", rule)
+    if rule not in DIRECTED and rule != "different" and value is None:
         raise _fail(path, f"{where}.rule", "direction (the paper gives no value to compare with)", rule)
     if rule in DIRECTED and direction is None:
         direction = "greater" if value > 1 else "less"
+    base |= {"sides": sides, "crossover": crossover}
     return Claim(
         **base,
         numerator=num,
@@ -262,6 +314,59 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         margin=float(margin),
         source=source,
     )
+
+
+STORAGE_KINDS = ("sd-card", "emmc", "usb", "nvme", "virtio", "other")  # pirex.machine.classify_storage's
+
+
+def _agreement(c: dict, path: Path, where: str, base: dict) -> Claim:
+    """A claim that the devices (storages) agree on each of its metrics: rule equivalent with a margin."""
+    metrics = c["metrics"]
+    if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) and m for m in metrics):
+        raise _fail(path, f"{where}.metrics", "a non-empty list of metric names", metrics)
+    if "ratio" in c or "sides" in c or "crossover" in c:
+        raise _fail(path, where, "metrics (the devices agree) or a ratio, not both", sorted(c))
+    if c.get("rule") != "equivalent":
+        raise _fail(path, f"{where}.rule", "equivalent (the devices agree within the margin)", c.get("rule"))
+    margin = c.get("margin")
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin < 1:
+        raise _fail(path, f"{where}.margin", "a fraction in (0, 1): the largest difference still agreeing", margin)
+    if len(base["variants"]) != 1:
+        raise _fail(path, f"{where}.variants", "one variant: the one every device runs", list(base["variants"]))
+    return Claim(**base, metrics=tuple(metrics), rule="equivalent", margin=float(margin))
+
+
+def _sides(s: Any, across: str | None, rule: Any, path: Path, where: str) -> tuple[str, str] | None:
+    if s is None:
+        if across == "devices":
+            raise _fail(path, where, f"{{numerator, denominator}} among {', '.join(DEVICE_SIDES)}", s)
+        if across == "storages" and rule != "different":
+            raise _fail(path, where, "the storage kinds of numerator and denominator (or rule different)", s)
+        return None
+    allowed = DEVICE_SIDES if across == "devices" else STORAGE_KINDS
+    if not isinstance(s, dict) or set(s) != {"numerator", "denominator"} or s["numerator"] == s["denominator"]:
+        raise _fail(path, where, f"{{numerator, denominator}}: two different among {', '.join(allowed)}", s)
+    if not all(v in allowed for v in s.values()):
+        raise _fail(path, where, f"values among {', '.join(allowed)}", s)
+    return s["numerator"], s["denominator"]
+
+
+def _crossover(c: dict, num: Side, den: Side, rule: Any, path: Path, where: str) -> tuple[float, str, str] | None:
+    x = c.get("crossover")
+    if x is None:
+        return None
+    if not isinstance(x, dict) or set(x) != {"at", "below", "above"}:
+        raise _fail(path, f"{where}.crossover", "{at, below, above}", x)
+    at = x["at"]
+    if isinstance(at, bool) or not isinstance(at, int | float) or at <= 0:
+        raise _fail(path, f"{where}.crossover.at", "a positive size", at)
+    if {x["below"], x["above"]} != {"greater", "less"}:
+        raise _fail(path, f"{where}.crossover", "below and above: greater and less, one each", x)
+    if not all("{size}" in m for m in (*num.metrics, *den.metrics)):
+        raise _fail(path, f"{where}.ratio.metric", "a metric with {size} (judged per size)", num.metrics)
+    if rule != "direction" or "published" in c:
+        raise _fail(path, f"{where}.crossover", "rule direction and no published (the crossover is the claim)", x)
+    return float(at), x["below"], x["above"]
 
 
 def _ratio(r: Any, path: Path, where: str, exp: experiment.Experiment, view: str | None) -> tuple[Side, Side]:
