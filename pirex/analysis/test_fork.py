@@ -161,7 +161,17 @@ def test_tables_counters_with_the_core_count_note(pi, tmp_path):
     assert named.name == "counters" and fork.VIEWS == {}
     t = named.table
     assert t.columns[:5] == ["Counter", "Device", "Variant", "Mode", "Size (MB)"]
-    row = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "native", "single", "8", "6", "82,010", "82,000", "82,020"]
+    row = [
+        "cpu-clock",
+        "Raspberry Pi 4 Model B Rev 1.4 (pi-a)",
+        "native",
+        "single",
+        "8",
+        "6",
+        "82,010",
+        "82,000",
+        "82,020",
+    ]
     assert row + ["ns"] in t.rows
     notes = "\n".join(t.notes)
     assert "concurrent: processes: 4 processes on cores 0,1,2,3" in notes
@@ -180,7 +190,17 @@ def test_two_fork_counts_are_two_setups(pi, tmp_path):
     assert list(named) == ["counters-setup1", "counters-setup2"]
     assert named["counters-setup1"].title.endswith("; 100 forks per size and mode in a step")
     assert named["counters-setup2"].title.endswith("; 3 forks per size and mode in a step")
-    row = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "native", "single", "8", "6", "82,010", "82,000", "82,020"]
+    row = [
+        "cpu-clock",
+        "Raspberry Pi 4 Model B Rev 1.4 (pi-a)",
+        "native",
+        "single",
+        "8",
+        "6",
+        "82,010",
+        "82,000",
+        "82,020",
+    ]
     assert row + ["ns"] in named["counters-setup2"].rows  # the 3-fork bundle's alone
     assert ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "native", "single", "8", "3"] in [
         r[:6] for r in named["counters-setup1"].rows
