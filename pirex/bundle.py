@@ -33,6 +33,7 @@ on resume, by reuse (pirex reproduce) and by the analysis (read it with Bundle.r
     matrix          null, or {"name", "runs_as", "cases", "notes": {case: [why]}, "same_as_base": [case],
                     "fallback"?}: the matrix run (a view) and the facts the runner learned about its cases
     cpus            the --cpus list every step was pinned to, or null
+    work_dir        absent, or the host directory every variant's /work was bound to (--work-dir: a storage device)
     trace           null, or {"enabled", "tracer", "functions", "output"} / {"enabled": false, "reason"}
     variants        {name: how it ran}; jvm: the JVM that ran; soak; preflight; requested; skipped_variants
 
@@ -411,6 +412,12 @@ class RunInfo:
     @property
     def matrix(self) -> str | None:
         return self._matrix.get("name")
+
+    @property
+    def work_dir(self) -> Path | None:
+        """The host directory the workload's /work was on (a storage device's mount), or None: the default."""
+        w = self.doc.get("work_dir")
+        return Path(w) if w else None
 
     @property
     def runs_as(self) -> str | None:

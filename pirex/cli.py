@@ -558,8 +558,50 @@ def _fraction(text: str | None, what: str) -> float | None:
     multiple=True,
     help="Run and judge only the claims on this experiment (repeatable; default: every experiment).",
 )
+@click.option(
+    "--inventory",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run every claim's runs on each device of this Ansible inventory (pirex fleet; fleet/hosts.yml): a verdict "
+    "per device, and the claims across devices judged over them.",
+)
+@click.option(
+    "--bundles",
+    "given",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Judge these bundles (or fleet runs, or folders of them) from any machines; run nothing. Repeatable.",
+)
+@click.option(
+    "--storage",
+    "storages",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A storage device's mount: the claims across storages run their work directory on each (give two).",
+)
+@click.option(
+    "--images-archive",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="With --inventory: the hosts load the images from this file (`pirex images export`), not a registry.",
+)
 def reproduce(
-    papers, level, precision, confidence, budget, resume_, reuse_only, results_dir, tag, sets, aa, experiments
+    papers,
+    level,
+    precision,
+    confidence,
+    budget,
+    resume_,
+    reuse_only,
+    results_dir,
+    tag,
+    sets,
+    aa,
+    experiments,
+    inventory,
+    given,
+    storages,
+    images_archive,
 ) -> None:
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
@@ -578,6 +620,10 @@ def reproduce(
         sets=reproduction.parse_sets(sets),
         aa=aa,
         experiments=list(experiments),
+        inventory=inventory,
+        bundles=list(given),
+        storages=list(storages),
+        images_archive=images_archive,
     )
     reproduction.reproduce(opts, reproduction.run_with_runner)
 

@@ -131,6 +131,53 @@ def lab(tmp: Path, names: list[str] = NAMES):
         yield Lab(hosts, sshds, inventory, {n: disks[n] / "pirex" for n in names})
 
 
+THROTTLE = "pirex-lab-throttle"  # the cgroup a throttled host's sessions run in
+
+
+def _cpu_cgroups() -> tuple[Path, bool]:
+    """The cpu controller's root and whether it is cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us)."""
+    if Path("/sys/fs/cgroup/cgroup.controllers").exists():
+        return Path("/sys/fs/cgroup"), True
+    return Path("/sys/fs/cgroup/cpu"), False
+
+
+@contextlib.contextmanager
+def throttled(sshd: netns.Sshd, share: float):
+    """A host whose CPU is cut to `share` of one CPU (a Pi throttled by heat): its sshd started again inside a
+    cgroup with a CPU quota, so that every session's processes (a native workload) inherit it; undone on exit
+    (sshd started again outside, the cgroup removed)."""
+    root, v2 = _cpu_cgroups()
+    cg = root / THROTTLE
+    cg.mkdir(exist_ok=True)
+    period = 100_000
+    if v2:
+        (root / "cgroup.subtree_control").write_text("+cpu")
+        (cg / "cpu.max").write_text(f"{int(share * period)} {period}")
+    else:
+        (cg / "cpu.cfs_period_us").write_text(str(period))
+        (cg / "cpu.cfs_quota_us").write_text(str(int(share * period)))
+    try:
+        sshd.stop()
+        sshd.start()
+        (cg / "cgroup.procs").write_text(str(sshd.proc.pid))
+        yield
+    finally:
+        sshd.stop()
+        _remove_cgroup(root, cg)
+        sshd.start()
+
+
+def _remove_cgroup(root: Path, cg: Path) -> None:
+    """Every process still in the cgroup moved back to the root, then the cgroup removed."""
+    if not cg.exists():
+        return
+    for pid in (cg / "cgroup.procs").read_text().split():
+        with contextlib.suppress(OSError):
+            (root / "cgroup.procs").write_text(pid)
+    with contextlib.suppress(OSError):
+        cg.rmdir()
+
+
 def leftovers() -> list[str]:
     """What the lab could leave on this machine: namespaces, the bridge, the FORWARD rule, mounts, sshds."""
     out = [ns for ns in proc.run(["ip", "netns", "list"], timeout=30).stdout.split() if ns.startswith(f"pirex{SITE}-")]
@@ -139,6 +186,9 @@ def leftovers() -> list[str]:
     out += [r for r in proc.run(["iptables", "-S", "FORWARD"], timeout=30).stdout.splitlines() if f"pirexbr{SITE}" in r]
     with open("/proc/self/mountinfo") as f:
         out += [ln.split()[4] for ln in f if f"/run/pirex-netns{SITE}/" in ln.split()[4]]
+    root, _ = _cpu_cgroups()
+    if (root / THROTTLE).exists():
+        out.append(f"cgroup {root / THROTTLE}")
     for p in Path("/proc").iterdir():  # the hosts' sshds (another sshd on this machine is none of ours)
         with contextlib.suppress(OSError):
             if p.name.isdigit() and b"/sshd-pi-" in (p / "cmdline").read_bytes():

@@ -155,3 +155,73 @@ def test_a_host_lost_mid_run_is_named_and_resume_completes_it(lab, images_archiv
     assert [a["hosts"] for a in doc["attempts"]] == [NAMES, ["pi-c"]]
     assert bundle.verify(run / "pi-c") == [] and len(device_columns(r.stdout)) == 3
     assert bundle.Bundle.open(run / "pi-c").manifest["resumed"] == [], "the first attempt's run, completed there"
+
+
+# --- pirex reproduce across the fleet: a claim across devices judged over the three hosts
+
+LAB_CLAIMS = """
+paper: lab
+title: The fleet lab's devices
+claims:
+  - id: devices-agree
+    where: section 1, three identical hosts
+    says: identical devices give the same B1 throughput (within 50 %, wide for three hosts sharing two CPUs)
+    experiment: jmh
+    variants: [native]
+    across: devices
+    metrics: [B1]
+    rule: equivalent
+    margin: 0.5
+    needs: [devices:3]
+  - id: b1-runs
+    where: section 1, each host
+    says: B1 is faster than B3 on every host
+    experiment: jmh
+    variants: [native]
+    ratio: {numerator: {metric: B1, variant: native}, denominator: {metric: B3, variant: native}}
+    published: {direction: greater}
+    rule: direction
+"""
+JMH_SETS = [
+    "--set",
+    "jmh.warmup_iterations=1",
+    "--set",
+    "jmh.iterations=2",
+    "--set",
+    "jmh.benchmarks=RecursionBenchmark.b[13]_",
+]
+
+
+def pirex_reproduce(claims: Path, results: Path, *args: str) -> tuple[proc.Result, dict]:
+    r = proc.run(
+        [sys.executable, "-m", "pirex", "reproduce", str(claims), "--results-dir", str(results), "--tag", TEST_TAG]
+        + list(args),
+        timeout=1800,
+        check=False,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    [state] = sorted(results.glob("reproduce/*/state.json"), key=lambda p: p.stat().st_mtime)[-1:]
+    return r, json.loads(state.read_text())
+
+
+def test_reproduce_across_the_fleet_judges_the_devices_and_names_a_throttled_one(lab, images_archive, tmp_path):
+    claims_file = tmp_path / "claims.yaml"
+    claims_file.write_text(LAB_CLAIMS)
+    run = ("--inventory", str(lab.inventory), "--images-archive", str(images_archive), *JMH_SETS)
+    r, state = pirex_reproduce(claims_file, tmp_path / "even", *run)
+    assert state["verdicts"]["lab:devices-agree"] == "holds", r.stdout[-3000:]
+    per_device = {k: v for k, v in state["verdicts"].items() if k.startswith("lab:b1-runs@")}
+    assert sorted(k.split("@")[1].split(" ")[0] for k in per_device) == NAMES  # a verdict per device
+    assert set(per_device.values()) == {"holds"}, per_device
+    [fleet_dir] = state["fleets"].values()
+
+    # the same verdicts from the fleet run's bundles given by hand (nothing runs)
+    _, again = pirex_reproduce(claims_file, tmp_path / "given", "--bundles", fleet_dir)
+    assert again["verdicts"] == state["verdicts"]
+
+    with fleet_lab.throttled(lab.sshds["pi-c"], 0.1):  # pi-c at a tenth of a CPU
+        r, state = pirex_reproduce(claims_file, tmp_path / "throttled", *run)
+    assert state["verdicts"]["lab:devices-agree"] == "differs", r.stdout[-3000:]
+    report = next((tmp_path / "throttled" / "reproduce").glob("*/REPORT.md")).read_text()
+    [line] = [ln for ln in report.splitlines() if ln.startswith("| lab:devices-agree")]
+    assert "pi-c (" in line.split("differs")[0] and "pi-a (" not in line.split("differs")[0], line

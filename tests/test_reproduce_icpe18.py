@@ -124,3 +124,7 @@ def test_icpe18_kick_the_tires_killed_then_resumed(built, tmp_path):
 
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[0] >= 1000 and pixels.std() > 0.05  # text, table and figure: far from a blank page
+    a4 = tmp_path / "report-a4.png"  # A4's width at 96 dpi (210 mm): the page as it prints
+    proc.run([chromium, *flags, "--window-size=794,1123", f"--screenshot={a4}", html.as_uri()], timeout=120)
+    pixels = matplotlib.image.imread(a4)
+    assert pixels.shape[1] == 794 and pixels.std() > 0.05

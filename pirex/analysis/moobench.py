@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pirex.analysis import stats
+from pirex.analysis import interrupts, stats
 from pirex.analysis.bundles import open_bundle
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.moobench_figures import envelope, figure, raw_figure
@@ -169,15 +169,20 @@ def figures(bundles: Iterable[Path], out: Path, view: str | None = None) -> list
 
 def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValue]:
     """One value per MooBench loop (a fresh JVM, one repetition): its steady-state mean in µs per configuration;
-    inner: the loop's steady-state means per 1,000 calls. variant: the bundle's variant, or the matrix case."""
+    inner: the loop's steady-state means per 1,000 calls. variant: the bundle's variant, or the matrix case.
+    A matrix run's steps that ran one configuration also give the interrupts they took, per kind
+    ("kieker-dump interrupts timer": pirex/analysis/interrupts.py), for section 5.2's claims; only there, since
+    they say how the machine behaved around the calls, not what the precision of the means is planned for."""
     out = []
     for path in view_bundles(bundles, view):
         b = open_bundle(path, MOOBENCH)
         device = device_label(b.machine_before())
         run = setup_of(b.param) if b.matrix else None  # a matrix's cases change parameters on purpose: its rows
+        step_loops = []
         for step in b.steps():
             setup = (run or setup_of(step.param)).text
-            for f in raw_files(step):
+            files, loops = raw_files(step), []
+            for f in files:
                 loop = read_loop(f)
                 if not loop.n:
                     continue
@@ -196,6 +201,10 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
                     setup=setup,
                 )
                 out += [value, *_spreads(value, loop)]
+                loops.append(interrupts.Loop(value, sum(loop.calls)))
+            if b.matrix and len(files) == 1:  # several configurations in a step: whose interrupts is unknown
+                step_loops.append((step.dir, loops))
+        out += interrupts.run_values(step_loops)
     return out
 
 

@@ -1,9 +1,19 @@
-"""ICPE'18 Figure 3 from the interrupt counters the runner records around each step."""
+"""ICPE'18 Figure 3 and section 5.2's interrupt kinds from the counters the runner records around each step, against
+counts made by hand from the records in testdata/interrupts (README.md there)."""
 
 import json
+import shutil
+from pathlib import Path
 
-from pirex.analysis import interrupts
+import pytest
+
+from pirex import experiment
+from pirex.analysis import interrupts, moobench
 from pirex.bundle import Bundle, write_step_info
+from pirex.reproduce import claims, verdict
+
+DATA = Path(__file__).parent / "testdata" / "interrupts"
+QUICK = experiment.load("moobench").resolve("quick")
 
 
 def _counters(timer: int, eth: int) -> dict:
@@ -41,3 +51,109 @@ def test_interrupts_per_second_per_source_and_the_figure(tmp_path):
     files = interrupts.figure([b.path], tmp_path / "fig")
     assert [f.name for f in files] == ["interrupts.png", "interrupts.svg"] and all(f.stat().st_size for f in files)
     assert interrupts.figure([], tmp_path / "none") == []
+
+
+def _step_with(tmp_path: Path, record: str) -> Path:
+    d = tmp_path / record
+    d.mkdir()
+    shutil.copy(DATA / record, d / "interrupts.json")
+    return d
+
+
+def test_kinds_of_a_pi3_by_hand(tmp_path):
+    # timer: IRQ 17's arch_timer, (3500-1000)+(3000-2000)+(3500-3000)+(4000-4000); IRQ 16's none; IPI1's 4 timer
+    # broadcasts and the USB controller's 12,000 are other kinds
+    counts = interrupts.kind_counts(_step_with(tmp_path, "pi3.json"))
+    assert counts == {"timer": 4000, "work": 1000, "rescheduling": 3, "function-call": 2}
+
+
+def test_kinds_of_an_x86_vm_by_hand(tmp_path):
+    # LOC 6000+2000; IWI none; RES 300+100; CAL 50+50; IRQ 0's legacy timer, TLB and the new line 30 left out
+    counts = interrupts.kind_counts(_step_with(tmp_path, "x86-ram-drive.json"))
+    assert counts == {"timer": 8000, "work": 0, "rescheduling": 400, "function-call": 100}
+    assert interrupts.kind_counts(tmp_path) is None  # a step of an older bundle: no record
+
+
+@pytest.mark.parametrize(
+    ("description", "kind"),
+    [
+        ("Local timer interrupts", "timer"),
+        ("GICv2  30 Level     arch_timer", "timer"),
+        ("IO-APIC   2-edge      timer", None),
+        ("Timer broadcast interrupts", None),
+        ("Single function call interrupts", "function-call"),
+        ("NMI function call interrupts", None),
+        ("", None),
+    ],
+)
+def test_a_line_is_of_a_kind_by_its_description(description, kind):
+    assert interrupts.kind(description) == kind
+
+
+def _fluctuation_bundle(tmp_path: Path, steps: dict, configurations=("kieker-dump",), matrix=True) -> Path:
+    """steps: case -> interrupts.json record per repetition (a file in DATA); every raw file 20 calls of 1 µs."""
+    cases = list(steps)
+    reps = len(steps[cases[0]])
+    plan = [{"variant": v, "repetition": r, "params": dict(QUICK)} for r in range(reps) for v in cases]
+    b = Bundle.create(tmp_path, "moobench", "quick", QUICK, cases, plan, {}, {"version": "t", "commit": "c"})
+    if matrix:
+        b.write_run_info({"matrix": {"name": "fluctuation"}, "skipped_variants": {}})
+    b.write_machine(before={"hostname": "vm"}, after={"hostname": "vm"})
+    for s in plan:
+        with b.step(s["variant"], s["repetition"]) as d:
+            for cfg in configurations:
+                (d / f"raw-{cfg}.csv").write_text("1;1000;123456;0\n" * 20)
+            shutil.copy(DATA / steps[s["variant"]][s["repetition"]], d / "interrupts.json")
+    b.finish()
+    return b.path
+
+
+def _interrupt_values(values) -> dict:
+    return {(v.variant, v.repetition, v.metric): v for v in values if " interrupts " in v.metric}
+
+
+def test_a_step_of_one_configuration_gives_its_interrupts_per_1000_calls(tmp_path):
+    path = _fluctuation_bundle(
+        tmp_path, {"ram-drive": ["x86-ram-drive.json"] * 2, "one-core": ["x86-one-core.json", "x86-ram-drive.json"]}
+    )
+    got = _interrupt_values(moobench.run_values([path], "fluctuation"))
+    # (count + 0.5) / 20 calls x 1,000; IRQ work: none in any step, so no values of it
+    assert got[("one-core", 0, "kieker-dump interrupts timer")].value == pytest.approx(16100.5 / 20 * 1000)
+    assert got[("one-core", 0, "kieker-dump interrupts rescheduling")].value == pytest.approx(3.5 / 20 * 1000)
+    assert got[("one-core", 1, "kieker-dump interrupts function-call")].value == pytest.approx(100.5 / 20 * 1000)
+    assert got[("ram-drive", 1, "kieker-dump interrupts timer")].unit == "per 1,000 calls"
+    assert {m for _, _, m in got} == {f"kieker-dump interrupts {k}" for k in ("timer", "rescheduling", "function-call")}
+    mean = next(v for v in moobench.run_values([path], "fluctuation") if v.metric == "kieker-dump")
+    assert got[("ram-drive", 0, "kieker-dump interrupts timer")].setup == mean.setup  # never pooled across setups
+
+
+def test_a_step_of_several_configurations_or_a_plain_run_gives_none(tmp_path):
+    both = _fluctuation_bundle(
+        tmp_path / "a", {"ram-drive": ["x86-ram-drive.json"]}, configurations=("baseline", "kieker-dump")
+    )
+    assert not _interrupt_values(moobench.run_values([both], "fluctuation"))  # whose interrupts: unknown
+    plain = _fluctuation_bundle(tmp_path / "b", {"native": ["x86-ram-drive.json"]}, matrix=False)
+    assert not _interrupt_values(moobench.run_values([plain]))  # the default view: means only
+
+
+def test_section_5_claims_judge_these_values(tmp_path):
+    """The claims name the metrics run_values makes (Kieker standing in for SPASS-meter), and their ratio is the
+    ratio of counts per call, paired by repetition."""
+    paper = claims.load("icpe18")
+    found = [c for c in paper.claims if c.numerator and any(" interrupts " in m for m in c.numerator.metrics)]
+    assert found, "analysis/icpe18/claims.yaml has no claim on section 5.2's interrupts"
+    for c in found:
+        for m in (*c.numerator.metrics, *c.denominator.metrics):
+            cfg, _, k = m.partition(" interrupts ")
+            assert k in interrupts.KINDS and cfg in ("spass-meter", "kieker-dump"), (c.id, m)
+    path = _fluctuation_bundle(
+        tmp_path, {"ram-drive": ["x86-ram-drive.json"] * 2, "one-core": ["x86-one-core.json", "x86-ram-drive.json"]}
+    )
+    values = moobench.run_values([path], "fluctuation")
+    timer = next(c for c in found if c.numerator.metrics[-1] == "kieker-dump interrupts timer")
+    if (timer.numerator.variant, timer.denominator.variant) != ("one-core", "ram-drive"):
+        pytest.skip(f"{timer.id} compares other cases")
+    o = verdict.ours(timer, values, 0.95)
+    # geometric mean of 16100.5 / 8000.5 (repetition 0) and 1 (repetition 1)
+    assert o.interval.value == pytest.approx((16100.5 / 8000.5) ** 0.5)
+    assert o.metric == "kieker-dump interrupts timer"

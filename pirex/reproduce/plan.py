@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,10 +43,12 @@ class Need:
     seconds: float | None = None  # estimated on this machine
     estimate_from: str = ""
     steps: int = 0
+    storage: Path | None = None  # --storage: the run's work directory on this mount (the claims across storages)
 
     @property
     def key(self) -> str:
-        return f"{self.experiment}{f'[{self.view}]' if self.view else ''}@{self.profile}"
+        on = f" on {self.storage}" if self.storage else ""
+        return f"{self.experiment}{f'[{self.view}]' if self.view else ''}@{self.profile}{on}"
 
 
 def calibration_score(
@@ -67,12 +70,14 @@ def calibration_score(
     return best
 
 
-def missing(record: dict, requirements: dict[str, Requirement]) -> dict[str, str]:
+def missing(record: dict, requirements: dict[str, Requirement], here: bool = True) -> dict[str, str]:
     """What this machine cannot do, by the names claims use in `needs`, with the reason: its capabilities as
-    the machine record has them, and what the papers declare beyond them (a bring-your-own tool, a kit)."""
+    the machine record has them, and what the papers declare beyond them (a bring-your-own tool, a kit).
+    here=False: the record is another machine's, so one without capabilities is not probed here."""
     caps = record.get("capabilities")
-    if caps is None:  # a record taken before capabilities were recorded: probe them now, on this machine
+    if caps is None and here:  # a record taken before capabilities were recorded: probe them now, on this machine
         caps = capabilities.probe(Path((record.get("storage") or {}).get("work_dir") or "."))
+    caps = caps or {}
     out = capabilities.missing(caps)
     for name, r in requirements.items():
         if r.capability:
@@ -86,16 +91,20 @@ def missing(record: dict, requirements: dict[str, Requirement]) -> dict[str, str
     return out
 
 
-def blocked(claim: Claim, missing: dict[str, str], devices: int = 1) -> str | None:
-    """Why this machine cannot judge the claim, or None."""
+def blocked(claim: Claim, missing: dict[str, str], devices: int = 1, storages: int = 1) -> str | None:
+    """Why this machine (these devices: --inventory, --bundles; these storages: --storage) cannot judge the
+    claim, or None."""
     for n in claim.needs:
         kind, _, count = n.partition(":")
         if count:
-            if devices < int(count):
-                what = "devices" if kind == "devices" else "storage devices"
-                return (
-                    f"needs {count} {what}; this machine is one (run it on each and give every bundle to `pirex table`)"
-                )
+            have = devices if kind == "devices" else storages
+            if have < int(count):
+                if kind == "devices":
+                    return (
+                        f"needs {count} devices; this machine is one (give them with --inventory, or every "
+                        "device's bundles with --bundles)"
+                    )
+                return f"needs {count} storage devices (mounts): give each with --storage PATH"
         elif n in missing:
             return missing[n]
     return None
@@ -107,31 +116,24 @@ def needs(
     sets: dict[str, dict] | None = None,
     aa: bool = False,
     missing: dict[str, str] | None = None,
+    devices: int = 1,
+    storages: Sequence[Path] = (),
 ) -> list[Need]:
-    """The runs the claims need, one per experiment, view and profile: the variants (or a view's
-    cases) they compare, with an A/A copy of each denominator when `aa`, and only the metrics they
-    compare where the experiment can choose (its metrics_parameter), unless --set chose them."""
+    """The runs the claims need, one per experiment, view and profile (and storage: a claim across storages
+    runs on each --storage): the variants (or a view's cases) they compare, with an A/A copy of each
+    denominator when `aa`, and only the metrics they compare where the experiment can choose (its
+    metrics_parameter), unless --set chose them."""
     profile = LEVELS[level]
     out: dict[tuple, Need] = {}
     metrics: dict[tuple, list[str]] = {}
     for c in claims:
-        if not c.experiment or not c.judged or (missing is not None and blocked(c, missing)):
+        if not c.experiment or not c.judged:
+            continue
+        if missing is not None and blocked(c, missing, devices, max(len(storages), 1)):
             continue  # a claim this machine cannot judge adds no run, case or metric
         over = dict((sets or {}).get(c.experiment, {}))
-        key = (c.experiment, c.view)
-        n = out.setdefault(key, Need(c.experiment, c.view, profile, [], overrides=over))
-        wanted = list(c.variants)
-        if aa and not c.view and c.numerator.variant != c.denominator.variant:
-            wanted.append(c.denominator.variant + AA_SUFFIX)  # the noise floor beside the ratio
-        for v in wanted:
-            if v not in n.variants:
-                n.variants.append(v)
-        for case in (c.numerator.variant, c.denominator.variant) if c.view else ():
-            if case not in n.cases:
-                n.cases.append(case)
-        for side in (c.numerator, c.denominator):
-            metrics.setdefault(key, []).extend(m for m in side.metrics if m not in (missing or {}))
-        n.claims.append(c.id)
+        for on in storages if c.across == "storages" else (None,):
+            _add(out, metrics, c, profile, over, aa, on, missing or {})
     for key, n in out.items():
         exp = experiment.load(n.experiment)
         param = exp.metrics_parameter
@@ -141,6 +143,38 @@ def needs(
             if chosen:
                 n.overrides[param] = ",".join(chosen)
     return list(out.values())
+
+
+def _add(
+    out: dict[tuple, Need],
+    metrics: dict[tuple, list[str]],
+    c: Claim,
+    profile: str,
+    over: dict,
+    aa: bool,
+    on: Path | None,
+    missing: dict[str, str],
+) -> None:
+    """The claim's variants (cases), A/A copy and metrics added to the need of its experiment, view and storage."""
+    key = (c.experiment, c.view, on)
+    n = out.setdefault(key, Need(c.experiment, c.view, profile, [], overrides=dict(over), storage=on))
+    wanted = list(c.variants)
+    if aa and not c.view and c.numerator is not None and c.numerator.variant != c.denominator.variant:
+        wanted.append(c.denominator.variant + AA_SUFFIX)  # the noise floor beside the ratio
+    for v in wanted:
+        if v not in n.variants:
+            n.variants.append(v)
+    for case in (c.numerator.variant, c.denominator.variant) if c.view and c.numerator else ():
+        if case not in n.cases:
+            n.cases.append(case)
+    names = c.metrics or [m for side in (c.numerator, c.denominator) for m in side.metrics]
+    metrics.setdefault(key, []).extend(b for b in map(_base_metric, names) if b not in missing)
+    n.claims.append(c.id)
+
+
+def _base_metric(metric: str) -> str:
+    """The measured quantity a claim's metric is made of: "kieker-text sd" of kieker-text, "x/{size}" of x."""
+    return metric.split(" ")[0]
 
 
 def _machine_key(record: dict) -> tuple:
@@ -203,8 +237,8 @@ def matching_bundles(
         if commit is not None and b.commit != commit:
             continue
         run = _run_info(b)
-        if run is None or run.matrix != need.view:
-            continue
+        if run is None or run.matrix != need.view or run.work_dir != need.storage:
+            continue  # another view, or another storage device's work directory
         asked = run.doc.get("requested") or b.parameters  # older bundles: the resolved parameters
         if not _same_parameters(asked, wanted, exp.metrics_parameter):
             continue

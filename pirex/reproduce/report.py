@@ -55,6 +55,8 @@ class Facts:
     took: float | None = None  # seconds, every attempt of the reproduction added up
     attempts: int = 1
     precision: float | None = None  # --precision
+    titles: dict[str, str] = field(default_factory=dict)  # paper id -> its title (a claims file given by path too)
+    devices: list[str] = field(default_factory=list)  # the devices the bundles came from, where several
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,25 @@ def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
     return out
 
 
+def per_device(verdicts: Sequence[Verdict]) -> tuple[list[str], list[tuple[Verdict, list[Verdict | None]]]]:
+    """The verdicts of claims judged on each of several devices: the devices (columns), and per claim its verdict
+    on each device (None where that device has none), in the claims' order."""
+    mine = [v for v in verdicts if v.device]
+    devices = sorted({v.device for v in mine})
+    by_claim: dict[tuple[str, str], dict[str, Verdict]] = {}
+    for v in mine:
+        by_claim.setdefault((v.claim.paper, v.claim.id), {})[v.device] = v
+    return devices, [(next(iter(d.values())), [d.get(dev) for dev in devices]) for d in by_claim.values()]
+
+
+def device_cell(v: Verdict | None) -> str:
+    """A claim on one device: its verdict and our interval (or why none)."""
+    if v is None:
+        return "-"
+    ours = f"{_ours(v)}" if v.ours and v.ours.interval.has_interval else v.reason
+    return f"{MARK[v.verdict]}: {ours}"
+
+
 def summary(
     verdicts: Sequence[Verdict],
     report: Path | None,
@@ -131,7 +152,10 @@ def summary(
         if fold and v.verdict == HOLDS:
             continue  # too many for a line each: the claims that hold share lines, the others keep theirs
         ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
-        lines.append(f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}")
+        on = f" on {v.device}" if v.device else ""
+        lines.append(
+            f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}{on}"
+        )
     if fold:
         ids = ", ".join(f"{v.claim.paper}:{v.claim.id}" for v in held)
         lines[:0] = textwrap.wrap(ids, width, initial_indent=f"{MARK[HOLDS]:<13} ", subsequent_indent=" " * 14)
@@ -238,8 +262,10 @@ def machine_rows(record: dict) -> list[tuple[str, str]]:
 
 
 def fact_rows(facts: Facts) -> list[tuple[str, str]]:
+    several = [("Devices", "; ".join(facts.devices))] if len(facts.devices) > 1 else []
     return [
         ("Level", facts.level),
+        *several,  # then the first device's record
         *machine_rows(facts.machine),
         ("Commit", facts.commit),
         ("Time taken", _took_text(facts.took, facts.attempts, "") or "unknown"),
@@ -276,6 +302,25 @@ def rule_text(v: Verdict, precision: float | None = None) -> str:
     c = v.claim
     if not c.judged:
         return "not judged by a measurement here"
+    if c.metrics:
+        return (
+            f"the {c.across} agree: holds when every pair's means of {', '.join(c.metrics)} lie within "
+            f"±{100 * c.margin:g} % of each other (two one-sided tests over each one's repetitions, their "
+            f"{100 * (2 * v_level(v) - 1):g} % interval of the ratio inside the margin); differs when a pair's "
+            "interval lies wholly outside it, naming the one that sets itself apart; inconclusive otherwise"
+        )
+    if c.crossover:
+        at, below, _ = c.crossover
+        high, low = ("below", "above") if below == "greater" else ("above", "below")
+        return (
+            f"per size: holds when our interval lies above 1 at every size {high} {at:g} and below 1 at every "
+            f"size {low} (a size at {at:g} is not judged); differs when a size's interval lies on the wrong side"
+        )
+    if c.rule == "different":
+        return (
+            f"a change either way: holds when our interval excludes 1 (its direction said); differs when it lies "
+            f"within 1 ±{100 * c.margin:g} %; inconclusive otherwise"
+        )
     if c.rule == "direction":
         side = "above" if c.direction == "greater" else "below"
         return (
@@ -307,6 +352,11 @@ def rule_text(v: Verdict, precision: float | None = None) -> str:
     )
 
 
+def v_level(v: Verdict) -> float:
+    """The confidence level of the verdict's interval (0.95 where it has none)."""
+    return v.ours.interval.level if v.ours else 0.95
+
+
 def _band(c: claims_mod.Claim, far: float) -> tuple[float, float] | None:
     """The ratios the claim's rule accepts, drawn as a band (far: where "the paper's side of 1" ends), or None."""
     if c.rule == "within":
@@ -317,7 +367,7 @@ def _band(c: claims_mod.Claim, far: float) -> tuple[float, float] | None:
         return (1 - c.margin, 1.0) if c.direction == "less" else (1.0, 1 + c.margin)
     if c.rule == "direction":
         return (1.0, far) if c.direction == "greater" else (far, 1.0)
-    return None  # contains: the paper's value, drawn as such
+    return None  # contains: the paper's value, drawn as such; different: anything but 1
 
 
 def decide_text(v: Verdict) -> str:
@@ -454,12 +504,25 @@ def markdown(
     out += [f"- {note}" for note in facts.notes]
     out += ["", "## Verdicts", "", METHOD]
     for g in grouped:
-        out += ["", f"### {g.paper}: {g.section}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-        out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows(g.verdicts)]
+        plain = [v for v in g.verdicts if not v.device]
+        out += ["", f"### {g.paper}: {g.section}"]
+        if plain:
+            out += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+            out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows(plain)]
+        devices, by_claim = per_device(g.verdicts)
+        if devices:  # the claims on one machine, judged on each device: a column per device
+            out += ["", "Per device:", "", "| Claim | Published | " + " | ".join(map(_cell, devices)) + " |"]
+            out += ["|" + "---|" * (2 + len(devices))]
+            out += [
+                f"| {v.claim.paper}:{v.claim.id} | {v.published_text} | "
+                + " | ".join(_cell(device_cell(d)) for d in on)
+                + " |"
+                for v, on in by_claim
+            ]
         if g.figure:
             out += ["", f"![{g.paper}, {g.section}: our intervals against the paper's](figures/{g.slug}.png)"]
         out.append("")
-        for v in g.verdicts:
+        for v in plain + [v for v, _ in by_claim]:
             out += [f"- **{v.claim.paper}:{v.claim.id}** ({v.claim.where}): {_detail_text(v, needs, facts.precision)}"]
     out += ["", "## Runs", "", "| Run | Variants | Steps | Time here | Bundles |", "|---|---|---:|---|---|"]
     for need in needs:
@@ -509,6 +572,8 @@ def _need_time(n: Need) -> str:
 def _detail_text(v: Verdict, needs: Sequence[Need], precision: float | None) -> str:
     c, n = v.claim, need_of(v, needs)
     parts = [f"{c.says}.", f"Published: {c.source}." if c.source else "", f"Rule: {rule_text(v, precision)}."]
+    if v.detail:
+        parts.append(v.detail)
     if c.device_dependent:
         parts.append(f"Judged by direction only: {c.device_dependent}.")
     if n:
@@ -550,15 +615,29 @@ def html(
 ) -> str:
     papers: dict[str, list[dict]] = {}
     for g in grouped:
+        plain = [v for v in g.verdicts if not v.device]
+        devices, by_claim = per_device(g.verdicts)
         papers.setdefault(g.paper, []).append(
             {
                 "section": g.section,
                 "figure": _data_uri(g.figure, ".png") if g.figure else None,
-                "rows": [_row(v, r, needs, facts.precision) for v, r in zip(g.verdicts, rows(g.verdicts), strict=True)],
+                "rows": [_row(v, r, needs, facts.precision) for v, r in zip(plain, rows(plain), strict=True)],
+                "devices": devices,
+                "device_rows": [
+                    {
+                        "claim": f"{v.claim.paper}:{v.claim.id}",
+                        "published": v.published_text,
+                        "cells": [
+                            {"text": device_cell(d), "cls": CLASS[d.verdict] if d else "", "why": d.reason if d else ""}
+                            for d in on
+                        ],
+                    }
+                    for v, on in by_claim
+                ],
                 "unjudged": [v.reason for v in g.verdicts if not (v.ours and v.ours.interval.has_interval)],
             }
         )
-    titles = {p: claims_mod.load(p).title for p in papers}
+    titles = {p: facts.titles.get(p) or claims_mod.load(p).title for p in papers}
     return (
         _environment()
         .get_template("report.html")
@@ -628,7 +707,7 @@ def write(
     out.mkdir(parents=True, exist_ok=True)
     grouped = groups(verdicts)
     for g in grouped:
-        g.figure = figure(g.verdicts)
+        g.figure = figure([v for v in g.verdicts if not v.device])
         if g.figure:
             (out / "figures").mkdir(exist_ok=True)
             (out / "figures" / f"{g.slug}.png").write_bytes(g.figure)

@@ -5,6 +5,7 @@ state.json, so `--resume DIR` continues a killed reproduction without rerunning 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -21,9 +22,9 @@ from pirex import experiment, machine
 from pirex.analysis import modules
 from pirex.bundle import from_iso
 from pirex.errors import PirexError
-from pirex.paths import git_version
+from pirex.paths import PAPERS, git_version
 from pirex.reproduce import claims as claims_mod
-from pirex.reproduce import plan, report
+from pirex.reproduce import plan, report, sources, spans
 from pirex.reproduce.verdict import INCONCLUSIVE, NOT_RUN, Verdict, judge, ours
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,10 @@ class Options:
     sets: dict[str, dict[str, Any]] = field(default_factory=dict)  # experiment -> parameter overrides
     aa: bool | None = None  # an A/A copy of each denominator variant (None: at the full level only)
     experiments: list[str] = field(default_factory=list)  # only the claims on these experiments run (all: [])
+    inventory: Path | None = None  # --inventory: every run on every device of this Ansible inventory (pirex fleet)
+    bundles: list[Path] = field(default_factory=list)  # --bundles: judge these (bundles, fleet runs); run nothing
+    storages: list[Path] = field(default_factory=list)  # --storage: the claims across storages run on each mount
+    images_archive: Path | None = None  # --inventory in a lab without a registry: the hosts load the images from it
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -86,15 +91,24 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         opts.level, opts.papers, opts.sets = state["level"], state["papers"], state.get("sets", {})
         opts.aa = state.get("aa", opts.aa)
         opts.experiments = state.get("experiments", [])
+        opts.inventory = Path(state["inventory"]) if state.get("inventory") else None
+        opts.bundles = [Path(b) for b in state.get("given", [])]
+        opts.storages = [Path(s) for s in state.get("storages", [])]
         papers = _papers(opts.papers)
     _check_experiments(opts.experiments)
+    given = sources.given_bundles(opts.bundles)  # --bundles: what there is to judge, expanded
+    hosts = sources.check(opts, given)
     claims = [c for p in papers for c in p.claims]
     commit = git_version()[1]
     here = machine.record(opts.results_dir if opts.results_dir.is_dir() else Path("."), docker=False)
-    missing = plan.missing(here, {k: r for p in papers for k, r in p.needs.items()})
+    requirements = {k: r for p in papers for k, r in p.needs.items()}
+    missing = {} if opts.inventory or given else plan.missing(here, requirements)  # elsewhere: per device, below
     if opts.aa is None:
         opts.aa = opts.level == "full"
-    needs = plan.needs(claims, opts.level, opts.sets, opts.aa, missing)  # without the claims this machine cannot judge
+    devices = len(hosts) if opts.inventory else len(spans.groups(given, "devices")) if given else 1
+    # without the claims this machine (these devices, storages) cannot judge
+    storages = sources.storages_of(given) if given else opts.storages
+    needs = plan.needs(claims, opts.level, opts.sets, opts.aa, missing, devices, storages)
     if opts.experiments:  # make run EXPERIMENTS=...: the other experiments' claims are not run here
         needs = [n for n in needs if n.experiment in opts.experiments]
     for e in opts.experiments:  # one no claim needs still runs (its tables are in the report): make run takes it
@@ -103,7 +117,14 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
     done = state.get("bundles", {})  # a resumed reproduction keeps what it ran, even from an earlier commit
     for n in needs:
-        n.bundles = [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))] or plan.matching_bundles(
+        if given:  # --bundles: the given ones that answer the need, whatever machine or commit ran them
+            n.bundles = sources.answering(n, given)
+            continue
+        n.bundles = [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))]
+        if opts.inventory:  # a fleet's runs are this reproduction's own: resumed from its state, never reused
+            plan.estimate(n, experiment.load(n.experiment), score, None)
+            continue
+        n.bundles = n.bundles or plan.matching_bundles(
             n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only
         )
         if not n.bundles and opts.reuse_only:  # judging what there is: another commit's bundle, said so
@@ -114,17 +135,24 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
 
     # the needs that bundles of another commit answer (--reuse-only, or a resumed reproduction's earlier runs)
     elsewhere = {
-        n.key: (c or "unknown")[:12] for n in needs if n.bundles and (c := plan.bundle_commit(n.bundles[0])) != commit
+        n.key: (c or "unknown")[:12]
+        for n in needs
+        if n.bundles and not given and (c := plan.bundle_commit(n.bundles[0])) != commit
     }
     echo(_plan_text(papers, claims, needs, missing, opts, elsewhere))
     out.mkdir(parents=True, exist_ok=True)
     attempts, partial = _earlier_attempts(state, needs, opts.results_dir, here)
     state = {
-        "papers": [p.id for p in papers],
+        "papers": [str(p.path) if p.path.parent.parent != PAPERS else p.id for p in papers],
         "level": opts.level,
         "sets": opts.sets,
         "aa": opts.aa,
         "experiments": opts.experiments,
+        "inventory": str(opts.inventory) if opts.inventory else None,
+        "given": [str(b) for b in opts.bundles],
+        "storages": [str(s) for s in opts.storages],
+        "fleets": state.get("fleets", {}),  # need -> its fleet run (--inventory): resumed, never started again
+        "hosts_failed": state.get("hosts_failed", {}),
         "commit": commit,
         "failed": {},
         "score": score,
@@ -140,7 +168,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     failed: dict[str, str] = state["failed"]  # filled in place, saved with the state
     left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
     for n in needs:
-        if n.bundles or opts.reuse_only:
+        if n.bundles or opts.reuse_only or given:
             continue
         if left is not None and (why := over_budget(n, left)):
             failed[n.key] = why
@@ -150,7 +178,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         state["running"] = {"key": n.key, "started": round(time(), 1)}
         _save(out, state)
         try:
-            n.bundles = [run_one(n, opts)]
+            n.bundles = sources.on_fleet(n, opts, state, echo) if opts.inventory else [run_one(n, opts)]
             state["bundles"][n.key] = [str(b) for b in n.bundles]
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
@@ -164,7 +192,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             state["ran"][n.key] = round(took + partial.pop(n.key, 0.0), 1)
         _save(out, state)
 
-    verdicts = judge_all(claims, needs, missing, failed, opts)
+    verdicts = judge_all(claims, needs, missing, failed, opts, requirements)
     found = report.sections(needs, claims, out)  # the tables behind the verdicts (pirex table prints them), figures
     notes = [
         f"{e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()
@@ -175,6 +203,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     )
     if opts.experiments:
         notes.append(f"Only the claims on {', '.join(opts.experiments)} (--experiment)")
+    notes += sources.notes(opts, given, state)
     if elsewhere:
         notes.append(
             "Bundles of another commit (this checkout's claims and analysis, that commit's measurements): "
@@ -195,12 +224,19 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         time_taken(state),
         len(state["attempts"]),
         opts.precision,
+        {p.id: p.title for p in papers},
+        [g.name for g in spans.groups([b for n in needs for b in n.bundles], "devices")],
     )
     md, _ = report.write(out, facts, verdicts, needs, missing, timing, found)
-    state["verdicts"] = {f"{v.claim.paper}:{v.claim.id}": v.verdict for v in verdicts}
+    state["verdicts"] = {verdict_key(v): v.verdict for v in verdicts}
     _save(out, state)
     echo("\n" + report.summary(verdicts, md, took=time_taken(state), attempts=len(state["attempts"])))
     return out
+
+
+def verdict_key(v: Verdict) -> str:
+    """paper:claim, and @device for a claim on one machine judged on each of several devices."""
+    return f"{v.claim.paper}:{v.claim.id}" + (f"@{v.device}" if v.device else "")
 
 
 def over_budget(need: plan.Need, left: float) -> str | None:
@@ -236,6 +272,7 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
             overrides=overrides,
             matrix=need.view,
             cases=tuple(need.cases) or None,
+            work_dir=need.storage,
         )
     )
 
@@ -291,31 +328,68 @@ def judge_all(
     missing: dict[str, str],
     failed: dict[str, str],
     opts: Options,
+    requirements: dict[str, claims_mod.Requirement] | None = None,
 ) -> list[Verdict]:
-    by_claim = {cid: n for n in needs for cid in n.claims}
-    values_cache: dict[str, list] = {}
+    """A verdict per claim; where the bundles are of several devices (--inventory, --bundles), a claim on one
+    machine gets one per device (judged on that device's bundles, with that device's capabilities), and a claim
+    across devices or storages is judged over all of them (spans.py)."""
+    by_claim: dict[str, list[plan.Need]] = {}
+    for n in needs:
+        for cid in n.claims:
+            by_claim.setdefault(cid, []).append(n)
+    values_cache: dict[tuple, list] = {}
+
+    def values_of(n: plan.Need) -> Callable[[Sequence[Path]], list]:
+        def read(bundles: Sequence[Path]) -> list:
+            key = (n.key, tuple(map(str, bundles)))
+            if key not in values_cache:
+                mod = modules.module(experiment.load(n.experiment))
+                values_cache[key] = mod.run_values(list(bundles), n.view)
+            return values_cache[key]
+
+        return read
+
     out = []
     for c in claims:
-        why = plan.blocked(c, missing)
+        why = plan.blocked(c, missing, devices=1 << 30, storages=1 << 30) if c.across else plan.blocked(c, missing)
         if why or not c.judged:
             out.append(Verdict(c, NOT_RUN, why or "this claim is not judged by a measurement here"))
             continue
-        n = by_claim.get(c.id)
-        if n is None:  # --experiment left its experiment out
+        mine = by_claim.get(c.id)
+        if not mine and c.across and c.span > 1:  # not planned: too few devices or storages
+            have = "storage devices" if c.across == "storages" else "devices"
+            out.append(Verdict(c, NOT_RUN, plan.blocked(c, {}) or f"needs {c.span} {have}"))
+            continue
+        if not mine:  # --experiment left its experiment out
             out.append(Verdict(c, NOT_RUN, f"{c.experiment} was not among the experiments asked (--experiment)"))
             continue
-        if not n.bundles:
+        bundles = [b for n in mine for b in n.bundles]
+        if not bundles:
+            n = mine[0]
             out.append(Verdict(c, NOT_RUN, failed.get(n.key) or f"no bundle of {n.key}: run without --reuse-only"))
             continue
-        if n.key not in values_cache:
-            exp = experiment.load(n.experiment)
-            values_cache[n.key] = modules.module(exp).run_values(n.bundles, n.view)
-        o = ours(c, values_cache[n.key], opts.confidence)
-        if isinstance(o, str):
-            out.append(Verdict(c, INCONCLUSIVE, o))
+        read = values_of(mine[0])
+        indicative = opts.level == "kick-the-tires"
+        if c.across:
+            found = spans.groups(bundles, c.across)
+            out.append(spans.judge_across(c, found, read, opts.confidence, opts.precision, indicative))
             continue
-        out.append(judge(c, o, opts.precision, opts.level == "kick-the-tires"))
+        found = spans.groups(bundles, "devices")
+        if len(found) == 1:
+            out.append(_judge_one(c, read(bundles), opts))
+            continue
+        for g in found:  # each device with its own capabilities, as its record has them
+            blocked_here = plan.blocked(c, plan.missing(g.record, requirements or {}, here=False))
+            v = Verdict(c, NOT_RUN, blocked_here) if blocked_here else _judge_one(c, read(list(g.bundles)), opts)
+            out.append(dataclasses.replace(v, device=g.name))
     return out
+
+
+def _judge_one(c: claims_mod.Claim, values: list, opts: Options) -> Verdict:
+    o = ours(c, values, opts.confidence)
+    if isinstance(o, str):
+        return Verdict(c, INCONCLUSIVE, o)
+    return judge(c, o, opts.precision, opts.level == "kick-the-tires")
 
 
 def _plan_text(papers, claims, needs, missing, opts: Options, elsewhere: dict[str, str] | None = None) -> str:

@@ -36,10 +36,15 @@ class Verdict:
     reason: str
     ours: Ours | None = None
     indicative: bool = False  # kick-the-tires: small counts
+    device: str = ""  # a claim on one machine judged on one of several devices' bundles: which
+    detail: str = ""  # what the report adds below the reason (a claim across devices: the variance per level)
 
     @property
     def published_text(self) -> str:
         c = self.claim
+        if c.crossover:
+            at, below, _ = c.crossover
+            return f"{'>' if below == 'greater' else '<'} 1 below {at:g}, {'<' if below == 'greater' else '>'} 1 above"
         if c.published is not None:
             return f"{c.published:.3f}"
         return {"greater": "> 1", "less": "< 1"}.get(c.direction or "", "-")
@@ -100,6 +105,8 @@ def judge(claim: Claim, o: Ours, precision: float | None, indicative: bool) -> V
         return _equivalent(claim, o, indicative)
     if claim.rule == "direction-at-most":
         return _direction_at_most(claim, o, indicative)
+    if claim.rule == "different":
+        return _different(claim, o, indicative)
     p = claim.published
     band = (p, p) if claim.rule == "contains" else (p * (1 - claim.tolerance), p * (1 + claim.tolerance))
     need = precision or claim.tolerance or (CONTAINS_PRECISION if claim.rule == "contains" else None)
@@ -171,6 +178,18 @@ def _direction_at_most(claim: Claim, o: Ours, indicative: bool) -> Verdict:
         )
     target = max(abs(i.value - 1) / 2, m / 4)
     return Verdict(claim, INCONCLUSIVE, f"the interval crosses 1 or {edge:g} ({_more(o, target)})", o, indicative)
+
+
+def _different(claim: Claim, o: Ours, indicative: bool) -> Verdict:
+    """A change either way (the storage device matters): holds when the interval excludes 1, differs when it lies
+    inside 1 +/- margin (no change worth the name), else inconclusive."""
+    i, m = o.interval, claim.margin
+    if i.high < 1 or i.low > 1:
+        way = "lower" if i.high < 1 else "higher"
+        return Verdict(claim, HOLDS, f"the interval excludes 1: {way} by {100 * abs(i.value - 1):.0f} %", o, indicative)
+    if 1 - m <= i.low and i.high <= 1 + m:
+        return Verdict(claim, DIFFERS, f"the interval lies within 1 ±{100 * m:g} %: no change", o, indicative)
+    return Verdict(claim, INCONCLUSIVE, f"the interval contains 1 ({_more(o, m / 2)})", o, indicative)
 
 
 def _more(o: Ours, target: float) -> str:

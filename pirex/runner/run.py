@@ -51,6 +51,7 @@ class Options:
     budget: float | None = None  # seconds
     cases: tuple[str, ...] | None = None  # with matrix: only these of its cases (all when None)
     cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
+    work_dir: Path | None = None  # the workload's /work on this host directory (a storage device's mount), any variant
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -173,7 +174,7 @@ def _run(opts: Options) -> Path:
         opts.results_dir, p.experiment, p.profile, p.parameters, list(p.variants), p.steps, p.images, tool
     )
     log.info("bundle %s", bundle.path)
-    bundle.write_run_info(p.run_info)
+    bundle.write_run_info({**p.run_info, **({"work_dir": str(opts.work_dir)} if opts.work_dir else {})})
     bundle.write_machine(before=facts.machine)
     with leftovers.Owner(bundle.run_id, bundle.path):  # what the run starts, recorded before it starts
         return _execute(bundle, exp)
@@ -199,7 +200,7 @@ def host_facts(exp: experiment.Experiment, opts: Options) -> runplan.HostFacts:
         host_platform=plat.host(),
         native_unavailable=native.unavailable_reason(),
         online_cpus=frozenset(host.online_cpus()),
-        machine=machine.record(opts.results_dir, peers=peers or None),
+        machine=machine.record(opts.work_dir or opts.results_dir, peers=peers or None),
         images=images,
         jvm=_jvm(exp, images),
         fallback=bool(matrix and matrix.fallback and _lacks_optional_part(matrix, images[exp.image])),
@@ -305,6 +306,9 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
         }
     gateway = bridge_gateway()
     workdir_host = bundle.path.parent / f".{bundle.run_id}-work"
+    if info.work_dir:  # --work-dir: every variant's /work on that storage device, the work removed after
+        workdir_host = info.work_dir / f".pirex-{bundle.run_id}-work"
+        by_name = {n: dataclasses.replace(v, bind_workdir=True) for n, v in by_name.items()}
     try:
         with ExitStack() as stack:  # tracefs, services and the work directory go on every exit path
             stack.callback(proc.run, ["rm", "-rf", workdir_host], timeout=300, check=False)

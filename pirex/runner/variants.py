@@ -140,7 +140,12 @@ def run_step(
         if variant.user:
             config = {**config, "User": variant.user}
         tmpfs = {"/work": variant.ram_workdir_mb} if variant.ram_workdir_mb else {}
-        with native.mounted(root, {outdir: "/results"}, tmpfs):
+        binds = {outdir: "/results"}
+        if variant.bind_workdir:  # the work directory on a given storage device, as docker's -v does it
+            workdir.mkdir(parents=True, exist_ok=True)
+            workdir.chmod(0o777)
+            binds[workdir] = "/work"
+        with native.mounted(root, binds, tmpfs):
             cmd = native.command(root, config, argv, {})
             if variant.cpus:
                 cmd = ["taskset", "-c", variant.cpus, *cmd]

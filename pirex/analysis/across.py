@@ -1,0 +1,258 @@
+"""Statistics across devices: whether a result holds from one machine to another.
+
+Claims that span machines ("three identical Pis give the same results", SSP'17; "a Pi against a
+server"; "SD card against USB disk") compare devices whose runs are independent of each other: no
+repetition of one device is paired with one of another, so the paired ratios of stats.py do not apply.
+
+- between(): the ratio of two independent groups' means (Welch's t on logs).
+- tost(): whether two groups are equivalent within a margin (Schuirmann's two one-sided tests).
+- agree(): whether every device agrees with every other, and which device is the odd one.
+- decompose_devices(): the Kalibera & Jones variance decomposition with a device level on top.
+- device_means(): per device, its repetition means: what agree(), tost() and between() are fed with.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+from pirex.analysis import precision, stats
+from pirex.analysis.interface import RunValue
+
+DEVICE_LEVEL_NAMES = ("device", "repetition", "fork", "iteration")  # top first; MooBench: loop for fork
+
+
+# --- two independent groups
+
+
+def _logs(values: Sequence[float], name: str) -> np.ndarray:
+    a = np.asarray(values, dtype=float)
+    a = a[~np.isnan(a)]
+    if (a <= 0).any():
+        raise ValueError(f"ratio of {name}'s value {a.min()} <= 0: ratios need positive values (times, throughputs)")
+    return np.log(a)
+
+
+def _welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """mean(x) - mean(y), its standard error and the Welch-Satterthwaite degrees of freedom."""
+    vx, vy = float(x.var(ddof=1)) / x.size, float(y.var(ddof=1)) / y.size
+    se = math.sqrt(vx + vy)
+    df = (vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1)) if se > 0 else math.inf
+    return float(x.mean() - y.mean()), se, df
+
+
+def _short(sizes: Mapping[str, int]) -> str | None:
+    """stats.too_few's sentence for every side below MIN_RUNS, naming it ("no interval: 4 runs of C, 5 needed")."""
+    reasons = [r for name, n in sizes.items() if (r := stats.too_few(n, f"runs of {name}"))]
+    return "; ".join(reasons) or None
+
+
+def between(
+    numerator: Sequence[float],
+    denominator: Sequence[float],
+    level: float = 0.95,
+    names: tuple[str, str] = ("numerator", "denominator"),
+) -> stats.Interval:
+    """numerator/denominator of two independent groups (e.g. device A's repetition means over device B's).
+    With x = log(numerator), y = log(denominator), sizes n_x, n_y and sample variances s_x^2, s_y^2 (n-1),
+    Welch's t with the Welch-Satterthwaite degrees of freedom (Welch 1947, "The generalization of
+    'Student's' problem when several different population variances are involved", Biometrika 34):
+
+        d = xbar - ybar,   se = sqrt(s_x^2/n_x + s_y^2/n_y),
+        df = se^4 / ((s_x^2/n_x)^2/(n_x-1) + (s_y^2/n_y)^2/(n_y-1))
+        value = exp(d)   (the ratio of the geometric means, not of the arithmetic ones)
+        interval exp(d -/+ t(1-(1-level)/2, df) se),  method "welch-log"
+
+    n is n_x + n_y. No interval below MIN_RUNS values on either side (the reason names the side); no
+    spread on either side gives a point interval. Values <= 0: ValueError."""
+    x, y = _logs(numerator, names[0]), _logs(denominator, names[1])
+    n = int(x.size + y.size)
+    value = math.exp(x.mean() - y.mean()) if x.size and y.size else math.nan
+    reason = _short({names[0]: int(x.size), names[1]: int(y.size)})
+    if reason:
+        return stats.Interval(value, None, None, n, level, "none", reason)
+    d, se, df = _welch(x, y)
+    half = float(sps.t.ppf(1 - (1 - level) / 2, df)) * se if se > 0 else 0.0
+    return stats.Interval(value, math.exp(d - half), math.exp(d + half), n, level, "welch-log")
+
+
+@dataclass(frozen=True)
+class Tost:
+    """Two one-sided tests of a/b within [1 - margin, 1 + margin]. interval: between() at 1 - 2 alpha;
+    p_low, p_high: the one-sided p-values against the lower and the upper bound; p: their max.
+    equivalent: the interval lies inside the margin (p < alpha); outside: it lies wholly outside it.
+    reason: why there is no test (too few runs), else None."""
+
+    interval: stats.Interval
+    p_low: float
+    p_high: float
+    p: float
+    equivalent: bool
+    outside: bool
+    reason: str | None = None
+
+
+def tost(
+    a: Sequence[float],
+    b: Sequence[float],
+    margin: float,
+    level: float = 0.95,
+    names: tuple[str, str] = ("a", "b"),
+) -> Tost:
+    """Equivalence of two independent groups within `margin` on the ratio scale (Schuirmann 1987, "A
+    comparison of the two one-sided tests procedure and the power approach for assessing the equivalence
+    of average bioavailability", J. Pharmacokinet. Biopharm. 15(6)). With alpha = 1 - level and d, se, df
+    of between():
+
+        p_low  = P(T_df > (d - log(1 - margin)) / se)    H0: a/b <= 1 - margin
+        p_high = P(T_df < (d - log(1 + margin)) / se)    H0: a/b >= 1 + margin
+
+    a and b are equivalent iff both are below alpha, i.e. iff the (1 - 2 alpha) interval of between()
+    lies inside [1 - margin, 1 + margin] (level 0.95: the 90 % interval)."""
+    if not 0 < margin < 1:
+        raise ValueError(f"margin {margin}: expected a relative margin between 0 and 1, e.g. 0.05 for ±5 %")
+    alpha = 1 - level
+    interval = between(a, b, 1 - 2 * alpha, names)
+    if not interval.has_interval:
+        return Tost(interval, math.nan, math.nan, math.nan, False, False, interval.reason)
+    d, se, df = _welch(_logs(a, names[0]), _logs(b, names[1]))
+    low, high = math.log1p(-margin), math.log1p(margin)
+    if se > 0:
+        p_low, p_high = float(sps.t.sf((d - low) / se, df)), float(sps.t.cdf((d - high) / se, df))
+    else:  # no spread: each null hypothesis is either certainly false or not rejected at all
+        p_low, p_high = float(d <= low), float(d >= high)
+    equivalent = interval.low > 1 - margin and interval.high < 1 + margin
+    outside = interval.high < 1 - margin or interval.low > 1 + margin
+    return Tost(interval, p_low, p_high, max(p_low, p_high), equivalent, outside)
+
+
+# --- many devices
+
+
+@dataclass(frozen=True)
+class PairResult:
+    a: str
+    b: str
+    tost: Tost  # a/b
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """verdict: "holds" (every pair equivalent), "differs" (some pair wholly outside the margin) or
+    "inconclusive"; reason: one line saying why; odd: the devices in every pair that lies outside."""
+
+    verdict: str
+    reason: str
+    pairs: tuple[PairResult, ...]
+    odd: tuple[str, ...]
+
+
+def agree(groups: Mapping[str, Sequence[float]], margin: float, level: float = 0.95) -> Agreement:
+    """Whether all devices give the same result within ±margin: tost() of every pair of devices (names
+    sorted, a before b). "holds" needs every pair equivalent: an intersection-union test, so each pair at
+    level alpha keeps the overall test at alpha, with no multiplicity correction (Berger & Hsu 1996,
+    "Bioequivalence trials, intersection-union tests and equivalence confidence sets", Statistical
+    Science 11(4)). "differs" when some pair's interval lies wholly outside the margin; `odd` then names
+    the devices found in every such pair (the one slow Pi among three; with two devices, both).
+    A device below MIN_RUNS makes it "inconclusive", its name in the reason."""
+    names = sorted(groups)
+    if len(names) < 2:
+        raise ValueError(f"agreement across devices needs at least 2 devices, got {len(names)}: {names}")
+    pairs = tuple(
+        PairResult(a, b, tost(groups[a], groups[b], margin, level, (a, b)))
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    )
+    short = _short({name: int(np.count_nonzero(~np.isnan(np.asarray(groups[name], float)))) for name in names})
+    outside = [p for p in pairs if p.tost.outside]
+    odd = tuple(sorted(set.intersection(*({p.a, p.b} for p in outside)))) if outside else ()
+    within = f"±{100 * margin:g} %"
+    if short:
+        return Agreement("inconclusive", short, pairs, ())
+    if all(p.tost.equivalent for p in pairs):
+        low, high = min(p.tost.interval.low for p in pairs), max(p.tost.interval.high for p in pairs)
+        envelope = f"every pair's {_level_text(level)} interval within {low:.2f}-{high:.2f}"
+        return Agreement("holds", f"{_and(names)} agree within {within} ({envelope})", pairs, ())
+    if outside:
+        return Agreement("differs", _differs(outside, odd, within, level), pairs, odd)
+    unsure = [p for p in pairs if not p.tost.equivalent]
+    text = f"{_and([f'{p.a}/{p.b}' for p in unsure])} neither within nor wholly outside {within}"
+    return Agreement("inconclusive", f"{text} ({_intervals(unsure, level)})", pairs, ())
+
+
+def _differs(outside: list[PairResult], odd: tuple[str, ...], within: str, level: float) -> str:
+    if len(odd) == 1:  # the odd device against each other one, as odd/other
+        (o,) = odd
+        others = [p.b if p.a == o else p.a for p in outside]
+        text = f"{o} differs from {_and(others)} by more than {within}"
+        bounds = [_oriented(p, o) for p in outside]
+        return f"{text} ({_level_text(level)} intervals {', '.join(bounds)})"
+    return f"{_and([f'{p.a}/{p.b}' for p in outside])} differ by more than {within} ({_intervals(outside, level)})"
+
+
+def _oriented(p: PairResult, first: str) -> str:
+    """The pair's interval as first/other."""
+    low, high = p.tost.interval.bounds
+    return f"{low:.2f}-{high:.2f}" if p.a == first else f"{1 / high:.2f}-{1 / low:.2f}"
+
+
+def _intervals(pairs: Sequence[PairResult], level: float) -> str:
+    word = "interval" if len(pairs) == 1 else "intervals"
+    return f"{_level_text(level)} {word} " + ", ".join(_oriented(p, p.a) for p in pairs)
+
+
+def _level_text(level: float) -> str:
+    return stats.level_text(1 - 2 * (1 - level))  # the interval TOST decides by
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+# --- RunValue lists
+
+
+def _select(values: Iterable[RunValue], metric: str, variant: str) -> list[RunValue]:
+    chosen = [v for v in values if v.metric == metric and v.variant == variant]
+    if not chosen:
+        raise ValueError(f"no run values of metric {metric!r}, variant {variant!r}")
+    return chosen
+
+
+def device_means(values: Iterable[RunValue], metric: str, variant: str) -> dict[str, list[float]]:
+    """device -> the means of its repetitions' runs, one per (bundle, repetition) in that order; devices sorted.
+    Repetitions of different devices are independent: these are what between(), tost() and agree() compare."""
+    means = precision.run_means(_select(values, metric, variant), metric, variant)
+    out: dict[str, list[float]] = defaultdict(list)
+    for device, bundle, repetition in sorted(means):
+        out[device].append(means[(device, bundle, repetition)])
+    return dict(out)
+
+
+def decompose_devices(
+    values: Iterable[RunValue],
+    metric: str,
+    variant: str,
+    names: Sequence[str] = DEVICE_LEVEL_NAMES,
+) -> precision.Decomposition:
+    """precision.decompose() of data[device][repetition][run][inner]: the Kalibera & Jones components
+    with the device level on top of the repetition level (devices sorted, repetitions by bundle and
+    number, runs by number). `names`, top first: device, repetition, the run level (JMH: fork, MooBench:
+    loop), iteration. The iteration level only where every run has inner samples; groups of unequal size
+    are cut to the smallest, and levels with one unit per parent merged, as decompose() does and its note says."""
+    chosen = _select(values, metric, variant)
+    inner = all(v.inner for v in chosen)
+    runs: dict[str, dict[tuple, dict[int, RunValue]]] = defaultdict(lambda: defaultdict(dict))
+    for v in chosen:
+        runs[v.device][(v.bundle, v.repetition)][v.run] = v
+    data = [
+        [[list(rep[r].inner) if inner else rep[r].value for r in sorted(rep)] for _, rep in sorted(reps.items())]
+        for _, reps in sorted(runs.items())
+    ]
+    return precision.decompose(data, list(names)[: 4 if inner else 3])
