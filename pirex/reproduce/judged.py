@@ -3,6 +3,7 @@ table (the same verdicts `pirex reproduce` writes, without planning or running a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -10,7 +11,7 @@ from types import ModuleType
 from pirex import experiment
 from pirex.analysis.interface import NamedTable
 from pirex.analysis.tables import Table
-from pirex.reproduce import claims, report
+from pirex.reproduce import claims, report, spans
 from pirex.reproduce.verdict import INCONCLUSIVE, Verdict, judge, ours
 
 LEVEL = 0.95
@@ -27,11 +28,17 @@ def verdicts(
     ]
     if not mine:
         return []
-    values = mod.run_values(list(bundles), view)
+    read = lambda bs: mod.run_values(list(bs), view)  # noqa: E731
+    devices = spans.groups(list(bundles), "devices")
     out = []
     for c in mine:
-        o = ours(c, values, level)
-        out.append(Verdict(c, INCONCLUSIVE, o) if isinstance(o, str) else judge(c, o, None, False))
+        if c.across:  # across devices or storages: over all the bundles' groups
+            out.append(spans.judge_across(c, spans.groups(list(bundles), c.across), read, level, None, False))
+            continue
+        for g in devices:  # a claim on one machine: on each device's own bundles
+            o = ours(c, read(g.bundles), level)
+            v = Verdict(c, INCONCLUSIVE, o) if isinstance(o, str) else judge(c, o, None, False)
+            out.append(dataclasses.replace(v, device=g.name) if len(devices) > 1 else v)
     return out
 
 
@@ -43,6 +50,7 @@ def tables(exp: experiment.Experiment, mod: ModuleType, bundles: Sequence[Path],
     records = [
         {
             "claim": f"{v.claim.paper}:{v.claim.id}",
+            "device": v.device,
             "published": v.claim.published,
             "direction": v.claim.direction,
             "ours": v.ours.interval.value if v.ours else None,

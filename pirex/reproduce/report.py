@@ -100,7 +100,7 @@ def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
         metric = f" ({v.ours.metric})" if v.ours else ""
         out.append(
             [
-                f"{v.claim.paper}:{v.claim.id}",
+                f"{v.claim.paper}:{v.claim.id}" + (f" on {v.device}" if v.device else ""),
                 v.claim.where,
                 v.published_text,
                 _ours(v) + metric,

@@ -172,3 +172,45 @@ def test_storages_must_be_two_writable_directories(tmp_path):
     opts.storages = [tmp_path, tmp_path]
     with pytest.raises(PirexError, match="the same directory twice"):
         reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
+
+
+def test_inventory_runs_each_need_on_the_fleet_names_a_failed_device_and_resumes_the_same_fleet_run(
+    tmp_path, monkeypatch
+):
+    """The fleet itself (Ansible, ssh) is tests/test_fleet.py's; here what reproduce does with its outcome: a
+    host that failed is named and the claims are judged on the others, and a resumed reproduction takes up the
+    fleet run it started instead of starting another."""
+    from pirex import fleet
+
+    hosts = {h: {"address": h, "user": None, "labels": {}} for h in ("pi-a", "pi-b", "pi-c")}
+    monkeypatch.setattr(fleet, "inventory_hosts", lambda inventory: hosts)
+    calls = []
+
+    def fake_run(req, say, resume=None):
+        calls.append((req, resume))
+        d = Path(resume) if resume else tmp_path / "results" / "jmh" / f"fleet-{len(calls)}"
+        made = {h: jmh_bundle(d / "src" / h, record(h), seed=i) for i, h in enumerate(("pi-a", "pi-b"))}
+        out = fleet.Outcome(d, req.experiment)
+        out.hosts = {h: {"state": fleet.VERIFIED} for h in made}
+        out.hosts["pi-c"] = {"state": fleet.UNREACHABLE, "why": "unreachable at 'run the experiment'"}
+        monkeypatch.setattr(fleet.Outcome, "bundles", property(lambda self: list(made.values())))
+        return out
+
+    monkeypatch.setattr(fleet, "run", fake_run)
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all: {}\n")
+    opts = reproduction.Options(["icpe18"], results_dir=tmp_path / "results", inventory=inventory)
+    opts.experiments = ["jmh"]
+    out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
+    [(req, resume)] = calls
+    assert resume is None and req.variants == "native,docker" and "repetitions=5" in req.sets
+    state = json.loads((out / "state.json").read_text())
+    assert state["hosts_failed"] == {"jmh@quick": {"pi-c": "unreachable at 'run the experiment'"}}
+    report = (out / "REPORT.md").read_text()
+    assert "device pi-c failed or was unreachable" in report
+    assert state["verdicts"]["icpe18:t1-devices-agree"] == HOLDS  # pi-a and pi-b: two devices, as it needs
+
+    state["bundles"] = {}  # as if killed before the fleet run ended: resumed, the same fleet run goes on
+    (out / "state.json").write_text(json.dumps(state))
+    reproduction.reproduce(reproduction.Options([], resume=out), run_one=None, echo=lambda *_: None)
+    assert calls[1][1] == Path(state["fleets"]["jmh@quick"])
