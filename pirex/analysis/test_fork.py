@@ -24,6 +24,10 @@ SERVER = {
 }
 
 
+# the Pi's single-mode cpu-clock row at 8 MB (6 forks: 2 steps x 3), as the counters table shows it
+PI_8MB_CPU_CLOCK = ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "native", "single", "8", "6"]
+PI_8MB_CPU_CLOCK += ["82,010", "82,000", "82,020"]
+
 PARAMS = {"fork_repetitions": 3}  # as testdata/fork's files hold
 
 
@@ -161,17 +165,7 @@ def test_tables_counters_with_the_core_count_note(pi, tmp_path):
     assert named.name == "counters" and fork.VIEWS == {}
     t = named.table
     assert t.columns[:5] == ["Counter", "Device", "Variant", "Mode", "Size (MB)"]
-    row = [
-        "cpu-clock",
-        "Raspberry Pi 4 Model B Rev 1.4 (pi-a)",
-        "native",
-        "single",
-        "8",
-        "6",
-        "82,010",
-        "82,000",
-        "82,020",
-    ]
+    row = PI_8MB_CPU_CLOCK
     assert row + ["ns"] in t.rows
     notes = "\n".join(t.notes)
     assert "concurrent: processes: 4 processes on cores 0,1,2,3" in notes
@@ -190,17 +184,7 @@ def test_two_fork_counts_are_two_setups(pi, tmp_path):
     assert list(named) == ["counters-setup1", "counters-setup2"]
     assert named["counters-setup1"].title.endswith("; 100 forks per size and mode in a step")
     assert named["counters-setup2"].title.endswith("; 3 forks per size and mode in a step")
-    row = [
-        "cpu-clock",
-        "Raspberry Pi 4 Model B Rev 1.4 (pi-a)",
-        "native",
-        "single",
-        "8",
-        "6",
-        "82,010",
-        "82,000",
-        "82,020",
-    ]
+    row = PI_8MB_CPU_CLOCK
     assert row + ["ns"] in named["counters-setup2"].rows  # the 3-fork bundle's alone
     assert ["cpu-clock", "Raspberry Pi 4 Model B Rev 1.4 (pi-a)", "native", "single", "8", "3"] in [
         r[:6] for r in named["counters-setup1"].rows

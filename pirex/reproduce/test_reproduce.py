@@ -362,6 +362,17 @@ def test_what_this_machine_lacks_comes_from_its_record_and_the_papers_declared_n
     assert plan.missing({}, {}) == {"swap": "no swap"}, "a record from before capabilities: probed now"
 
 
+# JMH's six benchmarks and their throughputs relative to B1 in the synthetic bundles
+BENCHMARKS = (
+    ("b1_default", 1.0),
+    ("b2_inline", 1.0),
+    ("b3_dontInline", 0.5),
+    ("b4_exclude", 0.05),
+    ("b5_fileWrite", 0.1),
+    ("b6_tcpSend", 0.02),
+)
+
+
 def _jmh_bundle(results, reps: int, commit: str | None = None):
     record = machine.record(results, docker=False)
     steps = [(v, r) for r in range(reps) for v in ("native", "docker")]
@@ -383,17 +394,7 @@ def _jmh_bundle(results, reps: int, commit: str | None = None):
     for v, r in steps:
         base = 1e7 * (1 + 0.01 * r) * (0.998 if v == "docker" else 1)  # the paper's B1 docker/native
         with b.step(v, r) as d:
-            raw = {
-                name: [[base * f * (1 + rng.normal(0, 0.001)) for _ in range(3)]]
-                for name, f in (
-                    ("b1_default", 1.0),
-                    ("b2_inline", 1.0),
-                    ("b3_dontInline", 0.5),
-                    ("b4_exclude", 0.05),
-                    ("b5_fileWrite", 0.1),
-                    ("b6_tcpSend", 0.02),
-                )
-            }
+            raw = {name: [[base * f * (1 + rng.normal(0, 0.001)) for _ in range(3)]] for name, f in BENCHMARKS}
             (d / "jmh.json").write_text(
                 json.dumps(
                     [

@@ -17,16 +17,8 @@ from pirex.analysis.test_fork import PI, SERVER, make_bundle
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 from pirex.reproduce import reproduction, sources
+from pirex.reproduce.test_reproduce import BENCHMARKS
 from pirex.reproduce.verdict import DIFFERS, HOLDS, NOT_RUN
-
-BENCHMARKS = (
-    ("b1_default", 1.0),
-    ("b2_inline", 1.0),
-    ("b3_dontInline", 0.5),
-    ("b4_exclude", 0.05),
-    ("b5_fileWrite", 0.1),
-    ("b6_tcpSend", 0.02),
-)
 
 
 @pytest.fixture(autouse=True)
