@@ -192,7 +192,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             state["ran"][n.key] = round(took + partial.pop(n.key, 0.0), 1)
         _save(out, state)
 
-    verdicts = judge_all(claims, needs, missing, failed, opts, requirements)
+    lost = {h: why for hosts_ in state["hosts_failed"].values() for h, why in hosts_.items()}
+    verdicts = judge_all(claims, needs, missing, failed, opts, requirements, lost)
     found = report.sections(needs, claims, out)  # the tables behind the verdicts (pirex table prints them), figures
     notes = [
         f"{e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()
@@ -329,10 +330,12 @@ def judge_all(
     failed: dict[str, str],
     opts: Options,
     requirements: dict[str, claims_mod.Requirement] | None = None,
+    lost: dict[str, str] | None = None,
 ) -> list[Verdict]:
     """A verdict per claim; where the bundles are of several devices (--inventory, --bundles), a claim on one
     machine gets one per device (judged on that device's bundles, with that device's capabilities), and a claim
-    across devices or storages is judged over all of them (spans.py)."""
+    across devices or storages is judged over all of them (spans.py). `lost`: the devices of --inventory that
+    failed or were unreachable (inventory name -> why): a column of their own says so."""
     by_claim: dict[str, list[plan.Need]] = {}
     for n in needs:
         for cid in n.claims:
@@ -382,6 +385,8 @@ def judge_all(
             blocked_here = plan.blocked(c, plan.missing(g.record, requirements or {}, here=False))
             v = Verdict(c, NOT_RUN, blocked_here) if blocked_here else _judge_one(c, read(list(g.bundles)), opts)
             out.append(dataclasses.replace(v, device=g.name))
+        for host, why in (lost or {}).items():
+            out.append(Verdict(c, NOT_RUN, f"the device failed or was unreachable: {why}", device=f"{host} (failed)"))
     return out
 
 

@@ -200,6 +200,7 @@ def test_inventory_runs_each_need_on_the_fleet_names_a_failed_device_and_resumes
     assert state["hosts_failed"] == {"jmh@quick": {"pi-c": "unreachable at 'run the experiment'"}}
     report = (out / "REPORT.md").read_text()
     assert "device pi-c failed or was unreachable" in report
+    assert state["verdicts"]["icpe18:t1-b1-docker@pi-c (failed)"] == NOT_RUN  # its column says why
     assert state["verdicts"]["icpe18:t1-devices-agree"] == HOLDS  # pi-a and pi-b: two devices, as it needs
 
     state["bundles"] = {}  # as if killed before the fleet run ended: resumed, the same fleet run goes on
