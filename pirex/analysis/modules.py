@@ -80,7 +80,7 @@ def tables(mod: ModuleType, bundles: Sequence[Path], view: str | None) -> list[N
 
     out = list(mod.tables(bundles, view))
     if len(bundles) > 1:  # the means per device; a run's spread ("B1 sd") is for the claims
-        values = [v for v in mod.run_values(bundles, view) if not stats.is_spread(v.metric)]
+        values = [v for v in mod.run_values(bundles, view) if not stats.is_side_metric(v.metric)]
         if len(devices.devices(values)) > 1:
             out.append(NamedTable("devices", devices.table(values)))
     return out

@@ -334,6 +334,13 @@ def is_spread(metric: str) -> bool:
     return metric.rpartition(" ")[2] in SPREADS and " " in metric
 
 
+def is_side_metric(metric: str) -> bool:
+    """A run value that is not the mean of the measured calls: a spread ("B1 sd"), or a count of what the machine
+    did around them ("kieker-dump interrupts timer", pirex/analysis/interrupts.py). Claims judge them; the
+    per-device table of means and the precision a run plans for leave them out."""
+    return is_spread(metric) or " interrupts " in metric
+
+
 def peak_rate(values: np.ndarray, factor: float, per: float = 1e6) -> float:
     """Peaks per `per` values: values larger than factor x their mean (ICPE'18 section 5: "we count a value as
     a peak if it is larger than 5 times the mean value"), PEAK_ZERO added to the count so that a run without

@@ -211,3 +211,6 @@ def test_a_spread_metric_is_named_by_its_suffix():
     assert not stats.is_spread("sd") and not stats.is_spread("wall_ns/single/1")
     with pytest.raises(ValueError, match="spread 'var'"):
         stats.spread_metric("B1", "var")
+    # beside spreads, interrupt counts are not means of the calls either: no precision plan, no means table
+    assert stats.is_side_metric("kieker-dump interrupts timer") and stats.is_side_metric("B1 sd")
+    assert not stats.is_side_metric("kieker-dump") and not stats.is_side_metric("cpu-clock/single/8")

@@ -65,7 +65,7 @@ def report(exp: experiment.Experiment, bundles: list[Path], target: Target) -> l
     values = _analysis("modules").module(exp).run_values(bundles, None)
     num, den = _pair(Bundle.open(bundles[0]).variants)
     prec, stats = _analysis("precision"), _analysis("stats")
-    means = sorted({v.metric for v in values if not stats.is_spread(v.metric)})  # a run's spread ("B1 sd"): claims'
+    means = sorted({v.metric for v in values if not stats.is_side_metric(v.metric)})  # a run's spread ("B1 sd"): claims'
     return [(m, prec.paired_interval(values, m, num, den, target.level)) for m in means]
 
 
@@ -76,7 +76,7 @@ def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
     num, den = _pair(Bundle.open(pilot).variants)
     per_rep = _seconds_per_repetition(pilot)
     plans = []
-    for metric in sorted({v.metric for v in values if not stats.is_spread(v.metric)}):  # the means' precision
+    for metric in sorted({v.metric for v in values if not stats.is_side_metric(v.metric)}):  # the means' precision
         _, d, _ = stats.log_ratios(prec.run_means(values, metric, num), prec.run_means(values, metric, den))
         if d.size >= 2 and math.isfinite(float(d.std(ddof=1))):
             plans.append(prec.plan(d, target.precision, target.level, per_rep, target.budget))
