@@ -1,21 +1,16 @@
+"""pirex/analysis/across.py against independent computations: statsmodels' Welch interval, its two one-sided
+tests and its REML mixed model, and a small data set worked by hand."""
+
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from statsmodels.formula.api import mixedlm
+from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind
 
 from pirex.analysis import across
 from pirex.analysis.interface import RunValue
-
-# statsmodels' submodules only: `import statsmodels.api` fails under pandas 3 (its tsa module calls
-# pandas' deprecate_kwarg with the old signature); these do not import it, but warn of pandas helpers
-# statsmodels 0.14.5 still uses (Appender): not ours to act on
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", FutureWarning)
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from statsmodels.formula.api import mixedlm
-    from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind
 
 
 def _sample(seed: int, n: int, centre: float, cv: float) -> np.ndarray:
