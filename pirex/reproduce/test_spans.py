@@ -207,3 +207,14 @@ def test_inventory_runs_each_need_on_the_fleet_names_a_failed_device_and_resumes
     (out / "state.json").write_text(json.dumps(state))
     reproduction.reproduce(reproduction.Options([], resume=out), run_one=None, echo=lambda *_: None)
     assert calls[1][1] == Path(state["fleets"]["jmh@quick"])
+
+
+def test_the_devices_table_and_the_verdicts_name_the_same_devices(tmp_path):
+    from pirex.analysis import devices, jmh
+    from pirex.reproduce import spans
+
+    given = [jmh_bundle(tmp_path / h, record(h), seed=i) for i, h in enumerate(("pi-a", "pi-b", "pi-c"))]
+    given.append(jmh_bundle(tmp_path / "again", record("pi-b"), seed=9))  # a second bundle of pi-b
+    table = devices.table(jmh.run_values(given))
+    assert table.columns[2:] == [g.name for g in spans.groups(given, "devices")]
+    assert [len(g.bundles) for g in spans.groups(given, "devices")] == [1, 2, 1]
