@@ -378,13 +378,11 @@ def judge_all(
             out.append(spans.judge_across(c, found, read, opts.confidence, opts.precision, indicative))
             continue
         found = spans.groups(bundles, "devices")
-        if len(found) == 1:
-            out.append(_judge_one(c, read(bundles), opts))
-            continue
-        for g in found:  # each device with its own capabilities, as its record has them
-            blocked_here = plan.blocked(c, plan.missing(g.record, requirements or {}, here=False))
-            v = Verdict(c, NOT_RUN, blocked_here) if blocked_here else _judge_one(c, read(list(g.bundles)), opts)
-            out.append(dataclasses.replace(v, device=g.name))
+        elsewhere = bool(opts.inventory or opts.bundles)  # other machines: each with its own capabilities
+        for g in found:
+            lacks = plan.blocked(c, plan.missing(g.record, requirements or {}, here=False)) if elsewhere else None
+            v = Verdict(c, NOT_RUN, lacks) if lacks else _judge_one(c, read(list(g.bundles)), opts)
+            out.append(dataclasses.replace(v, device=g.name) if len(found) > 1 else v)
         for host, why in (lost or {}).items():
             out.append(Verdict(c, NOT_RUN, f"the device failed or was unreachable: {why}", device=f"{host} (failed)"))
     return out
