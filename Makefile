@@ -146,6 +146,10 @@ bench-driver: $(VENV)/.installed ## jpa-rest: Locust's throughput and CPU agains
 bench-fleet: $(VENV)/.fleet-installed ## Fleet wall time of three hosts (network namespaces, sshd and dockerd each), all at once vs --serial (root; ARGS="--rounds 3").
 	$(VENV)/bin/python scripts/bench_fleet.py $(TAG_ARG) $(ARGS)
 
+.PHONY: lab-reproduce
+lab-reproduce: $(VENV)/.fleet-installed ## Reproduce PAPER across three lab hosts (network namespaces; root): the claims across devices; ARGS="--throttle pi-c" cuts one host's CPU.
+	$(VENV)/bin/python scripts/lab_reproduce.py $(PAPER) $(TAG_ARG) $(ARGS) -- --level $(LEVEL)
+
 bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).
 	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
 	$(VENV)/bin/python scripts/bench_analysis.py $(ARGS)

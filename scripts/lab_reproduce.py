@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""`pirex reproduce PAPER --inventory` on the fleet lab (tests/fleet_lab.py: three hosts as network namespaces on
+this machine, each with its own sshd and Docker daemon, the images loaded from an archive): the claims across
+devices judged over three "identical devices", and, with --throttle HOST, with one of them cut to a share of a
+CPU (a cgroup quota on its sshd, which its sessions inherit: a Pi throttled by heat). The hosts share this
+machine's CPUs: their agreement says how alike three runs at once on one machine are, not three Pis.
+
+    .venv/bin/python scripts/lab_reproduce.py ssp17 [--tag TAG] [--throttle pi-c] [--share 0.2] [-- ARGS...]
+
+ARGS go to `pirex reproduce` (e.g. --set moobench.calls=100000). Prints pirex's summary and the report's path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pirex import experiment, proc  # noqa: E402
+from pirex.paths import git_version  # noqa: E402
+from pirex.reproduce import claims  # noqa: E402
+from tests import fleet_lab  # noqa: E402
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paper", help="a paper of analysis/ (ssp17, icpe18, fork24) or a claims.yaml")
+    p.add_argument("--tag", default=None, help="the images' tag (default: git describe)")
+    p.add_argument("--throttle", default=None, choices=fleet_lab.NAMES, help="cut this host's CPU")
+    p.add_argument("--share", type=float, default=0.2, help="the throttled host's share of one CPU")
+    p.add_argument("--results-dir", type=Path, default=REPO / "results")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="more arguments for pirex reproduce (after --)")
+    a = p.parse_args()
+    tag = a.tag or git_version()[0]
+    paper = claims.load(a.paper)
+    names = sorted({experiment.load(c.experiment).image for c in paper.claims if c.experiment})
+    with tempfile.TemporaryDirectory(prefix="pirex-lab-") as tmp:
+        archive = fleet_lab.export_images(Path(tmp) / "images.tar", tag, tuple(names))
+        with fleet_lab.lab(Path(tmp) / "lab") as lab:
+            throttle = fleet_lab.throttled(lab.sshds[a.throttle], a.share) if a.throttle else contextlib.nullcontext()
+            with throttle:
+                r = proc.run(
+                    [sys.executable, "-m", "pirex", "reproduce", a.paper, "--inventory", str(lab.inventory)]
+                    + ["--images-archive", str(archive), "--tag", tag, "--results-dir", str(a.results_dir)]
+                    + [x for x in a.args if x != "--"],
+                    timeout=4 * 3600,
+                    check=False,
+                    capture=False,
+                )
+    return r.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
