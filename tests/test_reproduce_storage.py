@@ -38,7 +38,7 @@ claims:
 def ram_drive(tmp_path):
     d = tmp_path / "ram"
     d.mkdir()
-    proc.run(["mount", "-t", "tmpfs", "-o", "size=256m", "pirex-test-ram", str(d)], timeout=30)
+    proc.run(["mount", "-t", "tmpfs", "-o", "size=1g", "pirex-test-ram", str(d)], timeout=30)
     yield d
     proc.run(["umount", "-l", str(d)], timeout=60, check=False)
 
