@@ -585,6 +585,11 @@ def _fraction(text: str | None, what: str) -> float | None:
     default=None,
     help="With --inventory: the hosts load the images from this file (`pirex images export`), not a registry.",
 )
+@click.option(
+    "--serial",
+    is_flag=True,
+    help="With --inventory: one device at a time (devices that share a machine, a switch or a disk).",
+)
 def reproduce(
     papers,
     level,
@@ -602,6 +607,7 @@ def reproduce(
     given,
     storages,
     images_archive,
+    serial,
 ) -> None:
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
@@ -624,6 +630,7 @@ def reproduce(
         bundles=list(given),
         storages=list(storages),
         images_archive=images_archive,
+        serial=serial,
     )
     reproduction.reproduce(opts, reproduction.run_with_runner)
 

@@ -50,6 +50,7 @@ class Options:
     bundles: list[Path] = field(default_factory=list)  # --bundles: judge these (bundles, fleet runs); run nothing
     storages: list[Path] = field(default_factory=list)  # --storage: the claims across storages run on each mount
     images_archive: Path | None = None  # --inventory in a lab without a registry: the hosts load the images from it
+    serial: bool = False  # --inventory --serial: one device at a time (devices that share a machine or a network)
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -41,8 +41,8 @@ def check(opts, given: list[Path]) -> dict[str, dict]:
         raise PirexError("--bundles judges bundles there are: leave out --inventory and --storage (they run)")
     if opts.inventory and opts.storages:
         raise PirexError("--storage runs on this machine's mounts: give it without --inventory")
-    if opts.images_archive and not opts.inventory:
-        raise PirexError("--images-archive is for the hosts of --inventory: give both, or neither")
+    if (opts.images_archive or opts.serial) and not opts.inventory:
+        raise PirexError("--images-archive and --serial are for the hosts of --inventory: give it too")
     for s in opts.storages:
         if not s.is_dir():
             raise PirexError(f"--storage {s}: not a directory (give the mount point of each storage device)")
@@ -107,6 +107,7 @@ def on_fleet(need: plan.Need, opts, state: dict, echo: Callable[[str], None]) ->
         ",".join(need.variants),
         _sets(need),
         opts.tag,
+        serial=opts.serial,
         results_dir=opts.results_dir,
         images_archive=opts.images_archive,
     )

@@ -65,7 +65,8 @@ def report(exp: experiment.Experiment, bundles: list[Path], target: Target) -> l
     values = _analysis("modules").module(exp).run_values(bundles, None)
     num, den = _pair(Bundle.open(bundles[0]).variants)
     prec, stats = _analysis("precision"), _analysis("stats")
-    means = sorted({v.metric for v in values if not stats.is_side_metric(v.metric)})  # a run's spread ("B1 sd"): claims'
+    # a run's spread ("B1 sd") or interrupt count: claims', not what a precision target is for
+    means = sorted({v.metric for v in values if not stats.is_side_metric(v.metric)})
     return [(m, prec.paired_interval(values, m, num, den, target.level)) for m in means]
 
 
