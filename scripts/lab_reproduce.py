@@ -34,20 +34,22 @@ def main() -> int:
     p.add_argument("--throttle", default=None, choices=fleet_lab.NAMES, help="cut this host's CPU")
     p.add_argument("--share", type=float, default=0.2, help="the throttled host's share of one CPU")
     p.add_argument("--results-dir", type=Path, default=REPO / "results")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="more arguments for pirex reproduce (after --)")
-    a = p.parse_args()
+    argv = sys.argv[1:]
+    more = argv[argv.index("--") + 1 :] if "--" in argv else []  # for pirex reproduce
+    a = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     tag = a.tag or git_version()[0]
     paper = claims.load(a.paper)
     names = sorted({experiment.load(c.experiment).image for c in paper.claims if c.experiment})
     with tempfile.TemporaryDirectory(prefix="pirex-lab-") as tmp:
         archive = fleet_lab.export_images(Path(tmp) / "images.tar", tag, tuple(names))
+        (Path(tmp) / "lab").mkdir()
         with fleet_lab.lab(Path(tmp) / "lab") as lab:
             throttle = fleet_lab.throttled(lab.sshds[a.throttle], a.share) if a.throttle else contextlib.nullcontext()
             with throttle:
                 r = proc.run(
                     [sys.executable, "-m", "pirex", "reproduce", a.paper, "--inventory", str(lab.inventory)]
                     + ["--images-archive", str(archive), "--tag", tag, "--results-dir", str(a.results_dir)]
-                    + [x for x in a.args if x != "--"],
+                    + more,
                     timeout=4 * 3600,
                     check=False,
                     capture=False,
