@@ -8,6 +8,7 @@ import csv
 import json
 from pathlib import Path
 
+import html5lib
 import numpy as np
 import pytest
 
@@ -82,6 +83,7 @@ def test_identical_devices_agree_and_a_slow_one_is_named(tmp_path):
     assert verdicts["icpe18:t1-b3-not-inlined@pi-a (Raspberry Pi 4 Model B Rev 1.4)"] == HOLDS
     assert "| Claim | Published | pi-a (Raspberry Pi 4 Model B Rev 1.4) | pi-b (" in report
     assert '<table class="verdicts per-device">' in html
+    html5lib.HTMLParser(strict=True).parse(html)  # the per-device table keeps the page valid
 
     given.append(jmh_bundle(tmp_path / "pi-c", record("pi-c"), speed=0.7, seed=2))  # a throttled third
     verdicts, report, _ = judge(tmp_path, ["icpe18"], given)
