@@ -6,11 +6,20 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from statsmodels.formula.api import mixedlm
-from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind
 
 from pirex.analysis import across
 from pirex.analysis.interface import RunValue
+
+
+def _statsmodels():
+    """statsmodels' Welch interval, two one-sided tests and mixed model: a dev dependency (pinned, always there in
+    `make test`); the Debian-packaged analysis stack of 32-bit Pis (tests/test_debian_python.py) runs the other
+    tests of this module without it."""
+    pytest.importorskip("statsmodels", reason="statsmodels (the dev extra) is the independent check")
+    from statsmodels.formula.api import mixedlm
+    from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind
+
+    return mixedlm, CompareMeans, DescrStatsW, ttost_ind
 
 
 def _sample(seed: int, n: int, centre: float, cv: float) -> np.ndarray:
@@ -29,6 +38,7 @@ DATA_SETS = [
 @pytest.mark.parametrize(("a", "b"), DATA_SETS)
 @pytest.mark.parametrize("level", [0.95, 0.99])
 def test_between_is_welchs_interval_of_the_log_difference(a, b, level):
+    mixedlm, CompareMeans, DescrStatsW, ttost_ind = _statsmodels()
     iv = across.between(a, b, level)
     low, high = CompareMeans(DescrStatsW(np.log(a)), DescrStatsW(np.log(b))).tconfint_diff(1 - level, usevar="unequal")
     assert (iv.low, iv.high) == (pytest.approx(math.exp(low), rel=1e-9), pytest.approx(math.exp(high), rel=1e-9))
@@ -39,6 +49,7 @@ def test_between_is_welchs_interval_of_the_log_difference(a, b, level):
 @pytest.mark.parametrize(("a", "b"), DATA_SETS)
 @pytest.mark.parametrize("margin", [0.02, 0.05, 0.2])
 def test_tost_p_values_and_interval_are_statsmodels(a, b, margin):
+    mixedlm, CompareMeans, DescrStatsW, ttost_ind = _statsmodels()
     t = across.tost(a, b, margin)
     p, lower, upper = ttost_ind(np.log(a), np.log(b), math.log(1 - margin), math.log(1 + margin), usevar="unequal")
     assert (t.p_low, t.p_high, t.p) == (pytest.approx(lower[1]), pytest.approx(upper[1]), pytest.approx(p))
@@ -163,6 +174,7 @@ def test_decompose_devices_with_inner_samples_names_and_balance():
 
 
 def test_decompose_devices_equals_the_reml_mixed_model_on_a_balanced_design():
+    mixedlm, CompareMeans, DescrStatsW, ttost_ind = _statsmodels()
     # 4 devices x 6 repetitions x 5 runs; components 16 (device), 4 (repetition), 1 (run); seeded.
     # Balanced and every ANOVA estimate positive: REML's estimates are the ANOVA (K&J) ones
     # (Searle, Casella & McCulloch 1992, "Variance Components", 6.3)
