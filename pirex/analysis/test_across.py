@@ -4,7 +4,6 @@ tests and its REML mixed model, and a small data set worked by hand."""
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from pirex.analysis import across
@@ -186,6 +185,8 @@ def test_decompose_devices_equals_the_reml_mixed_model_on_a_balanced_design():
     device, rep, run = (lv.t2 for lv in dec.levels)
     assert min(device, rep, run) > 0
     idx = np.indices(shape).reshape(3, -1)
+    import pandas as pd  # statsmodels' formulas take a data frame (pandas comes with statsmodels)
+
     df = pd.DataFrame({"y": y.ravel(), "device": idx[0], "rep": idx[1]})
     fit = mixedlm("y ~ 1", df, groups="device", re_formula="1", vc_formula={"rep": "0 + C(rep)"}).fit(reml=True)
     assert fit.converged
