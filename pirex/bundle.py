@@ -15,14 +15,20 @@ manifest.json (SCHEMA_VERSION 1), keys in this order:
     profile         "quick", "paper", ...
     parameters      the resolved parameters, as the runner passed them
     variants        ["native", "docker", ...]
+    design          absent (older bundles: one step at a time, in run.json's order), "interleaved", "sequential", or
+                    "duet": the variants of one repetition ran at the same moment, each on its own CPUs
     images          the images used, as the runner passed them (reference, digest, platform)
     tool            {"version": ..., "commit": ...}: the pirex that wrote the bundle
     started         UTC ISO 8601 ("2026-11-22T06:15:00Z"), when the bundle was created
     ended           UTC ISO 8601 of the last finish(), null while running
     resumed         UTC times at which the run was resumed, oldest first
     status          running | complete | partial | failed
-    plan            the ordered steps: [{"variant", "repetition", "params"?}, ...]; "params" only if a step has its own
-    completed       the steps done, in the order they completed: [{"variant", "repetition", "started", "ended"}, ...]
+    plan            the ordered steps: [{"variant", "repetition", "params"?, "cpus"?}, ...]; "params" only if a step
+                    has its own, "cpus" (a CPU list such as "0" or "2-3") only if a step is pinned on its own (a duet)
+    completed       the steps done, in the order they completed: [{"variant", "repetition", "started", "ended",
+                    "cpus"?, "start"?, "end"?}, ...]; started/ended: UTC ISO 8601 of the step's folder (to the
+                    second); cpus: the CPUs it ran on; start/end: seconds since the epoch (UTC, to the microsecond)
+                    when its command started and ended, for steps that ran at the same time as others (a duet)
     files           {"<relative path>": {"sha256": <hex>, "size": <bytes>}} for every file except manifest.json
 
 run.json (RUN_SCHEMA_VERSION 1), how the runner planned the run, written once before the first step and read again
@@ -36,6 +42,8 @@ on resume, by reuse (pirex reproduce) and by the analysis (read it with Bundle.r
     work_dir        absent, or the host directory every variant's /work was bound to (--work-dir: a storage device)
     trace           null, or {"enabled", "tracer", "functions", "output"} / {"enabled": false, "reason"}
     variants        {name: how it ran}; jvm: the JVM that ran; soak; preflight; requested; skipped_variants
+    design          absent in older bundles, else as the manifest's; duet: absent, or a duet's CPU halves
+                    {"halves": [cpu list, cpu list], "swapped": "every repetition", "unused_cpus", "shared_cores"}
 
 <variant>/<repetition>/step.json (STEP_SCHEMA_VERSION 1), one step as it ran (Step.info()):
 
@@ -46,7 +54,9 @@ Atomicity: the bundle directory is prepared under a temporary name and renamed i
 name exists, so nothing is overwritten). A step is written into `<variant>/<repetition>.tmp-<pid>/` and renamed to
 `<variant>/<repetition>/` only when it succeeded; it counts as completed once the manifest says so. Every manifest and
 machine.json write goes to a temporary file that is fsynced and then os.replace()d. A crash therefore leaves either a
-step directory that no manifest mentions (resume removes it and runs the step again) or none at all.
+step directory that no manifest mentions (resume removes it and runs the step again) or none at all. Steps that run
+at the same time (Bundle.steps_together: a duet's repetition) are recorded as completed together in one manifest
+write; resuming a duet bundle also redoes every step of a repetition of which only some are recorded.
 
 While a Bundle is writable (after create or resume, until finish or close) it holds an flock on the bundle directory,
 so two pirex processes never write one bundle at the same time.
@@ -134,13 +144,19 @@ def _check_name(what: str, name: object) -> str:
     return name
 
 
+DESIGNS = ("interleaved", "sequential", "duet")  # the manifest's design; duet: a repetition's steps at once
+DUET = "duet"
+CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+RECORDED = ("cpus", "start", "end")  # what Bundle.record adds to a completed step
+
+
 def _normalise_plan(plan: Iterable, variants: list[str]) -> list[dict]:
     out, seen = [], set()
     for i, s in enumerate(plan):
         if isinstance(s, tuple | list) and len(s) == 2:
             s = {"variant": s[0], "repetition": s[1]}
-        if not isinstance(s, dict) or set(s) - {"variant", "repetition", "params"}:
-            raise PirexError(f"plan step {i}: expected {{variant, repetition, params?}}, found {s!r}")
+        if not isinstance(s, dict) or set(s) - {"variant", "repetition", "params", "cpus"}:
+            raise PirexError(f"plan step {i}: expected {{variant, repetition, params?, cpus?}}, found {s!r}")
         v, r = s.get("variant"), s.get("repetition")
         if v not in variants:
             raise PirexError(f"plan step {i}: variant {v!r} is not one of the run's variants {variants}")
@@ -152,6 +168,10 @@ def _normalise_plan(plan: Iterable, variants: list[str]) -> list[dict]:
         step = {"variant": v, "repetition": r}
         if s.get("params"):
             step["params"] = s["params"]
+        if s.get("cpus") is not None:
+            if not isinstance(s["cpus"], str) or not CPU_LIST.match(s["cpus"]):
+                raise PirexError(f"plan step {i}: cpus must be a CPU list such as 0 or 2-3, found {s['cpus']!r}")
+            step["cpus"] = s["cpus"]
         out.append(step)
     return out
 
@@ -273,6 +293,8 @@ def _check_types(f: Path, doc: dict) -> None:
     for key in ("started", "ended"):
         if doc.get(key) is not None and not isinstance(doc[key], str):
             raise bad(key, "a UTC time like 2026-11-22T06:15:00Z")
+    if "design" in doc and doc["design"] not in DESIGNS:
+        raise bad("design", f"one of {', '.join(DESIGNS)}")
     for key in ("plan", "completed"):
         steps = doc[key]
         if not isinstance(steps, list) or not all(
@@ -457,6 +479,12 @@ class RunInfo:
     def jvm(self) -> dict | None:
         return self.doc.get("jvm")
 
+    @property
+    def duet(self) -> dict:
+        """A duet run's CPU halves and how they were assigned ({"halves": [...], ...}); {} for any other run."""
+        d = self.doc.get("duet")
+        return d if isinstance(d, dict) else {}
+
 
 @dataclass(frozen=True)
 class Step:
@@ -468,6 +496,9 @@ class Step:
     started: str | None
     ended: str | None
     params: dict
+    cpus: str | None = None  # the CPUs it ran on, where the step was pinned on its own (a duet)
+    start: float | None = None  # when its command started and ended, seconds since the epoch (a duet)
+    end: float | None = None
 
     @property
     def dir(self) -> Path:
@@ -504,6 +535,7 @@ class Bundle:
         self.path = path
         self.manifest = manifest
         self._lock_fd = lock_fd
+        self._pending: dict[tuple[str, int], dict] = {}  # Bundle.record's fields of the steps being written
 
     # --- starting, opening, resuming
 
@@ -520,14 +552,18 @@ class Bundle:
         tool: dict,
         *,
         run_id: str | None = None,
+        design: str | None = None,
     ) -> Bundle:
-        """Create results_dir/<experiment>/<run-id>/ with its manifest (status running). Never replaces a bundle."""
+        """Create results_dir/<experiment>/<run-id>/ with its manifest (status running). Never replaces a bundle.
+        design: how the steps ran (DESIGNS), recorded when given."""
         _check_name("experiment", experiment)
         variants = [_check_name("variant", v) for v in variants]
         if len(set(variants)) != len(variants):
             raise PirexError(f"variants {variants}: each variant may be named only once")
         if not isinstance(tool, dict) or not {"version", "commit"} <= set(tool):
             raise PirexError(f"tool: expected {{version, commit}}, found {tool!r}")
+        if design is not None and design not in DESIGNS:
+            raise PirexError(f"design {design!r}: expected one of {', '.join(DESIGNS)}")
         now = utcnow()
         run_id = _check_name("run id", run_id or new_run_id(now))
         manifest = {
@@ -537,6 +573,7 @@ class Bundle:
             "profile": profile,
             "parameters": parameters,
             "variants": variants,
+            **({"design": design} if design else {}),
             "images": images,
             "tool": dict(tool),
             "started": iso(now),
@@ -589,6 +626,7 @@ class Bundle:
         fd = _lock(path)
         try:
             b = cls(path, _read_manifest(path), fd)  # re-read under the lock
+            b._drop_half_done()
             done = b._completed_keys()
             for v in b.manifest["variants"]:
                 vdir = path / v
@@ -643,6 +681,11 @@ class Bundle:
         return self.manifest["variants"]
 
     @property
+    def design(self) -> str | None:
+        """How the steps ran (DESIGNS); None for a bundle written before the manifest said (one step at a time)."""
+        return self.manifest.get("design")
+
+    @property
     def commit(self) -> str | None:
         return self.manifest["tool"].get("commit")
 
@@ -683,6 +726,9 @@ class Bundle:
                 s.get("started"),
                 s.get("ended"),
                 planned.get((s["variant"], s["repetition"])) or self.parameters,
+                s.get("cpus"),
+                s.get("start"),
+                s.get("end"),
             )
             for s in self.manifest["completed"]
         ]
@@ -705,7 +751,65 @@ class Bundle:
     def step(self, variant: str, repetition: int) -> Iterator[Path]:
         """A fresh directory for one step's outputs. When the block succeeds, it becomes step_dir(variant, repetition)
         and the step is recorded as completed; when it raises (KeyboardInterrupt included), it is removed."""
+        with self.steps_together([(variant, repetition)]) as dirs:
+            yield dirs[(variant, repetition)]
+
+    @contextmanager
+    def steps_together(self, keys: list[tuple[str, int]]) -> Iterator[dict[tuple[str, int], Path]]:
+        """Fresh directories for steps that run at the same time (a duet's repetition), by (variant, repetition).
+        When the block succeeds, each becomes its step_dir and all are recorded as completed in one manifest write;
+        when it raises, every one is removed: none of them counts, and a resumed run does them all again."""
         self._writable()
+        if len(set(keys)) != len(keys) or not keys:
+            raise PirexError(f"{self.path}: steps {keys} must be distinct (and at least one)")
+        finals = {k: self._fresh(*k) for k in keys}
+        tmps = {k: f.with_name(f"{f.name}{TMP_MARK}{os.getpid()}") for k, f in finals.items()}
+        started = utcnow()
+        self._pending = {}
+        try:
+            for tmp in tmps.values():
+                if tmp.exists():
+                    shutil.rmtree(tmp)
+                tmp.mkdir(parents=True)
+            yield dict(tmps)
+            for k, tmp in tmps.items():
+                _fsync_tree(tmp)
+                os.rename(tmp, finals[k])
+        except BaseException:
+            for k in keys:  # renamed or not: none of them is recorded
+                shutil.rmtree(tmps[k], ignore_errors=True)
+                if finals[k].exists() and k not in self._completed_keys():
+                    shutil.rmtree(finals[k], ignore_errors=True)
+            self._pending = {}
+            raise
+        ended = utcnow()
+        for variant, repetition in keys:
+            _fsync_dir(finals[(variant, repetition)].parent)
+            self.manifest["completed"].append(
+                {
+                    "variant": variant,
+                    "repetition": repetition,
+                    "started": iso(started),
+                    "ended": iso(ended),
+                    **self._pending.get((variant, repetition), {}),
+                }
+            )
+            self.manifest["files"].update(_hash(self.path, _files(self.path, finals[(variant, repetition)])))
+        self._pending = {}
+        self._save()
+
+    def record(self, variant: str, repetition: int, **fields: Any) -> None:
+        """Add to the completed record of a step being written (inside step or steps_together): cpus (a CPU list),
+        start and end (seconds since the epoch, when its command started and ended)."""
+        if unknown := sorted(set(fields) - set(RECORDED)):
+            raise PirexError(f"record: {', '.join(unknown)} is not among {', '.join(RECORDED)}")
+        for key in ("start", "end"):
+            if key in fields:
+                fields[key] = round(float(fields[key]), 6)
+        self._pending.setdefault((variant, repetition), {}).update(fields)
+
+    def _fresh(self, variant: str, repetition: int) -> Path:
+        """Where a step that may run now goes; PirexError when it is not planned, done, or left by a crash."""
         if not any(s["variant"] == variant and s["repetition"] == repetition for s in self.manifest["plan"]):
             raise PirexError(f"{self.path}: {variant} repetition {repetition} is not in the plan of this run")
         if (variant, repetition) in self._completed_keys():
@@ -713,24 +817,7 @@ class Bundle:
         final = self.step_dir(variant, repetition)
         if final.exists():
             raise PirexError(f"{final} exists but is not recorded as completed: resume the bundle to clear it")
-        tmp = final.with_name(f"{final.name}{TMP_MARK}{os.getpid()}")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        started = utcnow()
-        tmp.mkdir(parents=True)
-        try:
-            yield tmp
-            _fsync_tree(tmp)
-            os.rename(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        _fsync_dir(final.parent)
-        self.manifest["completed"].append(
-            {"variant": variant, "repetition": repetition, "started": iso(started), "ended": iso(utcnow())}
-        )
-        self.manifest["files"].update(_hash(self.path, _files(self.path, final)))
-        self._save()
+        return final
 
     def write_machine(self, *, before: dict | None = None, after: dict | None = None) -> None:
         """machine.json = {"before": ..., "after": ...}; an argument left out keeps what the file already holds."""
@@ -772,6 +859,28 @@ class Bundle:
             self._lock_fd = None
 
     # --- internals
+
+    def _drop_half_done(self) -> None:
+        """A duet's repetition counts only when all its steps completed (they ran at the same time, and a ratio
+        pairs them): the completed records of a repetition with a step still to do go, with their folders and
+        files, so that the resumed run does the whole repetition again."""
+        if self.design != DUET:
+            return
+        planned: dict[int, set[str]] = {}
+        for s in self.manifest["plan"]:
+            planned.setdefault(s["repetition"], set()).add(s["variant"])
+        done: dict[int, set[str]] = {}
+        for s in self.manifest["completed"]:
+            done.setdefault(s["repetition"], set()).add(s["variant"])
+        half = {r for r, vs in done.items() if vs != planned.get(r, set())}
+        if not half:
+            return
+        self.manifest["completed"] = [s for s in self.manifest["completed"] if s["repetition"] not in half]
+        prefixes = tuple(f"{v}/{r}/" for r in half for v in done[r])
+        self.manifest["files"] = {k: v for k, v in self.manifest["files"].items() if not k.startswith(prefixes)}
+        for r in half:
+            for v in done[r]:
+                shutil.rmtree(self.step_dir(v, r), ignore_errors=True)
 
     def _completed_keys(self) -> set[tuple[str, int]]:
         return {(s["variant"], s["repetition"]) for s in self.manifest["completed"]}

@@ -80,6 +80,14 @@ def cli(verbose: bool) -> None:
     "so that each runs where the others did; recorded in run.json.",
 )
 @click.option(
+    "--design",
+    default="interleaved",
+    show_default=True,
+    type=click.Choice(["interleaved", "duet"]),
+    help="interleaved: one step at a time (in --order); duet: a repetition's two variants at the same moment, each "
+    "on half of the CPUs (of --cpus, if given), swapped every repetition.",
+)
+@click.option(
     "--precision",
     default=None,
     metavar="P",
@@ -106,6 +114,7 @@ def run(
     soak,
     allow_concurrent,
     cpus,
+    design,
     precision,
     confidence,
     budget,
@@ -127,6 +136,10 @@ def run(
         ]
         if not ids:
             raise PirexError("no experiment declares " + (f"the matrix {matrix!r}" if matrix else "tracing"))
+    if not experiments and design == "duet":  # all: those the duet suits; the others say why not
+        for i in [i for i in ids if not experiment_mod.load(i).duet.fits]:
+            click.echo(f"pirex: {i} left out of --design duet: {experiment_mod.load(i).duet.why}", err=True)
+        ids = [i for i in ids if experiment_mod.load(i).duet.fits]
     if not ids:
         click.echo("pirex: no experiment yet.")
         return
@@ -136,6 +149,10 @@ def run(
         overrides[exp_id] = exp.overrides(sets)
         if variants and not matrix:
             exp.pick_variants(variants)
+        if design == "duet" and not exp.duet.fits:
+            raise PirexError(
+                f"{exp_id} does not suit --design duet: {exp.duet.why} (experiments/{exp_id}/experiment.yaml)"
+            )
     for exp_id in ids:
         opts = runner.Options(
             exp_id,
@@ -155,6 +172,7 @@ def run(
         )
         opts.cases = tuple(c.strip() for c in cases.split(",") if c.strip()) if cases else None
         opts.cpus = cpus
+        opts.design = design
         if precision is None:
             runner.run(opts)
             continue

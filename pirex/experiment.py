@@ -55,6 +55,7 @@ TOP_KEYS = {
     "soak",
     "durations",
     "metrics_parameter",
+    "duet",
 }
 ANALYSIS = re.compile(r"^[a-z][a-z0-9_]*$")  # a module of pirex/analysis/
 # What a parameter may declare as `resolve: NAME`: a value the runner works out per machine before the run, from
@@ -87,6 +88,16 @@ class Soak:
     args: tuple[str, ...]  # appended to the command; {duration} is the --soak value
     exit_codes: tuple[int, ...]  # what a driver stopped by its clock exits with
     why: str
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Whether the duet design (both variants at once, each on half of the CPUs) suits the experiment; where a run
+    needs every CPU (servers of a deployment, a mode with one process per core) it does not, and `why` says so
+    (experiment.yaml: `duet: {fits: false, why: ...}`; absent: it fits)."""
+
+    fits: bool = True
+    why: str = ""
 
 
 @dataclass(frozen=True)
@@ -286,6 +297,7 @@ class Experiment:
     metrics_parameter: str = ""  # the list parameter whose items are the metrics a run measures (a reproduction
     # sets it to those its claims compare: MooBench's configurations)
     resolvers: dict[str, str] = field(default_factory=dict)  # parameter -> the resolver that sets it per machine
+    duet: Fit = Fit()  # whether `pirex run --design duet` suits it, and why not
 
     def resolved_by(self, resolver: str) -> tuple[str, ...]:
         """The parameters that declare `resolve: <resolver>`."""
@@ -577,7 +589,20 @@ def parse(doc: Any, path: Path) -> Experiment:
         _soak(c, doc.get("soak"), declared),
         dict(durations),
     )
-    return replace(exp, metrics_parameter=metrics_parameter, resolvers=resolvers)
+    return replace(exp, metrics_parameter=metrics_parameter, resolvers=resolvers, duet=_duet(c, doc.get("duet")))
+
+
+def _duet(c: _Checker, doc: Any) -> Fit:
+    """duet: {fits: false, why: "..."}: the experiment refuses --design duet with that reason."""
+    if doc is None:
+        return Fit()
+    expected = "a mapping {fits: false, why: a sentence saying why the duet design does not suit it}"
+    if not isinstance(doc, dict) or set(doc) - {"fits", "why"} or not isinstance(doc.get("fits"), bool):
+        raise c.fail("duet", expected, doc)
+    why = doc.get("why", "")
+    if not isinstance(why, str) or (not doc["fits"] and not why.strip()):
+        raise c.fail("duet.why", "a sentence saying why the duet design does not suit it (pirex run prints it)", why)
+    return Fit(doc["fits"], why.strip())
 
 
 def _resolver(c: _Checker, name: str, resolver: Any, kind: Any) -> str:

@@ -1,8 +1,23 @@
 #!/usr/bin/env python3
 """Benchmark of the instrument's resolution: how narrow the docker/native interval of ICPE'18's B1 gets for the
-time spent, against the A/A noise floor, and where the variance is (issue "Precision").
+time spent, against the A/A noise floor, and where the variance is (issue "Precision"), per design of the comparison
+(issue "Duet measurement").
 
-For each allocation (repetitions x forks x (warm-up + measured iterations) x iteration time), runs
+By default the designs side by side on one budget, each its own pirex run (its own results directory):
+
+  interleaved  kj allocation, native,docker,native-aa one after another in a random order per repetition
+  duet         native and docker at the same moment on disjoint CPU halves (pirex run --design duet), swapped every
+               repetition; twice the kj allocation's repetitions, since a pair takes one step's time, not two
+  duet-aa      the duet's A/A: native against native-aa, as many repetitions as the duet
+
+and at the end one line per design: the docker/native ratio and its 95 % half-width, the A/A's, the minutes, and
+whether the duet's ratio lies inside the interleaved design's interval (a duet must not bias the ratio: shared
+caches, memory bandwidth and the JIT's threads on the other half could). The pairing is by repetition for both
+designs (a duet's repetition is a pair of simultaneous runs); JMH's JSON has no per-iteration times, so iterations
+that overlapped in time are not paired (MooBench's are not either).
+
+With --allocations, the older comparison of allocations (interleaved only). For each allocation (repetitions x
+forks x (warm-up + measured iterations) x iteration time), runs
 
     pirex run jmh --profile paper --variants native,docker,native-aa --set benchmarks=RecursionBenchmark.b1_default ...
 
@@ -18,7 +33,10 @@ For each allocation (repetitions x forks x (warm-up + measured iterations) x ite
   - Stein's plan from this run as a pilot: the repetitions (and minutes) that reach +-0.5 % at 95 %, and what the
     paper's own budget for B1 (10 JVMs x 40 s per variant, 13 minutes for two variants) reaches.
 
-    .venv/bin/python scripts/bench_resolution.py                              # paper and short allocations
+    .venv/bin/python scripts/bench_resolution.py                              # the designs, about 45 minutes
+    .venv/bin/python scripts/bench_resolution.py --designs duet,duet-aa --allocation small   # a smoke run of the duet
+    .venv/bin/python scripts/bench_resolution.py --scale 0.4                  # the designs in about 17 minutes
+    .venv/bin/python scripts/bench_resolution.py --allocations paper,short    # paper and short allocations
     .venv/bin/python scripts/bench_resolution.py --allocations short,forks --variants native,docker
     .venv/bin/python scripts/bench_resolution.py --allocations small          # smoke run: about 2 minutes
     .venv/bin/python scripts/bench_resolution.py --dry-run                    # the commands, nothing run
@@ -35,6 +53,7 @@ forks + 1 (the host JVM and each forked one).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -94,6 +113,24 @@ ALLOCATIONS = {
     # with few iterations after a short warm-up (B1 is one small recursive method)
     "kj": Allocation(55, 1, 2, 3, "1s"),
     "small": Allocation(5, 1, 1, 2, "200ms"),  # smoke run
+    # the duet on kj's budget: a repetition is one pair at once, so twice as many as kj's in the same time
+    "kj-duet": Allocation(110, 1, 2, 3, "1s"),
+}
+
+
+@dataclass(frozen=True)
+class Design:
+    """One run of the design comparison: an allocation, pirex run's --design and its variants."""
+
+    allocation: str
+    design: str
+    variants: str
+
+
+DESIGNS = {
+    "interleaved": Design("kj", "interleaved", "native,docker,native-aa"),
+    "duet": Design("kj-duet", "duet", "native,docker"),
+    "duet-aa": Design("kj-duet", "duet", "native,native-aa"),
 }
 
 
@@ -121,6 +158,8 @@ class Bundle:
     step_seconds: dict[str, list[float]]  # variant -> each step's wall time
     wall: float  # the bundle's start to end
     skipped: tuple[str, ...] = ()  # steps whose jmh.json could not be read
+    design: str = "interleaved"  # the manifest's design (older bundles: interleaved)
+    cpus: dict[str, dict[int, str]] | None = None  # a duet's: variant -> repetition -> the CPUs it ran on
 
     @property
     def variants(self) -> list[str]:
@@ -132,8 +171,11 @@ def read_bundle(path: Path, benchmark: str = BENCHMARK) -> Bundle:
     forks: dict[str, dict[int, list[list[float]]]] = {}
     steps: dict[str, list[float]] = {}
     skipped: list[str] = []
+    cpus: dict[str, dict[int, str]] = {}
     for step in manifest["completed"]:
         variant, rep = step["variant"], int(step["repetition"])
+        if step.get("cpus") is not None:
+            cpus.setdefault(variant, {})[rep] = step["cpus"]
         try:
             doc = json.loads((path / variant / str(rep) / "jmh.json").read_text())
         except (OSError, ValueError) as e:  # an empty or cut file: that step is lost, its repetition unpaired
@@ -143,12 +185,22 @@ def read_bundle(path: Path, benchmark: str = BENCHMARK) -> Bundle:
         if not found:
             raise SystemExit(f"{path}/{variant}/{rep}/jmh.json has no {benchmark}: was the bundle run with it?")
         forks.setdefault(variant, {})[rep] = [[float(x) for x in it] for it in found[0]["primaryMetric"]["rawData"]]
-        steps.setdefault(variant, []).append((_when(step["ended"]) - _when(step["started"])).total_seconds())
+        if step.get("start") is not None:  # a duet's step: its command's own start and end, to the microsecond
+            steps.setdefault(variant, []).append(float(step["end"]) - float(step["start"]))
+        else:
+            steps.setdefault(variant, []).append((_when(step["ended"]) - _when(step["started"])).total_seconds())
     if not forks:
         raise SystemExit(f"{path}: no completed step")
     ended = manifest.get("ended") or manifest["completed"][-1]["ended"]
     wall = (_when(ended) - _when(manifest["started"])).total_seconds()
-    return Bundle(path, manifest.get("parameters", {}), forks, steps, wall, tuple(skipped))
+    design = manifest.get("design") or "interleaved"
+    return Bundle(path, manifest.get("parameters", {}), forks, steps, wall, tuple(skipped), design, cpus or None)
+
+
+def per_repetition(b: Bundle, pair: tuple[str, ...]) -> float:
+    """Seconds a repetition of the pair costs: the steps one after another, or a duet's at once (the longer)."""
+    means = [sum(b.step_seconds[x]) / len(b.step_seconds[x]) for x in pair]
+    return max(means) if b.design == "duet" else sum(means)
 
 
 def run_means(b: Bundle, variant: str) -> dict[int, float]:
@@ -190,8 +242,19 @@ def report(b: Bundle, name: str = "") -> list[str]:
         a = Allocation(
             p.get("repetitions"), int(p.get("forks", 1)), p.get("warmup_iterations"), p.get("iterations"), p.get("time")
         )
-        pinned = json.loads((b.path / "run.json").read_text()).get("cpus") if (b.path / "run.json").exists() else None
-        out.append(f"   {a.text()}, variants {', '.join(v)}" + (f", pinned to CPUs {pinned}" if pinned else ""))
+        run = json.loads((b.path / "run.json").read_text()) if (b.path / "run.json").exists() else {}
+        pinned = run.get("cpus")
+        out.append(
+            f"   {a.text()}, variants {', '.join(v)}, design {b.design}"
+            + (f", pinned to CPUs {pinned}" if pinned else "")
+        )
+        if run.get("duet"):
+            d = run["duet"]
+            out.append(
+                f"   duet halves: CPUs {' and '.join(d['halves'])}, swapped every repetition"
+                + (", hardware threads of shared cores" if d.get("shared_cores") else "")
+                + (f", CPUs {d['unused_cpus']} unused" if d.get("unused_cpus") else "")
+            )
     per_variant = ", ".join(f"{x} {sum(s) / 60:.1f}" for x, s in b.step_seconds.items())
     out.append(f"time spent: {b.wall / 60:.1f} min (steps per variant, min: {per_variant})")
     if b.skipped:
@@ -235,12 +298,56 @@ def plan_lines(b: Bundle) -> list[str]:
     _, d, _ = stats.log_ratios(run_means(b, "docker"), run_means(b, "native"))
     if d.size < 2:
         return ["plan: fewer than 2 paired repetitions, no variance to plan from"]
-    pair = [sum(b.step_seconds[x]) / len(b.step_seconds[x]) for x in ("docker", "native")]
-    p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=sum(pair), budget=PAPER_BUDGET)
+    pair = per_repetition(b, ("docker", "native"))
+    p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=pair, budget=PAPER_BUDGET)
+    how = "at once" if b.design == "duet" else "docker + native"
     return [
-        f"plan (this run as Stein's pilot, docker + native {sum(pair):.0f} s per repetition; budget: the "
+        f"plan (this run as Stein's pilot, {how} {pair:.0f} s per repetition; budget: the "
         f"paper's for B1, 10 JVMs x 40 s x 2 variants): {p.text()}"
     ]
+
+
+def half_width(b: Bundle, num: str, den: str, level: float = 0.95):
+    """The paired ratio num/den of a bundle, or None when it lacks a variant."""
+    if num not in b.variants or den not in b.variants:
+        return None
+    return stats.paired_ratio(run_means(b, num), run_means(b, den), level, names=(num, den))
+
+
+def summary(results: dict[str, Bundle]) -> list[str]:
+    """One line per design: docker/native and the A/A with their 95 % half-widths, the minutes spent; then whether
+    the duet's ratio lies inside the interleaved design's interval."""
+    out = ["== designs side by side (95 %, paired by repetition)"]
+    ratios = {}
+    for name, b in results.items():
+        dn, aa = half_width(b, "docker", "native"), half_width(b, precision.aa_name("native"), "native")
+        parts = [f"{name:<12} {b.wall / 60:5.1f} min"]
+        if dn is not None:
+            ratios[name] = dn
+            pair = per_repetition(b, ("docker", "native")) * dn.n / 60  # the pair's own share of the run
+            parts.append(f"docker/native {dn.text(4)} {dn.percent(2)} ({dn.n} pairs, {pair:.1f} min of steps)")
+        if aa is not None:
+            parts.append(f"A/A {aa.text(4)} {aa.percent(2)} ({aa.n} pairs)")
+        out.append("  " + "; ".join(parts))
+    one_at_a_time = next((r for n, b in results.items() if b.design != "duet" and (r := ratios.get(n))), None)
+    at_once = next((r for n, b in results.items() if b.design == "duet" and (r := ratios.get(n))), None)
+    if one_at_a_time is not None and at_once is not None and one_at_a_time.has_interval:
+        inside = one_at_a_time.low <= at_once.value <= one_at_a_time.high
+        out.append(
+            f"  the duet's ratio {at_once.value:.4f} lies {'inside' if inside else 'OUTSIDE'} the interleaved "
+            f"design's interval [{one_at_a_time.low:.4f}, {one_at_a_time.high:.4f}]"
+            + (
+                ""
+                if inside
+                else ": chance (one in twenty at 95 %) or a bias of the duet (shared caches, memory "
+                "bandwidth, the JIT's threads on the other half): run it again before concluding"
+            )
+        )
+        if at_once.has_interval and one_at_a_time.relative_half_width and at_once.relative_half_width:
+            gain = one_at_a_time.relative_half_width / at_once.relative_half_width
+            spent = ", ".join(f"{n} {b.wall / 60:.1f} min" for n, b in results.items() if n in ratios)
+            out.append(f"  interleaved's half-width / the duet's: {gain:.2f} ({spent} in all)")
+    return out
 
 
 # --- any experiment, through its analysis module's run values (MooBench, JPA REST)
@@ -345,7 +452,13 @@ def run_generic(args) -> int:
 
 
 def pirex_command(
-    a: Allocation, variants: str, results: Path, tag: str | None, seed: int, cpus: str | None = None
+    a: Allocation,
+    variants: str,
+    results: Path,
+    tag: str | None,
+    seed: int,
+    cpus: str | None = None,
+    design: str = "interleaved",
 ) -> list[str]:
     cmd = [
         sys.executable,
@@ -366,12 +479,14 @@ def pirex_command(
     ]
     for s in a.sets():
         cmd += ["--set", s]
+    cmd += ["--design", design] if design != "interleaved" else []
     return cmd + (["--tag", tag] if tag else []) + (["--cpus", cpus] if cpus else [])
 
 
 def run_allocation(a: Allocation, cmd: list[str], results: Path, variants: int) -> Path:
     """Run pirex under a time limit (its own process group: ended with SIGINT, then SIGKILL, on every exit
-    path) and return the one bundle it wrote under results/jmh/."""
+    path) and return the one bundle it wrote under results/jmh/ (variants: the steps a repetition runs one after
+    another, 1 for a duet)."""
     limit = 600 + 3 * a.repetitions * variants * (a.step_seconds() + 30 * (a.forks + 1))
     code = run_pirex(cmd, limit)
     bundles = sorted(p for p in (results / "jmh").glob("*") if (p / "manifest.json").exists())
@@ -402,8 +517,19 @@ def run_pirex(cmd: list[str], limit: float) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--allocations", default="paper,short", help=f"comma-separated, of {', '.join(ALLOCATIONS)}")
-    ap.add_argument("--variants", default="native,docker,native-aa", help="native,docker[,native-aa]")
+    ap.add_argument(
+        "--allocations",
+        default=None,
+        help=f"the older comparison of allocations (interleaved), comma-separated, of {', '.join(ALLOCATIONS)}",
+    )
+    ap.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated, of {', '.join(DESIGNS)}")
+    ap.add_argument("--allocation", default=None, help="with --designs: this allocation for every design (e.g. small)")
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="with --designs: each design's repetitions times this (0.4: shorter)"
+    )
+    ap.add_argument(
+        "--variants", default="native,docker,native-aa", help="with --allocations: native,docker[,native-aa]"
+    )
     ap.add_argument("--results-dir", type=Path, default=REPO / "results" / "bench-resolution")
     ap.add_argument("--tag", default=None, help="image tag (default: pirex's, the checkout's git describe)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the interleaving")
@@ -428,6 +554,8 @@ def main(argv: list[str] | None = None) -> int:
         for path in args.bundle:
             print("\n".join(report(read_bundle(path))), flush=True)
         return 0
+    if args.allocations is None:
+        return run_designs(args)
     names = [n.strip() for n in args.allocations.split(",") if n.strip()]
     unknown = [n for n in names if n not in ALLOCATIONS]
     if unknown:
@@ -445,6 +573,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench-resolution: {name}: {a.text()}, variants {args.variants}", flush=True)
         bundle = run_allocation(a, cmd, results, len(args.variants.split(",")))
         print("\n".join(report(read_bundle(bundle), name)), flush=True)
+    return 0
+
+
+def run_designs(args) -> int:
+    """The designs side by side (DESIGNS), each its own pirex run, then the summary."""
+    names = [n.strip() for n in args.designs.split(",") if n.strip()]
+    unknown = [n for n in names if n not in DESIGNS] + [a for a in [args.allocation] if a and a not in ALLOCATIONS]
+    if unknown:
+        raise SystemExit(
+            f"bench-resolution: unknown {', '.join(unknown)}; designs: {', '.join(DESIGNS)}; "
+            f"allocations: {', '.join(ALLOCATIONS)}"
+        )
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    results: dict[str, Bundle] = {}
+    for name in names:
+        d = DESIGNS[name]
+        a = ALLOCATIONS[args.allocation or d.allocation]
+        a = dataclasses.replace(a, repetitions=max(2, round(a.repetitions * args.scale)))
+        out = args.results_dir / f"{stamp}-{name}"
+        cmd = pirex_command(a, d.variants, out, args.tag, args.seed, args.cpus, d.design)
+        if args.dry_run:
+            print(f"{name} ({a.text()}, {d.design}): {' '.join(cmd)}")
+            continue
+        print(f"bench-resolution: {name}: {a.text()}, {d.design}, variants {d.variants}", flush=True)
+        at_once = d.design == "duet"
+        results[name] = read_bundle(run_allocation(a, cmd, out, 1 if at_once else len(d.variants.split(","))))
+        print("\n".join(report(results[name], name)), flush=True)
+    if results:
+        print("\n".join(summary(results)), flush=True)
     return 0
 
 

@@ -16,7 +16,7 @@ sys.modules["bench_resolution"] = bench  # dataclasses look their module up
 spec.loader.exec_module(bench)
 
 
-def _bundle(root: Path, variants: list[str], reps: int = 6, forks: int = 2) -> Path:
+def _bundle(root: Path, variants: list[str], reps: int = 6, forks: int = 2, design: str | None = None) -> Path:
     rng = np.random.default_rng(4)
     path = root / "jmh" / "20261124T050000Z-abcdef"
     completed = []
@@ -47,6 +47,10 @@ def _bundle(root: Path, variants: list[str], reps: int = 6, forks: int = 2) -> P
                     "ended": f"2026-11-24T05:{minute:02d}:30Z",
                 }
             )
+            if design == "duet":  # both at once, on swapped halves; the docker side a second longer
+                start = 1_795_000_000.0 + 60 * rep
+                cpus = str((rep + i) % 2)
+                completed[-1] |= {"cpus": cpus, "start": start, "end": start + 20.0 + (variant == "docker")}
     params = {
         "repetitions": reps,
         "forks": forks,
@@ -56,6 +60,7 @@ def _bundle(root: Path, variants: list[str], reps: int = 6, forks: int = 2) -> P
         "time": "1s",
     }
     manifest = {
+        **({"design": design} if design else {}),
         "started": "2026-11-24T05:00:00Z",
         "ended": "2026-11-24T06:00:00Z",
         "parameters": params,
@@ -116,3 +121,43 @@ def test_another_experiments_metric_through_its_run_values(tmp_path, capsys):
     assert "== moobench kieker-text" in out and "docker/native" in out and "native-aa/native" in out
     assert "6 paired" in out and "variance decomposition (repetition > run > sample):" in out
     assert "plan (this run as Stein's pilot" in out
+
+
+def test_designs_side_by_side_from_constructed_bundles(tmp_path, capsys):
+    """A duet bundle's steps cost a repetition the longer of the two (they ran at once), not their sum; the summary
+    sets the designs' half-widths side by side and says whether the duet's ratio lies in the interleaved interval."""
+    inter = bench.read_bundle(_bundle(tmp_path / "i", ["native", "docker", "native-aa"]))
+    at_once = bench.read_bundle(_bundle(tmp_path / "d", ["native", "docker"], design="duet"))
+    assert at_once.design == "duet" and inter.design == "interleaved"
+    assert at_once.cpus["native"] == {r: str(r % 2) for r in range(6)}  # swapped every repetition
+    assert bench.per_repetition(at_once, ("docker", "native")) == 21.0  # max(21, 20), from start/end
+    assert bench.per_repetition(inter, ("docker", "native")) == 60.0  # 30 + 30, one after the other
+    lines = bench.summary({"interleaved": inter, "duet": at_once})
+    text = "\n".join(lines)
+    ratio = bench.half_width(at_once, "docker", "native")
+    low, high = bench.half_width(inter, "docker", "native").bounds
+    where = "inside" if low <= ratio.value <= high else "OUTSIDE"
+    assert f"the duet's ratio {ratio.value:.4f} lies {where} the interleaved design's interval" in text
+    assert "6 pairs, 2.1 min of steps" in text and "6 pairs, 6.0 min of steps" in text  # 6 x 21 s; 6 x 60 s
+    assert "A/A" in lines[1] and "A/A" not in lines[2]  # the duet bundle has no native-aa
+    bench.main(["--bundle", str(at_once.path)])
+    out = capsys.readouterr().out
+    assert "design duet" in out and "plan (this run as Stein's pilot, at once 21 s per repetition" in out
+
+
+def test_dry_run_of_the_designs_prints_one_pirex_run_each(capsys):
+    assert bench.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split(" (")[0] for ln in out] == ["interleaved", "duet", "duet-aa"]
+    assert "--variants native,docker,native-aa" in out[0] and "--set repetitions=55" in out[0]
+    assert "--design" not in out[0]
+    assert "--variants native,docker " in out[1] and "--design duet" in out[1] and "--set repetitions=110" in out[1]
+    assert "--variants native,native-aa " in out[2] and "--design duet" in out[2]
+    bench.main(["--dry-run", "--designs", "duet", "--allocation", "small"])
+    assert "--set repetitions=5 " in capsys.readouterr().out
+    bench.main(["--dry-run", "--scale", "0.4"])
+    assert [ln.split("--set repetitions=")[1].split()[0] for ln in capsys.readouterr().out.splitlines()] == [
+        "22",
+        "44",
+        "44",
+    ]

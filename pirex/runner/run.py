@@ -1,6 +1,7 @@
 """One run of an experiment: what this machine and the images offer (host_facts), the plan made from them
-(runplan.py: pure), the bundle written from the plan, services, every step in order, the machine record before
-and after. Ctrl-C or a kill leaves a bundle marked partial, which `pirex run --resume BUNDLE` finishes."""
+(runplan.py: pure), the bundle written from the plan, services, every step in order (a duet: a repetition's two
+steps at once, duet.py), the machine record before and after. Ctrl-C or a kill leaves a bundle marked partial, which
+`pirex run --resume BUNDLE` finishes."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from pirex.errors import PirexError
 from pirex.images import localregistry, sources
 from pirex.images import platforms as plat
 from pirex.paths import git_version
-from pirex.runner import deployment, faults, host, leftovers, lock, native, outputs, runplan, tracing, variants
+from pirex.runner import deployment, duet, faults, host, leftovers, lock, native, outputs, runplan, tracing, variants
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class Options:
     cases: tuple[str, ...] | None = None  # with matrix: only these of its cases (all when None)
     cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
     work_dir: Path | None = None  # the workload's /work on this host directory (a storage device's mount), any variant
+    design: str = "interleaved"  # --design: interleaved (one step at a time, in --order) or duet (two at once)
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -171,7 +173,15 @@ def _run(opts: Options) -> Path:
         raise PirexError("preflight failed (see above; `pirex doctor` says how to fix it, --force runs anyway)")
     tool = {"version": __version__, "commit": git_version()[1]}
     bundle = Bundle.create(
-        opts.results_dir, p.experiment, p.profile, p.parameters, list(p.variants), p.steps, p.images, tool
+        opts.results_dir,
+        p.experiment,
+        p.profile,
+        p.parameters,
+        list(p.variants),
+        p.steps,
+        p.images,
+        tool,
+        design=p.design,
     )
     log.info("bundle %s", bundle.path)
     bundle.write_run_info({**p.run_info, **({"work_dir": str(opts.work_dir)} if opts.work_dir else {})})
@@ -208,6 +218,7 @@ def host_facts(exp: experiment.Experiment, opts: Options) -> runplan.HostFacts:
         arch=arch,
         trace_unavailable=trace_unavailable,
         free_ports={s.port: deployment.free_port("0.0.0.0") for s in exp.services if s.port},
+        siblings=duet.siblings() if opts.design == "duet" else {},
     )
 
 
@@ -285,8 +296,98 @@ def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
                 problems.append(f"tracing: {why}")
     if any(experiment.aa_base(v) == "native" for v in bundle.variants) and (why := native.unavailable_reason()):
         problems.append(f"native: {why}")
+    if bundle.design == "duet":
+        wanted = {c for s in bundle.remaining_steps() for c in host.parse_cpus(s["cpus"])}
+        if missing := sorted(wanted - host.online_cpus()):
+            problems.append(f"the duet's CPUs {missing} are not online here (online: {sorted(host.online_cpus())})")
     if problems:
         raise PirexError(f"cannot resume {bundle.path} here: " + "; ".join(problems))
+
+
+def _repetitions(todo: list[dict]) -> list[list[dict]]:
+    """A duet's remaining steps by repetition, in plan order (a resumed bundle redoes whole repetitions)."""
+    groups: dict[int, list[dict]] = {}
+    for s in todo:
+        groups.setdefault(s["repetition"], []).append(s)
+    return list(groups.values())
+
+
+def _duet_repetition(
+    bundle: Bundle,
+    exp: experiment.Experiment,
+    group: list[dict],
+    by_name: dict[str, variants.Variant],
+    gateway: str,
+    workdir_host: Path,
+) -> None:
+    """One repetition of a duet: its steps at the same moment, each on its own CPUs (duet.run_together); recorded
+    together, with each step's CPUs, start and end, or not at all."""
+    image = bundle.manifest["images"][exp.image]
+    rep = group[0]["repetition"]
+    natives = [s["variant"] for s in group if by_name[s["variant"]].is_native]
+    if natives:  # the image's export made once, before the sides start (they would both make it)
+        root = native.rootfs(image["reference"])[0]
+    with bundle.steps_together([(s["variant"], rep) for s in group]) as dirs:
+        jobs, prepare = {}, {}
+        for s in group:
+            name = s["variant"]
+            v = dataclasses.replace(by_name[name], cpus=s["cpus"])
+            workdir = workdir_host / name  # a side's own (--work-dir, docker-bind-workdir)
+            if len(natives) > 1 and v.is_native:  # two sides in one exported root: each its own mounts, /tmp, /work
+                v = dataclasses.replace(v, bind_workdir=True)
+                binds = {workdir_host / f"{name}-tmp": root / "tmp"}
+                prepare[name] = lambda binds=binds: duet.own_mounts(binds)
+            values = runplan.step_values(exp, s.get("params") or bundle.parameters, v, rep, gateway)
+            argv = experiment.render(exp.command, values)
+            container = f"pirex-{bundle.run_id}-{name}-{rep}"
+            if not v.is_native:
+                leftovers.note("container", name=container)  # before the side starts: its own note may be lost
+            jobs[name] = lambda v=v, argv=argv, out=dirs[(name, rep)], w=workdir, c=container: variants.run_step(
+                v, image["reference"], argv, out, w, STEP_TIMEOUT, c, image["platform"]
+            )
+        irq = machine.interrupts()
+        outcomes = duet.run_together(jobs, failed=lambda r: r.returncode != 0, prepare=prepare)
+        irq_after = machine.interrupts()
+        for s in sorted(group, key=lambda s: _blame(outcomes[s["variant"]])):  # the side that failed speaks first
+            _duet_side(bundle, exp, s, outcomes[s["variant"]], dirs[(s["variant"], rep)], irq, irq_after)
+
+
+def _blame(o: duet.Outcome) -> int:
+    """0: the side failed by itself; 1: it was stopped (because the other failed, or from outside); 2: it ran."""
+    if o.interrupted:
+        return 1
+    return 0 if o.error or o.value.returncode != 0 else 2
+
+
+def _duet_side(
+    bundle: Bundle, exp: experiment.Experiment, step: dict, o: duet.Outcome, out: Path, irq: dict, irq_after: dict
+) -> None:
+    """One side's step as the interleaved design records it (step.json, interrupts.json, its outputs checked),
+    with its CPUs and times in the manifest; PirexError (the repetition is not recorded) when it failed."""
+    name, rep = step["variant"], step["repetition"]
+    if o.interrupted:
+        raise KeyboardInterrupt(f"the duet's {name} side was stopped ({o.message or o.error})")
+    if o.error:
+        raise PirexError(f"{name} repetition {rep} (duet): {o.message or o.error}")
+    r = o.value
+    machine.write_interrupts(out / "interrupts.json", irq, irq_after)  # the machine's, during both sides
+    write_step_info(out, r.argv, r.returncode, r.seconds)
+    bundle.record(name, rep, cpus=step["cpus"], start=o.start, end=o.end)
+    if r.returncode != 0:
+        tail = (out / "stderr.txt").read_text()[-2000:] if (out / "stderr.txt").exists() else ""
+        raise PirexError(f"{name} repetition {rep} (duet, on CPUs {step['cpus']}) exited {r.returncode}:\n{tail}")
+    if problem := outputs.problem(exp.outputs, out):
+        raise PirexError(f"{name} repetition {rep}: {problem}")
+
+
+def _sides(bundle: Bundle, group: list[dict]) -> str:
+    """`native on CPU 0 12.3 s, docker on CPU 1 12.5 s` for a completed duet repetition."""
+    done = {(s["variant"], s["repetition"]): s for s in bundle.manifest["completed"]}
+    parts = []
+    for s in group:
+        c = done[(s["variant"], s["repetition"])]
+        parts.append(f"{s['variant']} on CPU {c['cpus']} {c['end'] - c['start']:.1f} s")
+    return ", ".join(parts)
 
 
 def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
@@ -322,6 +423,11 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
                 site = stack.enter_context(
                     deployment.Servers(exp.deployment, images, params, bundle, workdir_host, by_name)
                 )
+            if bundle.design == "duet":
+                for i, group in enumerate(_repetitions(todo), 1):
+                    _duet_repetition(bundle, exp, group, by_name, gateway, workdir_host)
+                    print(f"[{i}/{len(todo) // 2}] duet repetition {group[0]['repetition']}: " + _sides(bundle, group))
+                todo = []
             started = time.monotonic()
             for i, step in enumerate(todo, 1):
                 v = by_name[step["variant"]]

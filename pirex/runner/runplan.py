@@ -16,12 +16,13 @@ from pirex import experiment, pmu, preflight
 from pirex import params as P
 from pirex.errors import PirexError
 from pirex.images import platforms as plat
-from pirex.runner import host, plan, tracing, variants
+from pirex.runner import duet, host, plan, tracing, variants
 
 if TYPE_CHECKING:
     from pirex.runner.run import Options
 
 WORKDIR = "/work"  # where a step's working directory is, seen from the step
+DESIGNS = ("interleaved", "duet")  # --design: one variant at a time (in --order), or a repetition's two at once
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class HostFacts:
     arch: str = ""  # this machine's architecture (uname -m): which of the tracing's functions exist
     trace_unavailable: str | None = None  # why the experiment's tracing cannot run here
     free_ports: dict[str, int] = field(default_factory=dict)  # a free port here per service port parameter
+    siblings: dict[int, frozenset[int]] = field(default_factory=dict)  # CPU -> its core's hardware threads (duet)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,12 @@ class RunPlan:
     soak: dict | None
     jvm: dict | None
     preflight: tuple[preflight.Finding, ...]
+    duet: dict | None = None  # a duet's CPU halves (duet.Halves.describe), None for one step at a time
+
+    @property
+    def design(self) -> str:
+        """The manifest's design: duet, or the order of a run that does one step at a time."""
+        return "duet" if self.duet else self.order
 
     @property
     def preflight_failed(self) -> bool:
@@ -91,6 +99,8 @@ class RunPlan:
             "soak": self.soak,
             "preflight": [f.to_dict() for f in self.preflight],
             "requested": self.requested,
+            "design": self.design,
+            **({"duet": self.duet} if self.duet else {}),
         }
 
 
@@ -106,6 +116,30 @@ def check(exp: experiment.Experiment, opts: Options) -> None:
     _soak(exp, opts.soak)
     trace_functions(exp, opts.trace, "")
     _cpu_list(opts.cpus, exp, matrix)
+    _check_design(exp, opts, matrix)
+
+
+def _check_design(exp: experiment.Experiment, opts: Options, matrix: experiment.Matrix | None) -> None:
+    """--design duet, where it can mean what it says: the experiment does not declare that it does not fit, the
+    run's steps are one command each (no matrix, deployment, soak or machine-wide tracing), and two variants."""
+    if opts.design not in DESIGNS:
+        raise PirexError(f"--design {opts.design!r}: expected one of {', '.join(DESIGNS)}")
+    if opts.design != "duet":
+        return
+    if not exp.duet.fits:
+        raise PirexError(f"{exp.id} does not suit --design duet: {exp.duet.why} (experiments/{exp.id}/experiment.yaml)")
+    clash = {
+        "--matrix": "its cases declare their own CPUs and machine settings",
+        "--trace": "ftrace records the whole machine, and two steps at once would share one trace",
+        "--soak": "a soak holds a deployment under load, which the duet does not start twice",
+    }
+    given = {"--matrix": matrix, "--trace": opts.trace, "--soak": opts.soak}
+    for option, why in clash.items():
+        if given[option]:
+            raise PirexError(f"--design duet runs two steps at once: not with {option} ({why})")
+    if exp.deployment:
+        raise PirexError(f"--design duet runs a step's command twice at once; {exp.id} deploys servers per step")
+    duet.steps(exp.pick_variants(opts.variants), 0, duet.Halves("0", "1"))  # two variants, or the reason
 
 
 def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> RunPlan:
@@ -116,6 +150,7 @@ def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> Run
     matrix = matrix_of(exp, opts.matrix)
     cpus = _cpus(opts.cpus, exp, matrix, facts.online_cpus)
     runnable, skipped = _runnable(_base_variants(exp, opts, matrix), facts)
+    split = _duet_halves(opts, cpus, facts, runnable, skipped)
     asked = requested(exp, opts)
     params = dict(asked)
     _service_ports(exp, params, facts.free_ports)
@@ -132,10 +167,12 @@ def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> Run
         params[exp.tracing.marker_parameter] = str(tracing.TRACEFS / "trace_marker")
     params = pmu.resolve(params, facts.machine, exp)  # a PMU parameter's auto -> this CPU's raw event codes (or none)
     runs_as = matrix_info["runs_as"] if matrix_info else None
-    runners = variants_of(exp, runnable, matrix.name if matrix else None, runs_as, cpus)
+    runners = variants_of(exp, runnable, matrix.name if matrix else None, runs_as, None if split else cpus)
+    reps = int(params["repetitions"])
+    order = duet.steps(runnable, reps, split) if split else plan.make(runnable, reps, opts.order, opts.seed)
     steps = tuple(
         {**s, "params": {**params, **runners[s["variant"]].parameters}}  # a case's own changes win
-        for s in plan.make(runnable, int(params["repetitions"]), opts.order, opts.seed)
+        for s in order
     )
     findings = preflight.check(
         facts.machine,
@@ -162,7 +199,25 @@ def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> Run
         soak=soak,
         jvm=facts.jvm,
         preflight=tuple(findings),
+        duet=split.describe() if split else None,
     )
+
+
+def _duet_halves(
+    opts: Options, cpus: str | None, facts: HostFacts, runnable: tuple[str, ...], skipped: dict[str, str]
+) -> duet.Halves | None:
+    """A duet's two CPU sets: halves of --cpus where given, else of every CPU this process may use; None for a run
+    of one step at a time. Refused when a variant of the two cannot run here (the duet needs both)."""
+    if opts.design != "duet":
+        return None
+    if len(runnable) != 2:
+        left_out = "; ".join(f"{k}: {v}" for k, v in skipped.items())
+        raise PirexError(
+            f"--design duet runs two variants at once, and only {', '.join(runnable)} can run here ({left_out})"
+        )
+    if cpus:
+        return duet.halves(host.parse_cpus(cpus), facts.siblings, f"--cpus {cpus} names")
+    return duet.halves(facts.online_cpus, facts.siblings)
 
 
 def matrix_of(exp: experiment.Experiment, name: str | None) -> experiment.Matrix | None:

@@ -1,0 +1,322 @@
+"""The duet design (Bulej, Horky, Tuma, Farquet, Prokopec: "Duet Benchmarking: Improving Measurement Accuracy in the
+Cloud", ICPE 2020): the two variants of a repetition run at the same moment, each on its own half of the CPUs, so that
+both meet the same phases of a shared machine, and a repetition's ratio pairs two simultaneous runs. The halves are
+swapped every repetition, so that a CPU's own bias (an interrupt it serves, a noisier hyperthread) cancels over pairs
+of repetitions.
+
+  halves(cpus, siblings)     two equal disjoint CPU sets: whole cores each where the cores allow
+  steps(variants, n, halves) the plan: per repetition both variants, each with its CPU list, swapped every repetition
+  run_together(jobs)         every job in a forked child, released at once; waits for all; when one fails or the run
+                             is interrupted, the others are stopped (SIGTERM: their workloads and containers go on
+                             their own exit paths) and every child is reaped
+
+Each side runs as a forked child of the runner, not a thread: a child can be stopped (SIGTERM unwinds it like
+Ctrl-C, through proc.run's and run_step's cleanup), dies with the runner (PR_SET_PDEATHSIG), and can have its own
+mount namespace. Two native sides of one image (an A/A duet) share one exported root: each gets its own mount
+namespace with its own /tmp and /work, so that their mounts (/results) and files (JMH's /tmp/jmh.lock, B5's files)
+stay apart; a native side against a docker side runs exactly as in the interleaved design."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import pickle
+import select
+import signal
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pirex import proc
+from pirex.errors import PirexError
+
+log = logging.getLogger(__name__)
+
+CPU = Path("/sys/devices/system/cpu")
+STOP_GRACE = 180  # seconds a stopped side has to unwind (docker rm -f, unmounts) before SIGKILL
+CLONE_NEWNS = 0x00020000  # unshare(2): a mount namespace of its own
+PR_SET_PDEATHSIG = 1  # prctl(2): a signal when the parent dies
+GO = b"g"
+
+
+# --- the CPUs --------------------------------------------------------------------------------------------------------
+
+
+def cpu_list(cpus: Iterable[int]) -> str:
+    """{0, 1, 2, 5} -> "0-2,5" (what taskset and --cpuset-cpus take)."""
+    out: list[str] = []
+    for c in sorted(set(cpus)):
+        if out and "-" in out[-1] and int(out[-1].split("-")[1]) == c - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        elif out and "-" not in out[-1] and int(out[-1]) == c - 1:
+            out[-1] = f"{out[-1]}-{c}"
+        else:
+            out.append(str(c))
+    return ",".join(out)
+
+
+def siblings(cpu_root: Path = CPU) -> dict[int, frozenset[int]]:
+    """CPU -> the hardware threads of its core (topology/thread_siblings_list); {} where the kernel does not say."""
+    from pirex.runner import host
+
+    out = {}
+    for f in cpu_root.glob("cpu[0-9]*/topology/thread_siblings_list"):
+        try:
+            out[int(f.parent.parent.name[3:])] = frozenset(host.parse_cpus(f.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+@dataclass(frozen=True)
+class Halves:
+    """The two CPU sets of a duet, and what the split had to give up."""
+
+    a: str  # CPU lists
+    b: str
+    unused: tuple[int, ...] = ()  # a CPU left out to keep the halves equal (an odd count)
+    shared_cores: bool = False  # hardware threads of one core on both sides (a 2-vCPU VM of one core)
+
+    def describe(self) -> dict:
+        """run.json's duet record."""
+        return {
+            "halves": [self.a, self.b],
+            "swapped": "every repetition",
+            "unused_cpus": list(self.unused),
+            "shared_cores": self.shared_cores,
+        }
+
+
+def halves(cpus: Iterable[int], sibling_map: Mapping[int, frozenset[int]] | None = None, whose: str = "") -> Halves:
+    """Two equal, disjoint halves of `cpus`: whole cores on each side where the cores (hardware-thread siblings)
+    split evenly, else by CPU number (lower half, upper half). Both sides get as many CPUs, so both JVMs see the
+    same count (availableProcessors follows taskset and --cpuset-cpus). whose: where the CPUs come from, for the
+    refusal (default: the CPUs this process may use)."""
+    allowed = sorted(set(cpus))
+    if len(allowed) < 2:
+        raise PirexError(
+            f"--design duet runs each variant on CPUs of its own, and {whose or 'this machine lets pirex use'} "
+            f"only CPU {cpu_list(allowed) or 'none'}: it needs at least two (run the interleaved design instead)"
+        )
+    sibling_map = sibling_map or {}
+    cores = sorted({frozenset(sibling_map.get(c, {c})) & set(allowed) for c in allowed}, key=lambda g: (min(g), len(g)))
+    if len(cores) >= 2 and len({len(g) for g in cores}) == 1:
+        k = len(cores) // 2
+        a = sorted(c for g in cores[:k] for c in g)
+        b = sorted(c for g in cores[k : 2 * k] for c in g)
+    else:
+        n = len(allowed) // 2
+        a, b = allowed[:n], allowed[n : 2 * n]
+    shared = any(sibling_map.get(c, {c}) & set(b) for c in a)
+    return Halves(cpu_list(a), cpu_list(b), tuple(c for c in allowed if c not in a and c not in b), shared)
+
+
+def steps(variants: tuple[str, ...], repetitions: int, split: Halves) -> list[dict]:
+    """Per repetition both variants, each with its CPU list; the first variant on half a in even repetitions and on
+    half b in odd ones (and the second the other way round), so that each variant spends as many repetitions on
+    each half, give or take one."""
+    if len(variants) != 2:
+        raise PirexError(
+            f"--design duet runs two variants at once, not {len(variants)} ({', '.join(variants)}): give two, e.g. "
+            "--variants native,docker, or native,native-aa for the design's A/A noise floor"
+        )
+    out = []
+    for r in range(repetitions):
+        first, second = (split.a, split.b) if r % 2 == 0 else (split.b, split.a)
+        out += [
+            {"variant": variants[0], "repetition": r, "cpus": first},
+            {"variant": variants[1], "repetition": r, "cpus": second},
+        ]
+    return out
+
+
+# --- the schedule ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one side's job returned (value), or how it ended (error: the exception's type and message), with the
+    moments its job started and ended (seconds since the epoch, as the child saw them)."""
+
+    value: Any = None
+    error: str | None = None
+    message: str = ""
+    start: float | None = None
+    end: float | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.error in ("KeyboardInterrupt", "SystemExit", "Stopped")
+
+
+class Stopped(Exception):
+    """A side stopped by the schedule (the other side failed, or the run was interrupted)."""
+
+
+def run_together(
+    jobs: Mapping[str, Callable[[], Any]],
+    failed: Callable[[Any], bool] = lambda value: False,
+    grace: float = STOP_GRACE,
+    prepare: Mapping[str, Callable[[], None]] | None = None,
+) -> dict[str, Outcome]:
+    """Run every job at once, each in a forked child, released together once all are forked; wait for all. When a
+    job raises or its value is `failed`, the other children are stopped at once (SIGTERM, SIGKILL after `grace`
+    seconds): a repetition's steps count together or not at all. An interruption of the runner (Ctrl-C, SIGTERM
+    through the CLI's handler) stops them the same way and is raised again once every child is reaped.
+    `prepare[name]` runs in that child before the release (e.g. its own mount namespace)."""
+    prepare = prepare or {}
+    go_r, go_w = os.pipe()
+    children: dict[str, tuple[int, int]] = {}  # name -> (pid, fd its outcome comes on)
+    outcomes: dict[str, Outcome] = {}
+    try:
+        for name, job in jobs.items():
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                os.close(r)
+                os.close(go_w)
+                _child(job, prepare.get(name), go_r, w)
+            os.close(w)
+            children[name] = (pid, r)
+        os.write(go_w, GO * len(children))  # every side starts now
+        _collect(children, outcomes, failed, grace)
+    finally:
+        os.close(go_r)
+        os.close(go_w)  # a child not yet released reads EOF and ends without running its job
+        _stop(children, outcomes, grace)
+    return outcomes
+
+
+def _collect(
+    children: dict[str, tuple[int, int]], outcomes: dict[str, Outcome], failed: Callable[[Any], bool], grace: float
+) -> None:
+    """Each child's outcome as it ends; the first failure stops the others."""
+    buffers: dict[int, bytearray] = {fd: bytearray() for _, fd in children.values()}
+    by_fd = {fd: name for name, (_, fd) in children.items()}
+    open_fds = set(by_fd)
+    while open_fds:
+        ready, _, _ = select.select(list(open_fds), [], [])
+        for fd in ready:
+            chunk = os.read(fd, 1 << 16)
+            if chunk:
+                buffers[fd] += chunk
+                continue
+            open_fds.discard(fd)
+            name = by_fd[fd]
+            _reap(children[name][0])
+            outcomes[name] = _decode(bytes(buffers[fd]))
+            o = outcomes[name]
+            if o.error or failed(o.value):
+                log.info("duet: %s %s; stopping the other side", name, f"raised {o.error}" if o.error else "failed")
+                for other, (pid, _) in children.items():
+                    if other not in outcomes:
+                        _signal(pid, signal.SIGTERM)
+
+
+def _stop(children: dict[str, tuple[int, int]], outcomes: dict[str, Outcome], grace: float) -> None:
+    """Every child still running stopped and reaped (the runner interrupted, or a fault in the schedule)."""
+    running = {name: pid for name, (pid, _) in children.items() if name not in outcomes}
+    for pid in running.values():
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for name, pid in running.items():
+        while time.monotonic() < deadline:
+            with contextlib.suppress(InterruptedError):
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+            time.sleep(0.05)
+        else:
+            log.warning("duet: %s (pid %d) did not stop within %.0f s: killed", name, pid, grace)
+            _signal(pid, signal.SIGKILL)
+            _reap(pid)
+    for _, fd in children.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def _decode(data: bytes) -> Outcome:
+    try:
+        return pickle.loads(data)
+    except Exception:  # a child killed before it could say (SIGKILL): nothing to unpickle
+        return Outcome(error="Stopped", message="the side ended without a result (killed)")
+
+
+def _child(job: Callable[[], Any], prepare: Callable[[], None] | None, go: int, out: int) -> None:
+    """A side: wait for the release, run the job, send its outcome, exit (os._exit: nothing of the parent's
+    atexit, pytest's or click's runs here)."""
+    try:
+        _stop_once()
+        _die_with_parent()
+        if prepare:
+            prepare()
+        if os.read(go, 1) != GO:  # the runner went before the release
+            os._exit(3)
+        os.close(go)
+        start = time.time()
+        try:
+            value = job()
+            outcome = Outcome(value=value, start=start, end=time.time())
+        except BaseException as e:
+            outcome = Outcome(error=type(e).__name__, message=str(e), start=start, end=time.time())
+        data = pickle.dumps(outcome)
+    except BaseException as e:  # the preparation, or a value that cannot be pickled
+        data = pickle.dumps(Outcome(error=type(e).__name__, message=str(e)))
+    try:
+        with os.fdopen(out, "wb") as f:
+            f.write(data)
+    finally:
+        os._exit(0)
+
+
+def _stop_once() -> None:
+    """The first SIGTERM or SIGINT unwinds the side (SystemExit, KeyboardInterrupt); later ones are ignored, so
+    that its cleanup (docker rm -f, unmounting) is not cut short by a second signal."""
+
+    def handler(signum, _frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:
+    """SIGTERM to this side when the runner dies (even by SIGKILL), so that no workload outlives it."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the request took effect
+        raise SystemExit(143)
+
+
+def own_mounts(binds: Mapping[Path, Path]) -> None:
+    """In a side (prepare of run_together): a mount namespace of its own, whose mounts no other process sees and
+    which go with it, and host directories bound over paths (e.g. a private /tmp over the exported root's)."""
+    if _libc().unshare(CLONE_NEWNS) != 0:
+        raise PirexError(f"cannot give the duet's side a mount namespace of its own: {os.strerror(ctypes.get_errno())}")
+    proc.run(["mount", "--make-rprivate", "/"], timeout=30)
+    for src, dest in binds.items():
+        Path(src).mkdir(parents=True, exist_ok=True)
+        Path(src).chmod(0o1777)
+        proc.run(["mount", "--bind", src, dest], timeout=30)
