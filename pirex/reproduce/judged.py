@@ -12,7 +12,7 @@ from pirex import experiment
 from pirex.analysis.interface import NamedTable
 from pirex.analysis.tables import Table
 from pirex.reproduce import claims, report, spans
-from pirex.reproduce.verdict import INCONCLUSIVE, Verdict, judge, ours
+from pirex.reproduce.verdict import Verdict, on_values
 
 LEVEL = 0.95
 
@@ -28,16 +28,16 @@ def verdicts(
     ]
     if not mine:
         return []
-    read = lambda bs: mod.run_values(list(bs), view)  # noqa: E731
-    devices = spans.groups(list(bundles), "devices")
+    read = spans.cached(lambda bs: mod.run_values(list(bs), view))  # each set of bundles read once
+    grouped = {kind: spans.groups(list(bundles), kind) for kind in ("devices", "storages")}
+    devices = grouped["devices"]
     out = []
     for c in mine:
         if c.across:  # across devices or storages: over all the bundles' groups
-            out.append(spans.judge_across(c, spans.groups(list(bundles), c.across), read, level, None, False))
+            out.append(spans.judge_across(c, grouped[c.across], read, level, None, False))
             continue
         for g in devices:  # a claim on one machine: on each device's own bundles
-            o = ours(c, read(g.bundles), level)
-            v = Verdict(c, INCONCLUSIVE, o) if isinstance(o, str) else judge(c, o, None, False)
+            v = on_values(c, read(g.bundles), level, None, False)
             out.append(dataclasses.replace(v, device=g.name) if len(devices) > 1 else v)
     return out
 

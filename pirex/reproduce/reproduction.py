@@ -25,7 +25,7 @@ from pirex.errors import PirexError
 from pirex.paths import PAPERS, git_version
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce import plan, report, sources, spans
-from pirex.reproduce.verdict import INCONCLUSIVE, NOT_RUN, Verdict, judge, ours
+from pirex.reproduce.verdict import NOT_RUN, Verdict, on_values
 
 log = logging.getLogger(__name__)
 STATE = "state.json"
@@ -341,17 +341,20 @@ def judge_all(
     for n in needs:
         for cid in n.claims:
             by_claim.setdefault(cid, []).append(n)
-    values_cache: dict[tuple, list] = {}
+    readers: dict[str, spans.Values] = {}  # per need: its run values, each set of bundles read once
+    grouped: dict[tuple, list[spans.Group]] = {}  # (bundles, devices|storages): each bundle's record read once
 
-    def values_of(n: plan.Need) -> Callable[[Sequence[Path]], list]:
-        def read(bundles: Sequence[Path]) -> list:
-            key = (n.key, tuple(map(str, bundles)))
-            if key not in values_cache:
-                mod = modules.module(experiment.load(n.experiment))
-                values_cache[key] = mod.run_values(list(bundles), n.view)
-            return values_cache[key]
+    def reader(n: plan.Need) -> spans.Values:
+        if n.key not in readers:
+            mod = modules.module(experiment.load(n.experiment))
+            readers[n.key] = spans.cached(lambda bs, mod=mod, view=n.view: mod.run_values(list(bs), view))
+        return readers[n.key]
 
-        return read
+    def groups(bundles: list[Path], kind: str) -> list[spans.Group]:
+        key = (tuple(map(str, bundles)), kind)
+        if key not in grouped:
+            grouped[key] = spans.groups(bundles, kind)
+        return grouped[key]
 
     out = []
     for c in claims:
@@ -372,28 +375,25 @@ def judge_all(
             n = mine[0]
             out.append(Verdict(c, NOT_RUN, failed.get(n.key) or f"no bundle of {n.key}: run without --reuse-only"))
             continue
-        read = values_of(mine[0])
+        read = reader(mine[0])
         indicative = opts.level == "kick-the-tires"
         if c.across:
-            found = spans.groups(bundles, c.across)
+            found = groups(bundles, c.across)
             out.append(spans.judge_across(c, found, read, opts.confidence, opts.precision, indicative))
             continue
-        found = spans.groups(bundles, "devices")
+        found = groups(bundles, "devices")
         elsewhere = bool(opts.inventory or opts.bundles)  # other machines: each with its own capabilities
         for g in found:
             lacks = plan.blocked(c, plan.missing(g.record, requirements or {}, here=False)) if elsewhere else None
-            v = Verdict(c, NOT_RUN, lacks) if lacks else _judge_one(c, read(list(g.bundles)), opts)
+            v = (
+                Verdict(c, NOT_RUN, lacks)
+                if lacks
+                else on_values(c, read(g.bundles), opts.confidence, opts.precision, indicative)
+            )
             out.append(dataclasses.replace(v, device=g.name) if len(found) > 1 else v)
         for host, why in (lost or {}).items():
             out.append(Verdict(c, NOT_RUN, f"the device failed or was unreachable: {why}", device=f"{host} (failed)"))
     return out
-
-
-def _judge_one(c: claims_mod.Claim, values: list, opts: Options) -> Verdict:
-    o = ours(c, values, opts.confidence)
-    if isinstance(o, str):
-        return Verdict(c, INCONCLUSIVE, o)
-    return judge(c, o, opts.precision, opts.level == "kick-the-tires")
 
 
 def _plan_text(papers, claims, needs, missing, opts: Options, elsewhere: dict[str, str] | None = None) -> str:

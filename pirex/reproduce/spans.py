@@ -39,6 +39,19 @@ class Group:
     record: dict  # the machine record of its first bundle
 
 
+def cached(values_of: Values) -> Values:
+    """values_of with each set of bundles read once: every claim, and every device of each, reads the same ones."""
+    seen: dict[tuple[str, ...], list[RunValue]] = {}
+
+    def read(bundles: Sequence[Path]) -> list[RunValue]:
+        key = tuple(map(str, bundles))
+        if key not in seen:
+            seen[key] = values_of(list(bundles))
+        return seen[key]
+
+    return read
+
+
 def storage_name(record: dict) -> str:
     """A storage device as the report names it: kind, model and file system, and where the work directory was."""
     st = record.get("storage") or {}

@@ -88,6 +88,14 @@ def ours(claim: Claim, values: Sequence[RunValue], level: float) -> Ours | str:
     return Ours(interval, metric, tuple(float(x) for x in d), aa)
 
 
+def on_values(
+    claim: Claim, values: Sequence[RunValue], level: float, precision: float | None, indicative: bool
+) -> Verdict:
+    """A claim on one machine judged on run values: inconclusive with the reason where there is no ratio."""
+    o = ours(claim, values, level)
+    return Verdict(claim, INCONCLUSIVE, o) if isinstance(o, str) else judge(claim, o, precision, indicative)
+
+
 def judge(claim: Claim, o: Ours, precision: float | None, indicative: bool) -> Verdict:
     i = o.interval
     if not i.has_interval:
