@@ -91,14 +91,14 @@ def missing(record: dict, requirements: dict[str, Requirement], here: bool = Tru
     return out
 
 
-def blocked(claim: Claim, missing: dict[str, str], devices: int = 1, storages: int = 1) -> str | None:
+def blocked(claim: Claim, missing: dict[str, str], devices: int | None = 1, storages: int | None = 1) -> str | None:
     """Why this machine (these devices: --inventory, --bundles; these storages: --storage) cannot judge the
-    claim, or None."""
+    claim, or None. devices/storages None: not counted here (the bundles' groups are, when judged)."""
     for n in claim.needs:
         kind, _, count = n.partition(":")
         if count:
             have = devices if kind == "devices" else storages
-            if have < int(count):
+            if have is not None and have < int(count):
                 if kind == "devices":
                     return (
                         f"needs {count} devices; this machine is one (give them with --inventory, or every "

@@ -358,7 +358,8 @@ def judge_all(
 
     out = []
     for c in claims:
-        why = plan.blocked(c, missing, devices=1 << 30, storages=1 << 30) if c.across else plan.blocked(c, missing)
+        # a claim across devices counts the devices (storages) its bundles are of when it is judged, not here
+        why = plan.blocked(c, missing, devices=None, storages=None) if c.across else plan.blocked(c, missing)
         if why or not c.judged:
             out.append(Verdict(c, NOT_RUN, why or "this claim is not judged by a measurement here"))
             continue
