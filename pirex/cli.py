@@ -357,8 +357,15 @@ def fleet() -> None:
 )
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option(
+    "--design",
+    default="interleaved",
+    show_default=True,
+    type=click.Choice(["interleaved", "duet"]),
+    help="As pirex run's, on every host: duet runs a repetition's two variants at once, each on half of the CPUs.",
+)
 def fleet_run(
-    experiment_id, inventory, profile, variants, sets, serial, images_archive, resume_, results_dir, tag
+    experiment_id, inventory, profile, variants, sets, serial, images_archive, resume_, results_dir, tag, design
 ) -> None:
     """Run EXPERIMENT on every host of an inventory, fetch and verify each bundle into
     results/<experiment>/<fleet-run>/<host>/, then the tables with one column per device."""
@@ -376,6 +383,7 @@ def fleet_run(
         serial,
         results_dir,
         images_archive,
+        design=design,
     )
     out = fleet_mod.run(req, click.echo, resume_)
     if out.bundles:
@@ -392,14 +400,17 @@ def fleet_run(
 @click.option("--set", "sets", multiple=True)
 @click.option("--tag", required=True)
 @click.option("--results-dir", type=click.Path(path_type=Path), required=True)
-def fleet_on_host(experiment_id, profile, variants, sets, tag, results_dir) -> None:
+@click.option("--design", default="interleaved", type=click.Choice(["interleaved", "duet"]))
+def fleet_on_host(experiment_id, profile, variants, sets, tag, results_dir, design) -> None:
     """What fleet/run.yml runs on each host: its bundle of the fleet run, run, resumed, or taken as it is."""
     from pirex import experiment as experiment_mod
     from pirex import fleet as fleet_mod
     from pirex.runner import run as runner
 
     exp = experiment_mod.load(experiment_id)
-    opts = runner.Options(exp.id, profile, variants, results_dir=results_dir, tag=tag, overrides=exp.overrides(sets))
+    opts = runner.Options(
+        exp.id, profile, variants, results_dir=results_dir, tag=tag, overrides=exp.overrides(sets), design=design
+    )
     click.echo(f"{fleet_mod.BUNDLE_LINE} {fleet_mod.on_host(opts).resolve()}")
 
 
@@ -608,6 +619,14 @@ def _fraction(text: str | None, what: str) -> float | None:
     is_flag=True,
     help="With --inventory: one device at a time (devices that share a machine, a switch or a disk).",
 )
+@click.option(
+    "--design",
+    default="interleaved",
+    show_default=True,
+    type=click.Choice(["interleaved", "duet"]),
+    help="duet: each pair of variants a claim compares runs at once, each on half of the CPUs (and its A/A pair), "
+    "where the experiment suits it; the others run interleaved, and the report says why.",
+)
 def reproduce(
     papers,
     level,
@@ -626,6 +645,7 @@ def reproduce(
     storages,
     images_archive,
     serial,
+    design,
 ) -> None:
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
     the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
@@ -649,6 +669,7 @@ def reproduce(
         storages=list(storages),
         images_archive=images_archive,
         serial=serial,
+        design=design,
     )
     reproduction.reproduce(opts, reproduction.run_with_runner)
 

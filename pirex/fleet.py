@@ -56,6 +56,7 @@ class Request:
     results_dir: Path = REPO / "results"
     images_archive: Path | None = None
     host_timeout: float = HOST_TIMEOUT
+    design: str = "interleaved"  # pirex run --design on each host: duet runs a repetition's two variants at once
 
 
 @dataclass
@@ -161,6 +162,7 @@ def playbook_vars(req: Request, fleet_dir: Path, fleet_run: str, images: list[st
         "pirex_profile": req.profile,
         "pirex_variants": req.variants or "",
         "pirex_sets": list(req.sets),
+        "pirex_design": req.design,
         "pirex_tag": req.tag,
         "pirex_fleet_run": fleet_run,
         "pirex_fleet_dir": str(fleet_dir.resolve()),
@@ -203,6 +205,8 @@ def _check(req: Request) -> experiment.Experiment:
     exp = experiment.load(req.experiment)
     exp.overrides(list(req.sets))
     exp.pick_variants(req.variants)
+    if req.design == "duet" and not exp.duet.fits:
+        raise PirexError(f"{exp.id} does not suit --design duet: {exp.duet.why} (experiments/{exp.id}/experiment.yaml)")
     if req.profile not in exp.profiles:
         raise PirexError(f"--profile {req.profile!r}: {exp.id} has {', '.join(exp.profiles)}")
     if req.images_archive and not req.images_archive.is_file():
@@ -236,6 +240,7 @@ def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = 
             "profile": req.profile,
             "variants": req.variants,
             "sets": list(req.sets),
+            "design": req.design,
             "tag": req.tag,
             "serial": req.serial,
             "images_archive": str(req.images_archive) if req.images_archive else None,
@@ -310,6 +315,7 @@ def _resumed(doc: dict, req: Request) -> Request:
         req.results_dir,
         req.images_archive or archive,
         req.host_timeout,
+        doc.get("design", "interleaved"),  # a fleet run from before designs: one step at a time
     )
 
 

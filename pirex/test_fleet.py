@@ -122,6 +122,11 @@ def test_the_playbook_gets_the_request_and_only_the_hosts_left(tmp_path):
     req = fleet.Request("jmh", tmp_path / "inv.yml", sets=("repetitions=1",), tag="t1", serial=True)
     v = fleet.playbook_vars(req, tmp_path / "run", "fleet-x", ["jmh"])
     assert v["pirex_sets"] == ["repetitions=1"] and v["pirex_serial"] is True and v["pirex_tag"] == "t1"
+    assert v["pirex_design"] == "interleaved"
+    duet = fleet.Request("jmh", tmp_path / "inv.yml", design="duet")
+    assert fleet.playbook_vars(duet, tmp_path / "run", "fleet-x", ["jmh"])["pirex_design"] == "duet"
+    with pytest.raises(PirexError, match="does not suit --design duet: a step runs three processes"):
+        fleet.run(fleet.Request("jpa-rest", tmp_path / "inv.yml", design="duet"))  # refused before any host
     assert v["pirex_fleet_dir"] == str((tmp_path / "run").resolve()) and v["pirex_controller"][1:] == ["-m", "pirex"]
     cmd = fleet.command(req, tmp_path / "vars.json", ["pi-a", "pi-c"])
     assert cmd[cmd.index("--limit") + 1] == "pi-a,pi-c" and f"@{tmp_path / 'vars.json'}" in cmd

@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pirex import capabilities, experiment
-from pirex.bundle import Bundle, RunInfo, Step, from_iso
+from pirex.bundle import DUET, Bundle, RunInfo, Step, from_iso
 from pirex.errors import PirexError
 from pirex.experiment import AA_SUFFIX
 from pirex.paths import REPO
 from pirex.reproduce.claims import Claim, Requirement
 
 LEVELS = {"kick-the-tires": "quick", "full": "paper"}
+INTERLEAVED = "interleaved"
+DESIGNS = (INTERLEAVED, DUET)  # pirex reproduce --design: how a run compares its variants (runner/duet.py)
 MIN_REPETITIONS = 5  # kick-the-tires runs the quick profiles with at least this many: an interval needs them
 CALIBRATION_LOOPS = 1_000_000  # a round: a tenth of a second on a server, about half a second on a Pi 4
 CALIBRATION_SECONDS = 3.0
@@ -44,11 +46,18 @@ class Need:
     estimate_from: str = ""
     steps: int = 0
     storage: Path | None = None  # --storage: the run's work directory on this mount (the claims across storages)
+    design: str = INTERLEAVED  # --design duet: the two variants at once, each on half of the CPUs
 
     @property
     def key(self) -> str:
         on = f" on {self.storage}" if self.storage else ""
-        return f"{self.experiment}{f'[{self.view}]' if self.view else ''}@{self.profile}{on}"
+        duet = f" duet {','.join(self.variants)}" if self.design == DUET else ""
+        return f"{self.experiment}{f'[{self.view}]' if self.view else ''}@{self.profile}{on}{duet}"
+
+    @property
+    def at_once(self) -> int:
+        """Steps that run at the same time: a duet's repetition is its two steps at once."""
+        return 2 if self.design == DUET else 1
 
 
 def calibration_score(
@@ -118,22 +127,38 @@ def needs(
     missing: dict[str, str] | None = None,
     devices: int = 1,
     storages: Sequence[Path] = (),
+    design: str = INTERLEAVED,
 ) -> list[Need]:
     """The runs the claims need, one per experiment, view and profile (and storage: a claim across storages
     runs on each --storage): the variants (or a view's cases) they compare, with an A/A copy of each
     denominator when `aa`, and only the metrics they compare where the experiment can choose (its
-    metrics_parameter), unless --set chose them."""
+    metrics_parameter), unless --set chose them. design duet: where the experiment suits it, one run per
+    pair of variants a claim compares (its A/A pair too), each pair's two at once; a claim within one variant
+    joins a pair that runs it; the rest (views, experiments that do not suit the duet) as interleaved."""
+    if design not in DESIGNS:
+        raise PirexError(f"--design {design!r}: expected one of {', '.join(DESIGNS)}")
     profile = LEVELS[level]
     out: dict[tuple, Need] = {}
     metrics: dict[tuple, list[str]] = {}
-    for c in claims:
-        if not c.experiment or not c.judged:
-            continue
-        if missing is not None and blocked(c, missing, devices, max(len(storages), 1)):
-            continue  # a claim this machine cannot judge adds no run, case or metric
+    judged = [
+        c
+        for c in claims
+        if c.experiment
+        and c.judged
+        and not (missing is not None and blocked(c, missing, devices, max(len(storages), 1)))
+    ]  # a claim this machine cannot judge adds no run, case or metric
+    for c in sorted(judged, key=lambda c: not _duet_pair(c, design)):  # a duet's pairs before the claims joining them
         over = dict((sets or {}).get(c.experiment, {}))
         for on in storages if c.across == "storages" else (None,):
-            _add(out, metrics, c, profile, over, aa, on, missing or {})
+            for key, variants in _runs_of(c, on, aa, design, out):
+                n = out.setdefault(key, Need(c.experiment, c.view, profile, [], overrides=dict(over), storage=on))
+                n.design = DUET if len(key) > 3 else INTERLEAVED
+                n.variants += [v for v in variants if v not in n.variants]
+                cases = (c.numerator.variant, c.denominator.variant) if c.view and c.numerator else ()
+                n.cases += [case for case in cases if case not in n.cases]
+                names = c.metrics or [m for side in (c.numerator, c.denominator) for m in side.metrics]
+                metrics.setdefault(key, []).extend(b for b in map(_base_metric, names) if b not in (missing or {}))
+                n.claims.append(c.id)
     for key, n in out.items():
         exp = experiment.load(n.experiment)
         param = exp.metrics_parameter
@@ -145,31 +170,51 @@ def needs(
     return list(out.values())
 
 
-def _add(
-    out: dict[tuple, Need],
-    metrics: dict[tuple, list[str]],
-    c: Claim,
-    profile: str,
-    over: dict,
-    aa: bool,
-    on: Path | None,
-    missing: dict[str, str],
-) -> None:
-    """The claim's variants (cases), A/A copy and metrics added to the need of its experiment, view and storage."""
-    key = (c.experiment, c.view, on)
-    n = out.setdefault(key, Need(c.experiment, c.view, profile, [], overrides=dict(over), storage=on))
+def _duet_pair(c: Claim, design: str) -> tuple[str, str] | None:
+    """The (denominator, numerator) variants a claim compares as a duet, or None where it runs interleaved: an
+    experiment that does not suit the duet (experiment.yaml: duet), a view (its cases set the machine), or a
+    claim within one variant."""
+    if design != DUET or c.view or c.numerator is None or c.numerator.variant == c.denominator.variant:
+        return None
+    return (c.denominator.variant, c.numerator.variant) if experiment.load(c.experiment).duet.fits else None
+
+
+def design_note(needs: list[Need]) -> str:
+    """--design duet, in the report: which runs were duets and which ran interleaved, and why."""
+    duets = sorted({n.key.split(" duet ")[0] for n in needs if n.design == DUET})
+    rest = []
+    for n in needs:
+        if n.design == DUET:
+            continue
+        exp = experiment.load(n.experiment)
+        why = (
+            exp.duet.why
+            if not exp.duet.fits
+            else "a view's cases set the machine (CPUs, clocks) themselves"
+            if n.view
+            else "its claims compare one variant with itself"
+        )
+        rest.append(f"{n.key} ({why})")
+    text = "Design: duet (each pair of variants at once, each on half of the CPUs, swapped every repetition) for "
+    text += ", ".join(duets) or "no run"
+    return text + (f"; interleaved: {'; '.join(rest)}" if rest else "")
+
+
+def _runs_of(c: Claim, on: Path | None, aa: bool, design: str, out: dict[tuple, Need]) -> list[tuple[tuple, list]]:
+    """The keys of the needs a claim adds to (experiment, view, storage, and a duet's pair), with the variants it
+    asks of each: a duet pair and its A/A pair; else its variants with an A/A copy of the denominator."""
+    base = (c.experiment, c.view, on)
+    if pair := _duet_pair(c, design):
+        aa_pair = (pair[0], pair[0] + AA_SUFFIX)
+        return [((*base, pair), list(pair))] + ([((*base, aa_pair), list(aa_pair))] if aa else [])
+    if design == DUET and not c.view and experiment.load(c.experiment).duet.fits:
+        joined = next((k for k in out if k[:3] == base and len(k) > 3 and set(c.variants) <= set(k[3])), None)
+        if joined:  # a claim within one variant: its values from a duet that runs it (on half of the CPUs)
+            return [(joined, [])]
     wanted = list(c.variants)
     if aa and not c.view and c.numerator is not None and c.numerator.variant != c.denominator.variant:
         wanted.append(c.denominator.variant + AA_SUFFIX)  # the noise floor beside the ratio
-    for v in wanted:
-        if v not in n.variants:
-            n.variants.append(v)
-    for case in (c.numerator.variant, c.denominator.variant) if c.view and c.numerator else ():
-        if case not in n.cases:
-            n.cases.append(case)
-    names = c.metrics or [m for side in (c.numerator, c.denominator) for m in side.metrics]
-    metrics.setdefault(key, []).extend(b for b in map(_base_metric, names) if b not in missing)
-    n.claims.append(c.id)
+    return [(base, wanted)]
 
 
 def _base_metric(metric: str) -> str:
@@ -239,6 +284,8 @@ def matching_bundles(
         run = _run_info(b)
         if run is None or run.matrix != need.view or run.work_dir != need.storage:
             continue  # another view, or another storage device's work directory
+        if _design(b) != need.design:
+            continue  # a duet's steps ran on half of the CPUs, at once: they answer a duet, and only a duet
         asked = run.doc.get("requested") or b.parameters  # older bundles: the resolved parameters
         if not _same_parameters(asked, wanted, exp.metrics_parameter):
             continue
@@ -248,6 +295,11 @@ def matching_bundles(
             continue
         found.append(b.path)
     return found
+
+
+def _design(b: Bundle) -> str:
+    """A bundle's design as a need has it: duet, or interleaved for every design of one step at a time."""
+    return DUET if b.design == DUET else INTERLEAVED
 
 
 def bundle_commit(bundle: Path) -> str | None:
@@ -301,8 +353,8 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
     steps, runs = [], []
     for b in _bundles(results_dir, need.experiment):
         run = _run_info(b)
-        if b.profile != need.profile or run is None or run.matrix != need.view:
-            continue  # a view's steps (a matrix's cases) are not the plain run's
+        if b.profile != need.profile or run is None or run.matrix != need.view or _design(b) != need.design:
+            continue  # a view's steps (a matrix's cases), a duet's (on half of the CPUs) are not the plain run's
         if not _same_machine(b, machine):
             continue
         done = b.steps()
@@ -310,7 +362,8 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
         steps += walls
         whole = _wall(b.manifest["started"], b.manifest["ended"])
         if b.status == "complete" and not b.manifest["resumed"] and whole and len(walls) == len(done):
-            runs.append(max(whole - sum(walls), 0.0))  # resumed: its wall time holds the pause
+            # a duet's two steps of a repetition at once: the run's own part is its wall time less one step each
+            runs.append(max(whole - sum(walls) / need.at_once, 0.0))  # resumed: its wall time holds the pause
     if not steps:
         return None
     return Measured(statistics.median(steps), statistics.median(runs) if runs else None)
@@ -345,15 +398,16 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: Measure
     ref_score = measured and (measured.get("score") or ref.get("score"))  # a profile may have its own machine
     scale = float(ref_score) / score if ref_score and score else None
     ref_run = measured.get("run", 0.0) * scale if measured and scale else 0.0  # the reference's run part, here
+    at_once = need.steps / need.at_once  # a duet's repetition takes one step's time: its two run at once
     if here is not None:
         run = here.run if here.run is not None else ref_run
-        need.seconds, need.estimate_from = need.steps * here.step + run, "bundles of this machine"
+        need.seconds, need.estimate_from = at_once * here.step + run, "bundles of this machine"
         return
     if measured is None or scale is None:
         need.seconds, need.estimate_from = None, "no measured duration"
         return
     fixed = measured["fixed"]
-    need.seconds = ref_run + need.steps * (fixed + (measured["step"] - fixed) * scale)
+    need.seconds = ref_run + at_once * (fixed + (measured["step"] - fixed) * scale)
     machine = measured.get("machine") or ref.get("machine", "a reference machine")
     need.estimate_from = f"measured on {machine}, x{scale:.2f} for this one"
 

@@ -51,6 +51,7 @@ class Options:
     storages: list[Path] = field(default_factory=list)  # --storage: the claims across storages run on each mount
     images_archive: Path | None = None  # --inventory in a lab without a registry: the hosts load the images from it
     serial: bool = False  # --inventory --serial: one device at a time (devices that share a machine or a network)
+    design: str = plan.INTERLEAVED  # --design duet: each pair of variants at once, where the experiment suits it
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -95,6 +96,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         opts.inventory = Path(state["inventory"]) if state.get("inventory") else None
         opts.bundles = [Path(b) for b in state.get("given", [])]
         opts.storages = [Path(s) for s in state.get("storages", [])]
+        opts.design = state.get("design", plan.INTERLEAVED)
         papers = _papers(opts.papers)
     _check_experiments(opts.experiments)
     given = sources.given_bundles(opts.bundles)  # --bundles: what there is to judge, expanded
@@ -109,7 +111,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     devices = len(hosts) if opts.inventory else len(spans.groups(given, "devices")) if given else 1
     # without the claims this machine (these devices, storages) cannot judge
     storages = sources.storages_of(given) if given else opts.storages
-    needs = plan.needs(claims, opts.level, opts.sets, opts.aa, missing, devices, storages)
+    needs = plan.needs(claims, opts.level, opts.sets, opts.aa, missing, devices, storages, opts.design)
     if opts.experiments:  # make run EXPERIMENTS=...: the other experiments' claims are not run here
         needs = [n for n in needs if n.experiment in opts.experiments]
     for e in opts.experiments:  # one no claim needs still runs (its tables are in the report): make run takes it
@@ -152,6 +154,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         "inventory": str(opts.inventory) if opts.inventory else None,
         "given": [str(b) for b in opts.bundles],
         "storages": [str(s) for s in opts.storages],
+        "design": opts.design,
         "fleets": state.get("fleets", {}),  # need -> its fleet run (--inventory): resumed, never started again
         "hosts_failed": state.get("hosts_failed", {}),
         "commit": commit,
@@ -203,6 +206,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         f"Confidence: {100 * opts.confidence:g} %"
         + (f", precision asked: ±{100 * opts.precision:g} %" if opts.precision else "")
     )
+    if opts.design == plan.DUET:
+        notes.append(plan.design_note(needs))
     if opts.experiments:
         notes.append(f"Only the claims on {', '.join(opts.experiments)} (--experiment)")
     notes += sources.notes(opts, given, state)
@@ -275,6 +280,7 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
             matrix=need.view,
             cases=tuple(need.cases) or None,
             work_dir=need.storage,
+            design=need.design,
         )
     )
 

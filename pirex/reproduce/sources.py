@@ -110,6 +110,7 @@ def on_fleet(need: plan.Need, opts, state: dict, echo: Callable[[str], None]) ->
         serial=opts.serial,
         results_dir=opts.results_dir,
         images_archive=opts.images_archive,
+        design=need.design,
     )
     earlier = state["fleets"].get(need.key)
     outcome = fleet.run(req, echo, resume=Path(earlier) if earlier else None)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pirex import machine
+from pirex import experiment, machine
 from pirex.analysis import stats
 from pirex.analysis.interface import RunValue
 from pirex.bundle import Bundle
@@ -219,7 +219,6 @@ def _record(cpuinfo: str, arch: str) -> dict:
     ],
 )
 def test_estimates_scale_with_the_machines_speed_but_timed_iterations_do_not(cpuinfo, arch, score, device):
-    from pirex import experiment
 
     exp = experiment.load("jmh")
     reference = {"machine": "a reference", "score": 4e7, "paper": {"step": 250.0, "fixed": 200.0}}
@@ -277,7 +276,6 @@ def test_this_machines_bundles_give_the_median_step_and_the_runs_own_part(tmp_pa
 
 
 def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
-    from pirex import experiment
     from pirex.errors import PirexError
 
     src = (experiment.EXPERIMENTS / "fork" / "experiment.yaml").read_text()
@@ -301,7 +299,6 @@ def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
 
 
 def test_a_matrix_has_durations_of_its_own(tmp_path):
-    from pirex import experiment
 
     src = (experiment.EXPERIMENTS / "moobench" / "experiment.yaml").read_text()
     block = "{score: 1e7, quick: 6, fluctuation@quick: {step: 3, run: 2}}"
@@ -317,7 +314,6 @@ def test_a_matrix_has_durations_of_its_own(tmp_path):
 
 
 def test_a_profile_calibrated_again_on_the_blocks_machine_scales_by_its_own_score(tmp_path):
-    from pirex import experiment
 
     src = (experiment.EXPERIMENTS / "moobench" / "experiment.yaml").read_text()
     block = "{machine: a VM, score: 1e7, quick: 6, paper: {step: 150, fixed: 100, score: 2e7}}"
@@ -373,10 +369,9 @@ BENCHMARKS = (
 )
 
 
-def _jmh_bundle(results, reps: int, commit: str | None = None):
+def _jmh_bundle(results, reps: int, commit: str | None = None, variants=("native", "docker"), design=None):
     record = machine.record(results, docker=False)
-    steps = [(v, r) for r in range(reps) for v in ("native", "docker")]
-    from pirex import experiment
+    steps = [(v, r) for r in range(reps) for v in variants]
 
     params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps, "sink_port": 40123}
     b = Bundle.create(
@@ -384,10 +379,11 @@ def _jmh_bundle(results, reps: int, commit: str | None = None):
         "jmh",
         "quick",
         params,
-        ["native", "docker"],
+        list(variants),
         steps,
         {},
         {"version": "t", "commit": commit or git_version()[1]},
+        design=design,
     )
     b.write_machine(before=record, after=record)
     rng = np.random.default_rng(3)
@@ -470,7 +466,6 @@ def test_set_changes_one_experiments_runs_and_a_bundle_of_other_parameters_is_no
 
 
 def test_a_views_claims_run_only_the_cases_they_compare():
-    from pirex import experiment
     from pirex.runner import runplan
 
     every = claims.load("icpe18").claims
@@ -672,3 +667,62 @@ def test_the_budget_is_for_the_whole_reproduction_and_refuses_runs_of_unknown_le
     assert all("over the budget" in state["failed"][k] for k in estimates if k not in ran)
     unknown = [k for k, s in state["estimates"].items() if s is None]
     assert all("time unknown" in state["failed"][k] for k in unknown)
+
+
+def test_a_duet_reproduction_runs_each_pair_of_variants_at_once_where_the_experiment_suits_it():
+    icpe18 = claims.load("icpe18").claims
+    needs = {n.key: n for n in plan.needs(icpe18, "full", aa=True, design="duet")}
+    docker, aa = needs["jmh@paper duet native,docker"], needs["jmh@paper duet native,native-aa"]
+    assert docker.design == aa.design == "duet" and docker.variants == ["native", "docker"]
+    assert "t1-b1-docker" in docker.claims and "t1-b1-docker" in aa.claims  # the A/A pair: its noise floor
+    assert "t1-b3-not-inlined" in docker.claims and "t1-b3-not-inlined" not in aa.claims  # one variant: joins a pair
+    rest = needs["jpa-rest@paper"]  # three servers need every CPU: experiment.yaml says it does not suit the duet
+    assert rest.design == "interleaved" and rest.variants == ["native", "docker", "native-aa"]
+    assert needs["moobench[fluctuation]@paper"].design == "interleaved"  # a view's cases set the machine
+    note = plan.design_note(list(needs.values()))
+    assert "for jmh@paper, moobench@paper" in note and "jpa-rest@paper (a step runs three processes" in note
+    # a duet's repetition takes one step's time: half what the interleaved run of the same steps takes
+    (plain,) = [n for n in plan.needs(icpe18, "full") if n.key == "jmh@paper"]
+    plain.variants = ["native", "docker"]
+    for n in (docker, plain):
+        plan.estimate(n, experiment.load("jmh"), 1e7, plan.Measured(10.0, 5.0))
+    assert docker.steps == 2 * 10 and docker.seconds == 10 * 10.0 + 5.0  # ten repetitions, two steps each at once
+    assert plain.steps == 2 * 10 and plain.seconds == 20 * 10.0 + 5.0
+    with pytest.raises(PirexError, match="--design 'sideways'"):
+        plan.needs(icpe18, "full", design="sideways")
+
+
+def test_a_duet_ratio_pairs_the_variants_that_ran_at_once_and_its_aa_comes_from_its_own_pair():
+    rng = np.random.default_rng(5)
+    values = []
+    for bundle, other, ratio in (("duet-1", "docker", 0.95), ("duet-aa", "native-aa", 1.0)):
+        for rep in range(8):
+            base = 100 * (1 + rng.normal(0, 0.05))
+            for v, x in (("native", base), (other, base * ratio * (1 + rng.normal(0, 0.002)))):
+                values.append(RunValue("jmh", bundle, "d", v, rep, "B1", x, "ops/s"))
+    o = ours(_claim(published=0.95), values, 0.95)
+    assert o.interval.n == 8 and "only in" not in (o.interval.note or "")  # the A/A pair's native is not dropped
+    assert abs(o.interval.value - 0.95) < 0.005 and o.aa.low < 1 < o.aa.high
+
+
+def test_a_duet_bundle_answers_a_duet_need_and_only_a_duet_need(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    _jmh_bundle(results, 6, design="duet")
+    here = machine.record(results, docker=False)
+    commit = git_version()[1]
+    icpe18 = claims.load("icpe18").claims
+    (duet,) = [n for n in plan.needs(icpe18, "kick-the-tires", design="duet") if n.experiment == "jmh"]
+    (plain,) = [n for n in plan.needs(icpe18, "kick-the-tires") if n.experiment == "jmh"]
+    assert len(plan.matching_bundles(duet, results, commit, here)) == 1
+    assert plan.matching_bundles(plain, results, commit, here) == []  # its steps ran on half of the CPUs, at once
+    opts = reproduction.Options(["icpe18"], results_dir=results, reuse_only=True, design="duet")
+    out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
+    state = json.loads((out / "state.json").read_text())
+    assert state["design"] == "duet" and state["verdicts"]["icpe18:t1-b1-docker"] == HOLDS
+    assert "Design: duet" in (out / "REPORT.md").read_text()
+    asked = []  # a run of a duet need asks the runner for the duet
+    from pirex.runner import run as runner
+
+    monkeypatch.setattr(runner, "run", lambda o: asked.append(o) or results)
+    reproduction.run_with_runner(dataclasses.replace(duet, variants=["native", "native-aa"]), opts)
+    assert asked[0].design == "duet" and asked[0].variants == "native,native-aa"
