@@ -313,7 +313,7 @@ def env_cmd(experiment_id, profile, sets, write_to, tag, results_dir, numbers_on
 @click.option("--network", default="host", show_default=True, type=click.Choice(["host", "overlay"]))
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="A parameter of experiment.yaml (checked).")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
-@click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
+@click.option("--tag", envvar="PIREX_TAG", default=None, help="Image tag (default: git describe of the checkout).")
 @click.option("--images", default="", help="Registry/namespace of the images (default: the local registry's).")
 @click.option("--print-env", is_flag=True, help="Print the environment of a plain `docker stack deploy` instead.")
 def swarm_cmd(experiment_id, profile, network, sets, results_dir, tag, images, print_env) -> None:

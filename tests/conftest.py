@@ -6,15 +6,19 @@ so that a broken engine can never pass as a skipped test."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 
 import pytest
 
 from pirex import proc
-from pirex.images import builder, collection, localregistry
+from pirex.images import builder, collection, localregistry, publish
 from pirex.images import platforms as plat
 from pirex.paths import git_version
+from pirex.runner import compose
+
+from . import netns
 
 TEST_TAG = os.environ.get("PIREX_TEST_TAG", "pirex-test")  # a worktree of its own: its own tag
 
@@ -89,3 +93,29 @@ def built_host(infra) -> collection.Built:
         version=version,
         revision=revision,
     )
+
+
+# ICPE'18 Experiment 3's hosts: the per-role compose file each runs, and the images it needs
+ROLES = {
+    "pi-b": ("db.yml", ["postgres", "jpa-rest"]),
+    "pi-a": ("web.yml", ["jpa-rest"]),
+    "laptop": ("driver.yml", ["locust"]),
+}
+
+
+@pytest.fixture
+def three_hosts(built):
+    """Three hosts as network namespaces on a bridge, each with its own Docker daemon holding its role's images
+    (tests/netns.py): the database on pi-b, the service on pi-a, the driver on the laptop."""
+    missing = [t for t in ("ip", "nsenter", "iptables", "dockerd") if not shutil.which(t)]
+    if os.geteuid() != 0 or missing:
+        pytest.fail(f"the three-host test needs root and {', '.join(missing) or 'nothing else'}")
+    with localregistry.local_registry():
+        for name in compose.images("jpa-rest"):
+            publish.load_local(name, TEST_TAG, plat.host())
+    with netns.hosts(list(ROLES)) as hosts:
+        for name, (_, images) in ROLES.items():
+            netns.copy_images(hosts[name], [publish.local_ref(i, TEST_TAG) for i in images])
+        yield hosts
+        for h in hosts.values():  # the data roots are kept for the next run: not the images a new build replaced
+            h.docker("image", "prune", "-f", check=False)

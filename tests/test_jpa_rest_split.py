@@ -7,46 +7,19 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import shutil
 import sys
 
 import pytest
 
 from pirex import proc
 from pirex.analysis import jpa
-from pirex.images import localregistry, publish
-from pirex.images import platforms as plat
 from pirex.paths import REPO
 from pirex.runner import compose
 
-from . import netns
-from .conftest import TEST_TAG
+from .conftest import ROLES, TEST_TAG
 from .test_run_jpa_rest import native_servers
 
 pytestmark = pytest.mark.docker
-
-ROLES = {
-    "pi-b": ("db.yml", ["postgres", "jpa-rest"]),
-    "pi-a": ("web.yml", ["jpa-rest"]),
-    "laptop": ("driver.yml", ["locust"]),
-}
-
-
-@pytest.fixture
-def three_hosts(built):
-    missing = [t for t in ("ip", "nsenter", "iptables", "dockerd") if not shutil.which(t)]
-    if os.geteuid() != 0 or missing:
-        pytest.fail(f"the three-host test needs root and {', '.join(missing) or 'nothing else'}")
-    with localregistry.local_registry():
-        for name in compose.images("jpa-rest"):
-            publish.load_local(name, TEST_TAG, plat.host())
-    with netns.hosts(list(ROLES)) as hosts:
-        for name, (_, images) in ROLES.items():
-            netns.copy_images(hosts[name], [publish.local_ref(i, TEST_TAG) for i in images])
-        yield hosts
-        for h in hosts.values():  # the data roots are kept for the next run: not the images a new build replaced
-            h.docker("image", "prune", "-f", check=False)
 
 
 def test_db_web_and_driver_on_three_hosts(three_hosts, tmp_path):

@@ -7,9 +7,10 @@ root: on the CI machines the venv's Python lives in root's home.
 
 Substituted, as the README tells its readers to: `<tag>`, the images' tag; PIREX_TAG in the
 environment (the README: it chooses the tag `pirex env` writes) for this session's build; "fill
-in addresses": DB_HOST and WEB_HOST. The per-role files run on this one host as three compose
-projects (127.0.0.1, host networking as compose/example.env has it), not across network
-namespaces (tests/test_jpa_rest_split.py does that through pirex compose): CI's time budget."""
+in addresses": DB_HOST and WEB_HOST. The per-role files run on three hosts, as the README's
+comments place them ("on the database Pi", "on the web Pi", "on the laptop"): network namespaces
+on a bridge, each with its own Docker daemon (tests/test_jpa_rest_split.py's), host networking as
+compose/example.env has it; the user's docker CLI talks to each host's daemon."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -31,11 +31,13 @@ from pirex.images import localregistry, publish, sources
 from pirex.images import platforms as plat
 from pirex.paths import REPO
 
+from . import netns
+from .conftest import ROLES, TEST_TAG
+
 pytestmark = pytest.mark.docker
 
 USER = "pirex-readme"
 MARK = re.compile(r"<!-- tested: without-pirex[^>]*-->\s*```sh\n(.*?)```", re.DOTALL)
-PORTS = ("DB_PORT", "WEB_PORT")  # the per-role files' servers listen on the host's network
 
 
 def readme_blocks() -> dict[str, list[str]]:
@@ -77,8 +79,8 @@ def home(user):
     shutil.rmtree(d)
 
 
-def run_as(user, home: Path, line: str, tag: str) -> None:
-    env = {"PATH": os.environ["PATH"], "HOME": user.pw_dir, "PIREX_TAG": tag}
+def run_as(user, home: Path, line: str, tag: str, host: netns.Host | None = None) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": user.pw_dir, "PIREX_TAG": tag, **(host.env if host else {})}
     # the checkout's .venv: its Python may live in root's home (this CI machine's pyenv), out of the user's reach
     who = [] if line.startswith(".venv/bin/pirex ") else ["runuser", "-u", user.pw_name, "--"]
     r = subprocess.run(
@@ -92,11 +94,6 @@ def run_as(user, home: Path, line: str, tag: str) -> None:
     if not who:  # what the root line wrote is the user's, as if they had run it
         proc.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", home / "compose"], timeout=60)
     assert r.returncode == 0, f"README line failed ({r.returncode}): {line}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-
-
-def listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def owner(path: Path) -> int:
@@ -129,17 +126,6 @@ def run_blocks(user, home: Path, tag: str) -> None:
     assert owner(results / "requests.csv") == user.pw_uid, "the folder was the user's: so are the results"
     results.rename(results.with_name("one-host"))
 
-    taken = [p for p in PORTS if listening(int(quick[p]))]
-    assert not taken, f"{taken} taken on this host: the per-role files' servers listen there"
-    for line in blocks["roles"]:
-        run_as(user, home, line, tag)
-        if "example.env" in line:  # "fill in addresses"
-            with open(home / "compose/pair.env", "a") as f:
-                f.write("DB_HOST=127.0.0.1\nWEB_HOST=127.0.0.1\n")
-    rows = requests(results)
-    assert len(rows) == 3 * int(quick["REQUESTS_PER_OPERATION"]) and all(r["ok"] == "1" for r in rows)
-    assert owner(results) == owner(results / "requests.csv") == 1000, "Docker made it: uid 1000, as the README says"
-
     for line in blocks["docker-run"]:
         run_as(user, home, line.replace("<tag>", tag), tag)
     jmh = json.loads((home / "results/jmh/jmh.json").read_text())
@@ -151,6 +137,44 @@ def run_blocks(user, home: Path, tag: str) -> None:
     assert owner(home / "results/jmh/jmh.json") == user.pw_uid
     forks = list((home / "results/fork").glob("*/fork.csv"))
     assert forks and all(owner(f) == user.pw_uid for f in forks)
+
+
+WHERE = {"# on the database Pi": "pi-b", "# on the web Pi": "pi-a", "# on the laptop": "laptop"}
+
+
+def test_the_per_role_files_run_as_written_on_three_hosts(three_hosts, user, home):
+    """The README's per-role block: each `docker compose` line on the host its comment names (its daemon, in its
+    namespace), the other lines here; the database and the service on two hosts, the driver on a third."""
+    h = three_hosts
+    quick = settings.of(experiment.load("jpa-rest"), "quick")
+    results = home / "results/jpa-rest/compose"
+    try:
+        for line in readme_blocks()["roles"]:
+            where = [host for comment, host in WHERE.items() if comment in line]
+            run_as(user, home, line, TEST_TAG, h[where[0]] if where else None)
+            if "example.env" in line:  # "fill in addresses"
+                with open(home / "compose/pair.env", "a") as f:
+                    f.write(f"DB_HOST={h['pi-b'].address}\nWEB_HOST={h['pi-a'].address}\n")
+        rows = requests(results)
+        assert len(rows) == 3 * int(quick["REQUESTS_PER_OPERATION"]) and all(r["ok"] == "1" for r in rows)
+        # the service answered from pi-a and read pi-b's table: reads found the loaded customers
+        assert all(r["status"] == "200" for r in rows if r["operation"] == "read")
+        assert owner(results) == owner(results / "requests.csv") == 1000, "Docker made it: uid 1000 (the README)"
+    finally:
+        for host, (file, _) in ROLES.items():
+            h[host].docker(
+                "compose",
+                "-f",
+                str(home / "compose" / file),
+                "--env-file",
+                str(home / "compose/pair.env"),
+                "down",
+                "-v",
+                "--timeout",
+                "30",
+                timeout=300,
+                check=False,
+            )
 
 
 def test_a_folder_that_cannot_be_written_is_one_line(built_host, tmp_path):
