@@ -14,7 +14,7 @@ from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row, device_of, storage_of
-from pirex.bundle import Step, read_json, reading
+from pirex.bundle import DUET, Step, read_json, reading
 
 LEVEL = 0.999
 
@@ -169,10 +169,18 @@ def paired_ratios(
     return out
 
 
-def _ratio_table(pairs: list[tuple]) -> Table:
+HOW = {
+    frozenset({False}): "ran back to back",
+    frozenset({True}): "ran at the same moment, each on half of the CPUs (duet)",
+    frozenset({False, True}): "ran back to back or, in a duet's bundles, at the same moment",
+}
+
+
+def _ratio_table(pairs: list[tuple], duets: frozenset[bool] = frozenset({False})) -> Table:
+    how = HOW[duets]
     return Table(
         f"docker/native throughput per benchmark, {stats.level_text(LEVEL)} interval over repetitions "
-        "(paired: each repetition's docker and native forks ran back to back)",
+        f"(paired: each repetition's docker and native forks {how})",
         ["Benchmark", "Device", "docker/native", "A/A native-aa/native"],
         [
             [b, d, r.text(4), aa.text(4) if aa else "not run (--variants native,docker,native-aa)"]
@@ -220,7 +228,8 @@ def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]
         for nt in out:
             nt.table.notes.append(note)
     pairs = {s: p for s, rs in by_setup.items() if (p := paired_ratios(_run_values(rs)))}
-    return out + per_setup("ratios", pairs, _ratio_table)
+    duets = frozenset(open_bundle(b, "jmh").design == DUET for b in bundles) or frozenset({False})
+    return out + per_setup("ratios", pairs, lambda p: _ratio_table(p, duets))
 
 
 def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list[Path]:

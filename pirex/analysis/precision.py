@@ -322,6 +322,14 @@ def decompose_runs(
     return decompose(data, names, None if costs is None else list(costs)[:depth])
 
 
+def in_bundles_of(side: dict[tuple, float], other: dict[tuple, float]) -> dict[tuple, float]:
+    """run_means of one side, only in the bundles (device, bundle) where the other side ran: a duet's pairs are
+    bundles of their own (the ratio's, the A/A's), and a pair is of the two variants that ran at once, never of
+    another pair's bundle."""
+    ran = {k[:2] for k in other}
+    return {k: v for k, v in side.items() if k[:2] in ran}
+
+
 def paired_interval(
     values: Iterable[RunValue],
     metric: str,
@@ -334,9 +342,10 @@ def paired_interval(
     """stats.paired_ratio of numerator/denominator for one metric, paired by (device, bundle, repetition).
     For a higher-is-better metric (throughput) the ratio is still numerator/denominator: read it so."""
     values = list(values)
+    num = run_means(values, metric, numerator)
     return stats.paired_ratio(
-        run_means(values, metric, numerator),
-        run_means(values, metric, denominator),
+        num,
+        in_bundles_of(run_means(values, metric, denominator), num),
         level,
         method,
         seed,

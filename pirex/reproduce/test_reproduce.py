@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from pirex import experiment, machine
-from pirex.analysis import stats
+from pirex.analysis import jmh, stats
 from pirex.analysis.interface import RunValue
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
@@ -707,7 +707,9 @@ def test_a_duet_ratio_pairs_the_variants_that_ran_at_once_and_its_aa_comes_from_
 
 def test_a_duet_bundle_answers_a_duet_need_and_only_a_duet_need(tmp_path, monkeypatch):
     results = tmp_path / "results"
-    _jmh_bundle(results, 6, design="duet")
+    bundle = _jmh_bundle(results, 6, design="duet")
+    (ratios,) = [t.table for t in jmh.tables([bundle]) if t.name.startswith("ratios")]
+    assert "forks ran at the same moment, each on half of the CPUs (duet)" in ratios.title
     here = machine.record(results, docker=False)
     commit = git_version()[1]
     icpe18 = claims.load("icpe18").claims

@@ -55,13 +55,6 @@ def _per_repetition(values: Sequence[RunValue], side: Side, metric: str) -> dict
     return prec.run_means([v for v in values if v.value > 0 and math.isfinite(v.value)], metric, side.variant)
 
 
-def _of_bundles(side: dict[tuple, float], other: dict[tuple, float]) -> dict[tuple, float]:
-    """The side's repetitions in the bundles the other side ran in: a duet's pairs are bundles of their own (the
-    ratio's, the A/A's), and a pair is of the two variants that ran at once, never of another pair's bundle."""
-    ran = {k[:2] for k in other}  # (device, bundle)
-    return {k: v for k, v in side.items() if k[:2] in ran}
-
-
 def _metric(values: Sequence[RunValue], side: Side) -> str | None:
     present = {v.metric for v in values if v.variant == side.variant}
     return next((m for m in side.metrics if m in present), None)
@@ -85,12 +78,12 @@ def ours(claim: Claim, values: Sequence[RunValue], level: float) -> Ours | str:
         return f"the bundles ran {len(setups)} setups ({ran}): give the bundles of one setup"
     num = _per_repetition(values, claim.numerator, num_m)
     den = _per_repetition(values, claim.denominator, den_m)
-    interval = stats.paired_ratio(num, _of_bundles(den, num), level)
-    _, d, _ = stats.log_ratios(num, _of_bundles(den, num))
+    interval = stats.paired_ratio(num, prec.in_bundles_of(den, num), level)
+    _, d, _ = stats.log_ratios(num, prec.in_bundles_of(den, num))
     aa = None
     aa_side = Side((den_m,), claim.denominator.variant + AA_SUFFIX)
     if claim.numerator.variant != claim.denominator.variant and (copy := _per_repetition(values, aa_side, den_m)):
-        aa = stats.paired_ratio(copy, _of_bundles(den, copy), level)
+        aa = stats.paired_ratio(copy, prec.in_bundles_of(den, copy), level)
     metric = num_m if num_m == den_m else f"{num_m} / {den_m}"
     return Ours(interval, metric, tuple(float(x) for x in d), aa)
 
