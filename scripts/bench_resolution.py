@@ -43,6 +43,8 @@ forks x (warm-up + measured iterations) x iteration time), runs
     .venv/bin/python scripts/bench_resolution.py --bundle results/bench-resolution/short/jmh/<run-id>
     .venv/bin/python scripts/bench_resolution.py --experiment moobench --metric kieker-text --set repetitions=10 \
         --set configurations=baseline,kieker-text                            # a MooBench configuration
+    .venv/bin/python scripts/bench_resolution.py --experiment moobench --metric kieker-text --variants native,docker \
+        --design duet --set configurations=kieker-text                     # the same as a duet
     .venv/bin/python scripts/bench_resolution.py --experiment jpa-rest --metric read --set repetitions=10
 
 Costs for K&J: one measured iteration costs its iteration time; a fork costs its warm-up plus one JVM start; a
@@ -115,6 +117,8 @@ ALLOCATIONS = {
     "small": Allocation(5, 1, 1, 2, "200ms"),  # smoke run
     # the duet on kj's budget: a repetition is one pair at once, so twice as many as kj's in the same time
     "kj-duet": Allocation(110, 1, 2, 3, "1s"),
+    # the issue's probe: a longer warm-up (B1's JIT settles after about 3 s), as many duet pairs as 13 minutes buy
+    "warm-duet": Allocation(70, 1, 3, 6, "1s"),
 }
 
 
@@ -436,6 +440,7 @@ def run_generic(args) -> int:
         cmd += ["--set", s]
     cmd += ["--tag", args.tag] if args.tag else []
     cmd += ["--cpus", args.cpus] if args.cpus else []
+    cmd += ["--design", args.design] if args.design != "interleaved" else []
     if args.dry_run:
         print(" ".join(cmd))
         return 0
@@ -541,6 +546,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="quick", help="with --experiment: the profile")
     ap.add_argument("--set", action="append", default=[], help="with --experiment: NAME=VALUE, repeatable")
     ap.add_argument("--timeout", type=float, default=4 * 3600, help="with --experiment: seconds for the run")
+    ap.add_argument(
+        "--design",
+        default="interleaved",
+        choices=("interleaved", "duet"),
+        help="with --experiment: pirex run --design (duet: --variants of two, e.g. native,docker)",
+    )
     args = ap.parse_args(argv)
     if args.experiment != "jmh":
         if not args.metric:

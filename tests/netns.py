@@ -96,6 +96,8 @@ def hosts(
             root = paths.cache_dir() / f"netns-docker{site or ''}" / name  # image layers survive for the next run
             run = run_base / name
             run.mkdir(parents=True, exist_ok=True)
+            run.chmod(0o755)  # whatever the umask: a non-root user of the docker group reaches the socket
+            run_base.chmod(0o755)
             sock = str(run / "docker.sock")
             log = open(run / "dockerd.log", "w")  # noqa: SIM115 (closed with the daemon)
             uts = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name] if hostnames else []

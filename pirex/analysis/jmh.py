@@ -176,16 +176,19 @@ HOW = {
 }
 
 
+NO_AA = {  # by whether the bundles are duets: a duet's A/A is a bundle of its own (pirex table jmh BUNDLE AA-BUNDLE)
+    False: "not run (--variants native,docker,native-aa)",
+    True: "a duet of its own (--design duet --variants native,native-aa): give its bundle too",
+}
+
+
 def _ratio_table(pairs: list[tuple], duets: frozenset[bool] = frozenset({False})) -> Table:
     how = HOW[duets]
     return Table(
         f"docker/native throughput per benchmark, {stats.level_text(LEVEL)} interval over repetitions "
         f"(paired: each repetition's docker and native forks {how})",
         ["Benchmark", "Device", "docker/native", "A/A native-aa/native"],
-        [
-            [b, d, r.text(4), aa.text(4) if aa else "not run (--variants native,docker,native-aa)"]
-            for b, d, r, aa in pairs
-        ],
+        [[b, d, r.text(4), aa.text(4) if aa else NO_AA[True in duets and False not in duets]] for b, d, r, aa in pairs],
         [
             {
                 "benchmark": b,

@@ -176,7 +176,13 @@ def _duet_pair(c: Claim, design: str) -> tuple[str, str] | None:
     claim within one variant."""
     if design != DUET or c.view or c.numerator is None or c.numerator.variant == c.denominator.variant:
         return None
-    return (c.denominator.variant, c.numerator.variant) if experiment.load(c.experiment).duet.fits else None
+    return (c.denominator.variant, c.numerator.variant) if _suits_duet(c.experiment) else None
+
+
+def _suits_duet(experiment_id: str) -> bool:
+    """The experiment runs as a duet: it does not declare otherwise, and a step is one command (no servers)."""
+    exp = experiment.load(experiment_id)
+    return exp.duet.fits and not exp.deployment
 
 
 def design_note(needs: list[Need]) -> str:
@@ -187,13 +193,16 @@ def design_note(needs: list[Need]) -> str:
         if n.design == DUET:
             continue
         exp = experiment.load(n.experiment)
-        why = (
-            exp.duet.why
-            if not exp.duet.fits
-            else "a view's cases set the machine (CPUs, clocks) themselves"
-            if n.view
-            else "its claims compare one variant with itself"
-        )
+        if not exp.duet.fits:
+            why = exp.duet.why
+        elif exp.deployment:
+            why = "it deploys servers per step, which the duet does not start twice"
+        elif n.view:
+            why = "a view's cases set the machine (CPUs, clocks) themselves"
+        elif not n.claims:
+            why = "no claim compares its variants (--experiment: its tables only)"
+        else:
+            why = "its claims compare one variant with itself"
         rest.append(f"{n.key} ({why})")
     text = "Design: duet (each pair of variants at once, each on half of the CPUs, swapped every repetition) for "
     text += ", ".join(duets) or "no run"
@@ -204,10 +213,11 @@ def _runs_of(c: Claim, on: Path | None, aa: bool, design: str, out: dict[tuple, 
     """The keys of the needs a claim adds to (experiment, view, storage, and a duet's pair), with the variants it
     asks of each: a duet pair and its A/A pair; else its variants with an A/A copy of the denominator."""
     base = (c.experiment, c.view, on)
-    if pair := _duet_pair(c, design):
+    if pair := _duet_pair(c, design):  # keyed by the two variants in either order: docker/native is native/docker's run
         aa_pair = (pair[0], pair[0] + AA_SUFFIX)
-        return [((*base, pair), list(pair))] + ([((*base, aa_pair), list(aa_pair))] if aa else [])
-    if design == DUET and not c.view and experiment.load(c.experiment).duet.fits:
+        pairs = [pair, aa_pair] if aa else [pair]
+        return [(next((k for k in out if k[:3] == base and set(k[3]) == set(p)), (*base, p)), list(p)) for p in pairs]
+    if design == DUET and not c.view and _suits_duet(c.experiment):
         joined = next((k for k in out if k[:3] == base and len(k) > 3 and set(c.variants) <= set(k[3])), None)
         if joined:  # a claim within one variant: its values from a duet that runs it (on half of the CPUs)
             return [(joined, [])]
@@ -284,7 +294,7 @@ def matching_bundles(
         run = _run_info(b)
         if run is None or run.matrix != need.view or run.work_dir != need.storage:
             continue  # another view, or another storage device's work directory
-        if _design(b) != need.design:
+        if design_of(b) != need.design:
             continue  # a duet's steps ran on half of the CPUs, at once: they answer a duet, and only a duet
         asked = run.doc.get("requested") or b.parameters  # older bundles: the resolved parameters
         if not _same_parameters(asked, wanted, exp.metrics_parameter):
@@ -297,7 +307,7 @@ def matching_bundles(
     return found
 
 
-def _design(b: Bundle) -> str:
+def design_of(b: Bundle) -> str:
     """A bundle's design as a need has it: duet, or interleaved for every design of one step at a time."""
     return DUET if b.design == DUET else INTERLEAVED
 
@@ -353,7 +363,7 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
     steps, runs = [], []
     for b in _bundles(results_dir, need.experiment):
         run = _run_info(b)
-        if b.profile != need.profile or run is None or run.matrix != need.view or _design(b) != need.design:
+        if b.profile != need.profile or run is None or run.matrix != need.view or design_of(b) != need.design:
             continue  # a view's steps (a matrix's cases), a duet's (on half of the CPUs) are not the plain run's
         if not _same_machine(b, machine):
             continue
@@ -418,6 +428,8 @@ def measured_durations(needs: list[Need], results_dir: Path, machine: dict, scor
     tells it, and this machine's score)."""
     out: dict[str, dict] = {}
     for n in needs:
+        if n.design == DUET:  # a duet's steps ran on half of the CPUs, two at once: not the durations of a step
+            continue
         here = measured_here(n, results_dir, machine)
         if here is not None:
             d = out.setdefault(n.experiment, {"machine": machine_text(machine), "score": round(score)})

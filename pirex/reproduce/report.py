@@ -467,7 +467,7 @@ def sections(needs: Sequence[Need], claims: Sequence[claims_mod.Claim], out: Pat
         if not n.bundles:
             continue
         mod = modules.module(experiment.load(n.experiment))
-        stem = n.key.replace("@", "-")
+        stem = re.sub(r"[^\w.-]+", "-", n.key.replace("@", "-"))  # a folder, and a Markdown link: no spaces
         named = mod.tables(n.bundles, n.view)
         modules.write(named, out / "tables" / stem)
         figures = [f for f in mod.figures(n.bundles, out / "figures" / stem, n.view) if f.suffix in (".png", ".svg")]

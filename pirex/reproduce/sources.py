@@ -67,6 +67,10 @@ def answering(need: plan.Need, given: list[Path]) -> list[Path]:
             continue
         if bundle.status != "complete" or bundle.experiment != need.experiment or info.matrix != need.view:
             continue
+        if plan.design_of(bundle) != need.design:  # a duet's steps ran at once on half of the CPUs
+            continue
+        if need.design == plan.DUET and set(bundle.variants) != set(need.variants):
+            continue  # a duet bundle is of one pair: the ratio's, or the A/A's
         if not set(need.cases if need.view else need.variants) & set(bundle.variants):
             continue
         if info.work_dir != need.storage:  # a storage's run answers only its storage's need, never pooled

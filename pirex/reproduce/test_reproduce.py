@@ -16,7 +16,7 @@ from pirex.analysis.interface import RunValue
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 from pirex.paths import PAPERS, git_version
-from pirex.reproduce import claims, plan, reproduction
+from pirex.reproduce import claims, plan, reproduction, sources
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Ours, judge, ours
 
 ICPE18 = yaml.safe_load((PAPERS / "icpe18" / "claims.yaml").read_text())
@@ -688,6 +688,9 @@ def test_a_duet_reproduction_runs_each_pair_of_variants_at_once_where_the_experi
         plan.estimate(n, experiment.load("jmh"), 1e7, plan.Measured(10.0, 5.0))
     assert docker.steps == 2 * 10 and docker.seconds == 10 * 10.0 + 5.0  # ten repetitions, two steps each at once
     assert plain.steps == 2 * 10 and plain.seconds == 20 * 10.0 + 5.0
+    flipped = dataclasses.replace(icpe18[0], numerator=icpe18[0].denominator, denominator=icpe18[0].numerator)
+    both = plan.needs([icpe18[0], flipped], "full", design="duet")  # docker/native and native/docker: one run
+    assert [n.key for n in both] == ["jmh@paper duet native,docker"] and len(both[0].claims) == 2
     with pytest.raises(PirexError, match="--design 'sideways'"):
         plan.needs(icpe18, "full", design="sideways")
 
@@ -717,6 +720,10 @@ def test_a_duet_bundle_answers_a_duet_need_and_only_a_duet_need(tmp_path, monkey
     (plain,) = [n for n in plan.needs(icpe18, "kick-the-tires") if n.experiment == "jmh"]
     assert len(plan.matching_bundles(duet, results, commit, here)) == 1
     assert plan.matching_bundles(plain, results, commit, here) == []  # its steps ran on half of the CPUs, at once
+    aa_need = dataclasses.replace(duet, variants=["native", "native-aa"])
+    assert sources.answering(duet, [bundle]) == [bundle]  # --bundles: a duet bundle answers its own pair only
+    assert sources.answering(aa_need, [bundle]) == sources.answering(plain, [bundle]) == []
+    assert plan.measured_durations([duet], results, here, 1e7) == {}  # half the CPUs: no step of durations.yaml
     opts = reproduction.Options(["icpe18"], results_dir=results, reuse_only=True, design="duet")
     out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
     state = json.loads((out / "state.json").read_text())
