@@ -21,6 +21,13 @@ log = logging.getLogger("pirex")
 PLATFORMS_HELP = "comma-separated: linux/amd64, linux/arm64, linux/arm/v7; 'all' (default) or 'host'"
 
 
+def _design_option(help_text: str):
+    """--design, as pirex run, reproduce and fleet run take it (runner/duet.py)."""
+    return click.option(
+        "--design", default="interleaved", show_default=True, type=click.Choice(["interleaved", "duet"]), help=help_text
+    )
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pirex")
 @click.option("-v", "--verbose", is_flag=True, help="Log every command pirex runs.")
@@ -79,13 +86,9 @@ def cli(verbose: bool) -> None:
     help="Pin every step of every variant to these CPUs (e.g. 1: native taskset, docker --cpuset-cpus), "
     "so that each runs where the others did; recorded in run.json.",
 )
-@click.option(
-    "--design",
-    default="interleaved",
-    show_default=True,
-    type=click.Choice(["interleaved", "duet"]),
-    help="interleaved: one step at a time (in --order); duet: a repetition's two variants at the same moment, each "
-    "on half of the CPUs (of --cpus, if given), swapped every repetition.",
+@_design_option(
+    "interleaved: one step at a time (in --order); duet: a repetition's two variants at the same moment, each "
+    "on half of the CPUs (of --cpus, if given), swapped every repetition."
 )
 @click.option(
     "--precision",
@@ -357,12 +360,8 @@ def fleet() -> None:
 )
 @click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
 @click.option("--tag", default=None, help="Image tag (default: git describe of the checkout).")
-@click.option(
-    "--design",
-    default="interleaved",
-    show_default=True,
-    type=click.Choice(["interleaved", "duet"]),
-    help="As pirex run's, on every host: duet runs a repetition's two variants at once, each on half of the CPUs.",
+@_design_option(
+    "As pirex run's, on every host: duet runs a repetition's two variants at once, each on half of the CPUs."
 )
 def fleet_run(
     experiment_id, inventory, profile, variants, sets, serial, images_archive, resume_, results_dir, tag, design
@@ -619,13 +618,9 @@ def _fraction(text: str | None, what: str) -> float | None:
     is_flag=True,
     help="With --inventory: one device at a time (devices that share a machine, a switch or a disk).",
 )
-@click.option(
-    "--design",
-    default="interleaved",
-    show_default=True,
-    type=click.Choice(["interleaved", "duet"]),
-    help="duet: each pair of variants a claim compares runs at once, each on half of the CPUs (and its A/A pair), "
-    "where the experiment suits it; the others run interleaved, and the report says why.",
+@_design_option(
+    "duet: each pair of variants a claim compares runs at once, each on half of the CPUs (and its A/A pair), "
+    "where the experiment suits it; the others run interleaved, and the report says why."
 )
 def reproduce(
     papers,
