@@ -68,6 +68,9 @@ mkdir -p "$R/usr/local/go"
 SETUP = r"""
 set -eu
 R=$FRESH_ROOT
+# the tree a mount point of its own, as a machine's root is: a buildkitd or dockerd inside makes / rslave
+# (mount --make-rslave /), which the kernel refuses (EINVAL) on a directory that is not a mount point
+mount --bind "$R" "$R"
 mount --rbind /dev "$R/dev"
 mount -t proc proc "$R/proc"
 mount --rbind /sys "$R/sys"
