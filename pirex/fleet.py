@@ -205,10 +205,14 @@ def _check(req: Request) -> experiment.Experiment:
     exp = experiment.load(req.experiment)
     exp.overrides(list(req.sets))
     exp.pick_variants(req.variants)
-    if req.design == "duet" and not exp.duet.fits:
-        raise PirexError(f"{exp.id} does not suit --design duet: {exp.duet.why} (experiments/{exp.id}/experiment.yaml)")
     if req.profile not in exp.profiles:
         raise PirexError(f"--profile {req.profile!r}: {exp.id} has {', '.join(exp.profiles)}")
+    from pirex.runner import run as runner
+    from pirex.runner import runplan
+
+    # the hosts' own argument checks (--design duet where it cannot run, among them), made here once
+    overrides = exp.overrides(list(req.sets))
+    runplan.check(exp, runner.Options(exp.id, req.profile, req.variants, overrides=overrides, design=req.design))
     if req.images_archive and not req.images_archive.is_file():
         raise PirexError(f"--images-archive {req.images_archive}: no such file (`pirex images export` writes one)")
     return exp

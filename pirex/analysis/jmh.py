@@ -188,7 +188,7 @@ def _ratio_table(pairs: list[tuple], duets: frozenset[bool] = frozenset({False})
         f"docker/native throughput per benchmark, {stats.level_text(LEVEL)} interval over repetitions "
         f"(paired: each repetition's docker and native forks {how})",
         ["Benchmark", "Device", "docker/native", "A/A native-aa/native"],
-        [[b, d, r.text(4), aa.text(4) if aa else NO_AA[True in duets and False not in duets]] for b, d, r, aa in pairs],
+        [[b, d, r.text(4), aa.text(4) if aa else NO_AA[duets == frozenset({True})]] for b, d, r, aa in pairs],
         [
             {
                 "benchmark": b,

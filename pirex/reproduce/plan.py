@@ -151,8 +151,10 @@ def needs(
         over = dict((sets or {}).get(c.experiment, {}))
         for on in storages if c.across == "storages" else (None,):
             for key, variants in _runs_of(c, on, aa, design, out):
-                n = out.setdefault(key, Need(c.experiment, c.view, profile, [], overrides=dict(over), storage=on))
-                n.design = DUET if len(key) > 3 else INTERLEAVED
+                design_here = DUET if len(key) > 3 else INTERLEAVED  # a key with a pair is a duet's
+                n = out.setdefault(
+                    key, Need(c.experiment, c.view, profile, [], overrides=dict(over), storage=on, design=design_here)
+                )
                 n.variants += [v for v in variants if v not in n.variants]
                 cases = (c.numerator.variant, c.denominator.variant) if c.view and c.numerator else ()
                 n.cases += [case for case in cases if case not in n.cases]
@@ -408,16 +410,16 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: Measure
     ref_score = measured and (measured.get("score") or ref.get("score"))  # a profile may have its own machine
     scale = float(ref_score) / score if ref_score and score else None
     ref_run = measured.get("run", 0.0) * scale if measured and scale else 0.0  # the reference's run part, here
-    at_once = need.steps / need.at_once  # a duet's repetition takes one step's time: its two run at once
+    in_turn = need.steps / need.at_once  # the steps' times that add up: a duet's two steps run at once
     if here is not None:
         run = here.run if here.run is not None else ref_run
-        need.seconds, need.estimate_from = at_once * here.step + run, "bundles of this machine"
+        need.seconds, need.estimate_from = in_turn * here.step + run, "bundles of this machine"
         return
     if measured is None or scale is None:
         need.seconds, need.estimate_from = None, "no measured duration"
         return
     fixed = measured["fixed"]
-    need.seconds = ref_run + at_once * (fixed + (measured["step"] - fixed) * scale)
+    need.seconds = ref_run + in_turn * (fixed + (measured["step"] - fixed) * scale)
     machine = measured.get("machine") or ref.get("machine", "a reference machine")
     need.estimate_from = f"measured on {machine}, x{scale:.2f} for this one"
 

@@ -78,8 +78,9 @@ def ours(claim: Claim, values: Sequence[RunValue], level: float) -> Ours | str:
         return f"the bundles ran {len(setups)} setups ({ran}): give the bundles of one setup"
     num = _per_repetition(values, claim.numerator, num_m)
     den = _per_repetition(values, claim.denominator, den_m)
-    interval = stats.paired_ratio(num, prec.in_bundles_of(den, num), level)
-    _, d, _ = stats.log_ratios(num, prec.in_bundles_of(den, num))
+    paired = prec.in_bundles_of(den, num)
+    interval = stats.paired_ratio(num, paired, level)
+    _, d, _ = stats.log_ratios(num, paired)
     aa = None
     aa_side = Side((den_m,), claim.denominator.variant + AA_SUFFIX)
     if claim.numerator.variant != claim.denominator.variant and (copy := _per_repetition(values, aa_side, den_m)):
