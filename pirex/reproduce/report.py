@@ -13,7 +13,6 @@ import base64
 import csv
 import io
 import re
-import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,40 +138,72 @@ def summary(
     took: float | None = None,
     attempts: int = 1,
 ) -> str:
-    """At most max_lines: one line per judged claim (published, ours, verdict), or, when they would not
-    fit, the claims that hold listed together and a line for each of the others; the claims not run
-    here grouped by reason; then the counts with the time taken, and the report's path (which has
-    every detail)."""
+    """At most max_lines, whatever the verdicts: one line per judged claim (published, ours, verdict) or, when
+    they would not fit, the routine ones named together (the claims that hold first, then the inconclusive
+    ones, each kind on shared lines) so that the claims that differ keep a line each; the claims not run here
+    grouped by reason; then the counts with the time taken, and the report's path (which has every detail)."""
     judged = [v for v in verdicts if v.verdict != NOT_RUN]
-    tail = 2 if report else 1
-    held = [v for v in judged if v.verdict == HOLDS]
-    fold = len(judged) + tail + any(v.verdict == NOT_RUN for v in verdicts) > max_lines and len(held) > 1
-    lines = []
-    for v in judged:
-        if fold and v.verdict == HOLDS:
-            continue  # too many for a line each: the claims that hold share lines, the others keep theirs
-        ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
-        on = f" on {v.device}" if v.device else ""
-        lines.append(
-            f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}{on}"
-        )
-    if fold:
-        ids = ", ".join(f"{v.claim.paper}:{v.claim.id}" for v in held)
-        lines[:0] = textwrap.wrap(ids, width, initial_indent=f"{MARK[HOLDS]:<13} ", subsequent_indent=" " * 14)
+    away = [v for v in verdicts if v.verdict == NOT_RUN]
+    foot = 2 if report else 1
+    room = max(max_lines - foot - bool(away), 1)
+    for folded in ((), (HOLDS,), (HOLDS, INCONCLUSIVE), (HOLDS, INCONCLUSIVE, DIFFERS)):
+        judged_lines = _judged_lines(judged, folded, width)
+        if len(judged_lines) <= room:
+            break
+    lines = _within(judged_lines, room)
     by_reason: dict[str, list[str]] = {}
-    for v in verdicts:
-        if v.verdict == NOT_RUN:
-            by_reason.setdefault(_short_reason(v.reason), []).append(f"{v.claim.paper}:{v.claim.id}")
-    room = max_lines - tail - len(lines)
+    for v in away:
+        by_reason.setdefault(_short_reason(v.reason), []).append(f"{v.claim.paper}:{v.claim.id}")
+    room = max(max_lines - foot - len(lines), 0)
     groups = [f"not run here  {why}: {', '.join(ids)}" for why, ids in by_reason.items()]
     if len(groups) > room:  # keep the limit: the rest is in the report
         rest = sum(len(ids) for ids in list(by_reason.values())[max(room - 1, 0) :])
-        groups = groups[: max(room - 1, 0)] + [f"not run here  {rest} more claims: see the report"]
-    lines += [textwrap.shorten(g, width, placeholder=" ...") for g in groups]
+        groups = groups[: max(room - 1, 0)] + [f"not run here  {rest} more claims: see the report"] * bool(room)
+    lines += [g if len(g) <= width else g[: width - 4] + " ..." for g in groups]
     lines.append(", ".join(f"{n} {k}" for k, n in counts(verdicts).items() if n) + _took_text(took, attempts, " in "))
     if report:
         lines.append(f"report: {report}")
     return "\n".join(lines)
+
+
+def _judged_lines(judged: Sequence[Verdict], folded: Sequence[str], width: int) -> list[tuple[str, int]]:
+    """The judged claims' lines with how many claims each names: the verdicts in `folded` (of more than one
+    claim) on shared lines of names at the top, every other claim on a line of its own."""
+    fold = [k for k in folded if sum(v.verdict == k for v in judged) > 1]
+    out: list[tuple[str, int]] = []
+    for kind in fold:
+        out += _named_together(
+            MARK[kind], [f"{v.claim.paper}:{v.claim.id}" for v in judged if v.verdict == kind], width
+        )
+    for v in judged:
+        if v.verdict in fold:
+            continue
+        ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
+        on = f" on {v.device}" if v.device else ""
+        text = f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}{on}"
+        out.append((text, 1))
+    return out
+
+
+def _named_together(mark: str, ids: Sequence[str], width: int) -> list[tuple[str, int]]:
+    """`mark` and the ids, comma-separated, wrapped at width (an id longer than a line keeps a line of its own)."""
+    out: list[tuple[str, int]] = []
+    text, n = f"{mark:<13} ", 0
+    for i, name in enumerate(ids):
+        piece = name + ("," if i < len(ids) - 1 else "")
+        if n and len(text) + 1 + len(piece) > width:
+            out.append((text, n))
+            text, n = " " * 14, 0
+        text, n = f"{text} {piece}" if n else f"{text}{piece}", n + 1
+    return [*out, (text, n)] if n else out
+
+
+def _within(lines: Sequence[tuple[str, int]], room: int) -> list[str]:
+    """The lines' text, the last of room lines saying how many claims did not fit when they are more."""
+    if len(lines) <= room:
+        return [t for t, _ in lines]
+    rest = sum(n for _, n in lines[room - 1 :])
+    return [t for t, _ in lines[: room - 1]] + [f"{'...':<13} {rest} more judged claims: see the report"]
 
 
 def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
