@@ -50,6 +50,9 @@ on resume, by reuse (pirex reproduce) and by the analysis (read it with Bundle.r
     schema_version  1 (absent in older bundles: read as 1)
     argv            the command line the step ran; returncode; seconds: its wall time
 
+<variant>/<repetition>/stdout.times: when each line of the step's stdout.txt arrived, one line each, seconds since the
+epoch (UTC, to the millisecond); absent in older bundles (Step.stdout_lines()).
+
 Atomicity: the bundle directory is prepared under a temporary name and renamed into place (the rename fails if the
 name exists, so nothing is overwritten). A step is written into `<variant>/<repetition>.tmp-<pid>/` and renamed to
 `<variant>/<repetition>/` only when it succeeded; it counts as completed once the manifest says so. Every manifest and
@@ -89,6 +92,7 @@ MANIFEST = "manifest.json"
 MACHINE = "machine.json"
 RUN_INFO = "run.json"
 STEP_INFO = "step.json"
+STDOUT, STDOUT_TIMES = "stdout.txt", "stdout.times"
 
 RUNNING, COMPLETE, PARTIAL, FAILED = "running", "complete", "partial", "failed"
 STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
@@ -520,6 +524,22 @@ class Step:
         """The step's wall time as step.json recorded it."""
         with reading(self.dir / STEP_INFO):
             return float(self.info()["seconds"])
+
+    def stdout_lines(self) -> list[tuple[float | None, str]]:
+        """stdout.txt's lines (split at newlines only, as they arrived) with the moment each arrived; None for every
+        line of a step recorded before stdout.times existed."""
+        text = read_text(self.dir / STDOUT) if (self.dir / STDOUT).exists() else ""
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # the newline that ends the last line
+        f = self.dir / STDOUT_TIMES
+        if not f.exists():
+            return [(None, line) for line in lines]
+        with reading(f):
+            times = [float(t) for t in read_text(f).split()]
+            if len(times) != len(lines):
+                raise ValueError(f"{len(times)} times for {len(lines)} lines of {STDOUT}")
+        return list(zip(times, lines, strict=True))
 
 
 def write_step_info(out: Path, argv: list[str], returncode: int, seconds: float) -> None:

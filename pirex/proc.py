@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ class Result:
     returncode: int
     stdout: str
     stderr: str
+    stdout_times: list[float] | None = None  # run(stamp_lines=True): when each line of stdout arrived (epoch s)
 
     @property
     def ok(self) -> bool:
@@ -48,11 +50,13 @@ def run(
     input: str | None = None,
     what: str | None = None,
     started: Callable[[int], None] | None = None,
+    stamp_lines: bool = False,
 ) -> Result:
     """Run a command in its own process group; on timeout or Ctrl-C the whole group is killed.
 
     With capture=False the output streams to the terminal (long builds show progress); `started`
-    is told the process's pid (its process group's id) as soon as it runs."""
+    is told the process's pid (its process group's id) as soon as it runs. stamp_lines: the
+    result's stdout_times say when each line of stdout arrived (a benchmark's iterations in time)."""
     args = [str(a) for a in args]
     log.debug("run: %s", " ".join(args))
     full_env = {**os.environ, **env} if env else None
@@ -70,7 +74,10 @@ def run(
     try:
         if started:
             started(proc.pid)
-        stdout, stderr = proc.communicate(input=input, timeout=timeout)
+        if stamp_lines and capture and input is None:
+            stdout, stderr, times = _communicate_stamped(proc, timeout)
+        else:
+            (stdout, stderr), times = proc.communicate(input=input, timeout=timeout), None
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         proc.communicate()
@@ -81,10 +88,46 @@ def run(
         _kill_group(proc)
         proc.communicate()
         raise
-    result = Result(args, proc.returncode, stdout or "", stderr or "")
+    result = Result(args, proc.returncode, stdout or "", stderr or "", times)
     if check and not result.ok:
         raise CommandFailed(result, what)
     return result
+
+
+def _communicate_stamped(proc: subprocess.Popen, timeout: float) -> tuple[str, str, list[float]]:
+    """communicate(), with the moment each line of stdout arrived: a thread per stream, each closing its stream at
+    EOF. On a timeout or an interruption the group is killed (which ends the streams) before the exception goes on,
+    so that the caller's proc.communicate() finds them closed and only reaps the process."""
+    lines: list[str] = []
+    times: list[float] = []
+    err: list[str] = []
+
+    def out() -> None:
+        with proc.stdout:
+            for line in proc.stdout:  # readline returns once a line has arrived, not when a buffer is full
+                times.append(time.time())
+                lines.append(line)
+
+    def errors() -> None:
+        with proc.stderr:
+            err.append(proc.stderr.read())
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (out, errors)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    try:
+        for t in threads:
+            t.join(max(deadline - time.monotonic(), 0))
+        if any(t.is_alive() for t in threads):
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        proc.wait(max(deadline - time.monotonic(), 1))
+    except BaseException:
+        _kill_group(proc)
+        for t in threads:
+            t.join(30)
+        raise
+    return "".join(lines), "".join(err), times
 
 
 def _kill_group(proc: subprocess.Popen, grace: float = 10) -> None:

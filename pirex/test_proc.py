@@ -7,10 +7,11 @@ from pirex import proc
 from pirex.errors import PirexError
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path):
+@pytest.mark.parametrize("stamp_lines", [False, True])
+def test_timeout_kills_the_whole_process_group(tmp_path, stamp_lines):
     pidfile = tmp_path / "child.pid"
     with pytest.raises(PirexError, match="did not finish within 1 s"):
-        proc.run(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"], timeout=1)
+        proc.run(["sh", "-c", f"echo up; sleep 60 & echo $! > {pidfile}; wait"], timeout=1, stamp_lines=stamp_lines)
     child = int(pidfile.read_text())
     for _ in range(50):  # the group was killed and reaped; allow the kernel a moment
         try:
@@ -20,6 +21,20 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
         time.sleep(0.1)
     else:
         pytest.fail("the background child of a timed-out command survived")
+
+
+def test_stamped_lines_are_stamped_as_they_arrive():
+    """Each stdout line's moment is when it arrived, not when the command ended: the 1.5 s sleep lies between two
+    lines, and even a reader thread that started late keeps half of it. The output is what communicate() gives, a
+    last line without a newline included."""
+    script = "echo one; echo warn >&2; sleep 1.5; printf 'two\\nthree'; exit 3"
+    plain = proc.run(["sh", "-c", script], timeout=30, check=False)
+    before = time.time()
+    r = proc.run(["sh", "-c", script], timeout=30, check=False, stamp_lines=True)
+    assert (r.stdout, r.stderr, r.returncode) == (plain.stdout, plain.stderr, 3) == ("one\ntwo\nthree", "warn\n", 3)
+    assert plain.stdout_times is None and len(r.stdout_times) == 3
+    first, second, third = r.stdout_times
+    assert before <= first and second - first >= 0.75 and third >= second
 
 
 def test_failure_message_and_gist():

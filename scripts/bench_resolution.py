@@ -13,8 +13,9 @@ By default the designs side by side on one budget, each its own pirex run (its o
 and at the end one line per design: the docker/native ratio and its 95 % half-width, the A/A's, the minutes, and
 whether the duet's ratio lies inside the interleaved design's interval (a duet must not bias the ratio: shared
 caches, memory bandwidth and the JIT's threads on the other half could). The pairing is by repetition for both
-designs (a duet's repetition is a pair of simultaneous runs); JMH's JSON has no per-iteration times, so iterations
-that overlapped in time are not paired (MooBench's are not either).
+designs (a duet's repetition is a pair of simultaneous runs); a duet's bundle is also paired by the iterations that
+overlapped in time within each repetition (pirex/analysis/in_time.py, from each step's stdout.times), to show what
+that buys. MooBench's per-call file has durations but no times, so its calls are not paired in time.
 
 With --allocations, the older comparison of allocations (interleaved only). For each allocation (repetitions x
 forks x (warm-up + measured iterations) x iteration time), runs
@@ -70,7 +71,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pirex.analysis import precision, stats  # noqa: E402
+from pirex.analysis import in_time, precision, stats  # noqa: E402
+from pirex.errors import PirexError  # noqa: E402
 
 BENCHMARK = "b1_default"  # the JMH method of ICPE'18's B1 (images/jmh RecursionBenchmark)
 PATTERN = "RecursionBenchmark.b1_default"  # JMH's include regex, matched against the benchmark's full name
@@ -269,6 +271,8 @@ def report(b: Bundle, name: str = "") -> list[str]:
         if old.has_interval:  # what pairing gains over the unpaired bootstrap of run means the tables used before
             rel = (old.high - old.low) / (2 * old.value)
             out.append(f"  docker/native unpaired (percentile bootstrap of run means), 95 %: ±{100 * rel:.2f} %")
+    if b.design == "duet":
+        out += in_time_lines(b)
     if "native" in v and precision.aa_name("native") in v:
         out += ratio_line("native-aa/native", b, precision.aa_name("native"), "native")
     elif "native" in v:
@@ -295,6 +299,30 @@ def report(b: Bundle, name: str = "") -> list[str]:
     if "native" in v and "docker" in v:
         out += plan_lines(b)
     return out
+
+
+def in_time_lines(b: Bundle) -> list[str]:
+    """A duet's pairs two ways (pirex.analysis.in_time): by repetition (t-log over the fork means, as above but
+    without BCa) and by the iterations that overlapped in time within each repetition, with their correlation."""
+    num, den = [x for x in b.variants if x != "native"][0], "native"
+    try:
+        found = in_time.in_time(b.path, num, den, 0.95)
+    except PirexError as e:
+        return [f"  iterations in time: {e}"]
+    out = []
+    for r in found:
+        corr = "n/a" if r.correlation is None else f"{r.correlation:+.2f}"
+        out += [
+            f"  {num}/{den} {r.benchmark}, 95 % t-log over repetitions, paired two ways:",
+            f"    by repetition (fork means)          {_with_percent(r.repetitions)}",
+            f"    by iterations overlapping in time   {_with_percent(r.iterations)}"
+            f"  ({r.pairs} pairs of {r.measured} {num} iterations; correlation of the pairs {corr})",
+        ]
+    return out
+
+
+def _with_percent(iv: stats.Interval) -> str:
+    return iv.text(4) + (f"  {iv.percent(2)}" if iv.has_interval else "")
 
 
 def plan_lines(b: Bundle) -> list[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pirex import proc
+from pirex.bundle import STDOUT, STDOUT_TIMES
 from pirex.errors import PirexError
 from pirex.experiment import Case, Privileges, aa_base
 from pirex.runner import faults, leftovers, native
@@ -186,8 +187,10 @@ def _explain_end(r: StepRun, container: str, outdir: Path) -> None:
 
 def _timed(cmd: list[str], outdir: Path, timeout: float, started=None) -> StepRun:
     start = time.monotonic()  # monotonic: a step's duration survives the wall clock jumping
-    r = proc.run(cmd, timeout=timeout, check=False, started=started)
+    r = proc.run(cmd, timeout=timeout, check=False, started=started, stamp_lines=True)
     seconds = time.monotonic() - start
-    (outdir / "stdout.txt").write_text(r.stdout)
+    (outdir / STDOUT).write_text(r.stdout)
     (outdir / "stderr.txt").write_text(r.stderr)
+    # when each line arrived: a benchmark's iterations in time, to pair those of a duet's two sides that overlapped
+    (outdir / STDOUT_TIMES).write_text("".join(f"{t:.3f}\n" for t in r.stdout_times or []))
     return StepRun(cmd, r.returncode, seconds)
