@@ -95,7 +95,9 @@ def windows(step: Step) -> dict[tuple, list[list[Iteration]]]:
             raw = result["primaryMetric"]["rawData"]
             seen = ends.get(k, [])
             if [len(fork) for fork in raw] != [len(fork) for fork in seen]:
-                raise ValueError(f"{k[0]}: stdout.txt shows iterations {[len(x) for x in seen]}, jmh.json {raw}")
+                raise ValueError(
+                    f"{k[0].rsplit('.', 1)[-1]}: stdout.txt shows iterations {[len(x) for x in seen]}, jmh.json {raw}"
+                )
             out[k] = [
                 [Iteration(s, e, float(v)) for (s, e), v in zip(times, values, strict=True)]
                 for times, values in zip(seen, raw, strict=True)

@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex.analysis import precision, stats
+from pirex.analysis import in_time, precision, stats
 from pirex.analysis import tables as T
 from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row, device_of, storage_of
 from pirex.bundle import DUET, Step, read_json, reading
+from pirex.errors import PirexError
 
 LEVEL = 0.999
 
@@ -232,7 +233,71 @@ def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]
             nt.table.notes.append(note)
     pairs = {s: p for s, rs in by_setup.items() if (p := paired_ratios(_run_values(rs)))}
     duets = frozenset(open_bundle(b, "jmh").design == DUET for b in bundles) or frozenset({False})
-    return out + per_setup("ratios", pairs, lambda p: _ratio_table(p, duets))
+    out += per_setup("ratios", pairs, lambda p: _ratio_table(p, duets))
+    if in_time_rows := _in_time_rows(bundles):
+        out.append(NamedTable("in-time", _in_time_table(in_time_rows)))
+    return out
+
+
+def _in_time_rows(bundles: Sequence[Path]) -> list[tuple[str, str, in_time.InTime | str]]:
+    """Per duet bundle of two variants and benchmark: its pairs two ways, or why its iterations cannot be paired."""
+    out: list[tuple[str, str, in_time.InTime | str]] = []
+    for path in bundles:
+        b = open_bundle(path, "jmh")
+        if b.design != DUET or len(b.variants) != 2:
+            continue
+        den = "native" if "native" in b.variants else b.variants[1]
+        num = next(v for v in b.variants if v != den)
+        try:
+            out += [(b.run_id, f"{num}/{den}", r) for r in in_time.in_time(path, num, den, 0.95)]
+        except PirexError as e:
+            out.append((b.run_id, f"{num}/{den}", str(e).split(": ", 1)[-1]))
+    return out
+
+
+def _in_time_table(rows: list[tuple[str, str, in_time.InTime | str]]) -> Table:
+    def cells(bundle: str, ratio: str, r: in_time.InTime | str) -> list[str]:
+        if isinstance(r, str):
+            return [bundle, ratio, "-", r, "-", "-", "-"]
+        corr = "n/a" if r.correlation is None else f"{r.correlation:+.2f}"
+        return [
+            bundle,
+            ratio,
+            r.benchmark,
+            r.repetitions.text(4),
+            r.iterations.text(4),
+            f"{r.pairs} of {r.measured}",
+            corr,
+        ]
+
+    return Table(
+        "A duet's ratio paired two ways, 95 % t-log interval over repetitions: by repetition (each side's fork means) "
+        "and by the measured iterations that overlapped in time within each repetition (their geometric mean); "
+        "the correlation is that of the paired iterations' logs, each side's repetition mean removed",
+        ["Bundle", "Ratio", "Benchmark", "by repetition", "by iterations in time", "iteration pairs", "correlation"],
+        [cells(*row) for row in rows],
+        [
+            {"bundle": b, "ratio": q, "reason": r}
+            if isinstance(r, str)
+            else {
+                "bundle": b,
+                "ratio": q,
+                "benchmark": r.benchmark,
+                "by_repetition": r.repetitions.value,
+                "by_repetition_low": r.repetitions.low,
+                "by_repetition_high": r.repetitions.high,
+                "in_time": r.iterations.value,
+                "in_time_low": r.iterations.low,
+                "in_time_high": r.iterations.high,
+                "repetitions": r.repetitions.n,
+                "pairs": r.pairs,
+                "measured": r.measured,
+                "correlation": r.correlation,
+            }
+            for b, q, r in rows
+        ],
+        label_columns=3,
+    )
 
 
 def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list[Path]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pirex import experiment
-from pirex.bundle import Bundle
+from pirex.bundle import DUET, Bundle
 from pirex.errors import PirexError
 
 if TYPE_CHECKING:
@@ -56,8 +56,13 @@ def _pair(variants: list[str]) -> tuple[str, str]:
 
 
 def _seconds_per_repetition(bundle: Path) -> float:
-    steps = Bundle.open(bundle).steps()
-    return sum(s.seconds for s in steps) / (len({s.repetition for s in steps}) or 1)
+    """What a repetition costs: its steps one after another, or a duet's at once (the longer of the two)."""
+    b = Bundle.open(bundle)
+    by_rep: dict[int, list[float]] = {}
+    for s in b.steps():
+        by_rep.setdefault(s.repetition, []).append(s.seconds)
+    at_once = b.design == DUET
+    return sum(max(x) if at_once else sum(x) for x in by_rep.values()) / (len(by_rep) or 1)
 
 
 def report(exp: experiment.Experiment, bundles: list[Path], target: Target) -> list[tuple[str, stats.Interval]]:

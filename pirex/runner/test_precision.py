@@ -41,6 +41,21 @@ def test_a_budget_caps_the_second_stage(tmp_path):
     assert runs == [5, 2] and "the budget of" in lines[0] and "not reached" in "".join(lines)
 
 
+def test_a_duets_repetition_costs_its_longer_step_not_both(tmp_path):
+    runs = []
+
+    def run(opts):
+        runs.append((opts.overrides or {}).get("repetitions", 5))
+        return _jmh_bundle(tmp_path / f"r{len(runs)}", runs[-1], design=opts.design)
+
+    opts = dataclasses.replace(
+        Options("jmh", "quick", "native,docker", results_dir=tmp_path), precision=0.00001, budget=7 * 20.0
+    )  # the same 7 repetitions as above in half the time: a duet's two 20 s steps run at once
+    opts.design = "duet"
+    precision.two_stage(opts, run, [].append)
+    assert runs == [5, 2]
+
+
 NO_ANALYSIS = (
     "import sys\nfor m in ('numpy', 'scipy', 'matplotlib'):\n    sys.modules[m] = None  # as on a runner-only install\n"
 )
