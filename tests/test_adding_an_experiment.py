@@ -101,17 +101,20 @@ def test_only_the_image_folder_and_the_bake_file_change(checkout):
     assert changed == {"docker-bake.hcl", "images/foo/Dockerfile", "experiments/foo/experiment.yaml"}
 
 
+@pytest.mark.docker
 def test_pirex_images_list_names_it(docker, checkout):
     rows = [line.split()[:2] for line in run_in(checkout, "-m", "pirex", "images", "list").splitlines()]
     assert ["foo", "images/foo"] in rows
 
 
+@pytest.mark.docker
 def test_the_image_tests_include_it(docker, checkout):
     out = run_in(checkout, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "tests/test_images.py")
     assert "tests/test_images.py::test_manifest_list_has_every_platform_with_matching_config[foo]" in out
     assert "tests/test_images.py::test_oci_labels_and_non_root_user[foo]" in out
 
 
+@pytest.mark.docker
 def test_the_release_graph_includes_it(docker, checkout, tmp_path):
     release = release_graph(checkout, tmp_path)
     assert "foo" in release.images
@@ -120,6 +123,7 @@ def test_the_release_graph_includes_it(docker, checkout, tmp_path):
     assert foo.contexts == {"base": "target:base"} and len(foo.platforms) == 3
 
 
+@pytest.mark.docker
 def test_pirex_run_and_the_generic_table_take_the_experiment(built, checkout, tmp_path):
     tag = f"{built.tag}-foo"
     run_in(
@@ -160,6 +164,7 @@ def test_pirex_run_and_the_generic_table_take_the_experiment(built, checkout, tm
     assert (results / "tables" / "foo" / "summary.csv").is_file()
 
 
+@pytest.mark.docker
 def test_make_run_takes_it(built, checkout):
     """`make run` derives its steps from experiments/: limited to foo (EXPERIMENTS, a setting of the
     Makefile that names no experiment) it builds foo's image alone and runs foo, with this session's tag
