@@ -71,6 +71,7 @@ import csv
 import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -537,6 +538,8 @@ class Step:
             return [(None, line) for line in lines]
         with reading(f):
             times = [float(t) for t in read_text(f).split()]
+            if not all(math.isfinite(t) for t in times):
+                raise ValueError("a time that is not a number")
             if len(times) != len(lines):
                 raise ValueError(f"{len(times)} times for {len(lines)} lines of {STDOUT}")
         return list(zip(times, lines, strict=True))

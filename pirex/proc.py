@@ -3,12 +3,14 @@ network steps. Every docker, buildx, mmdebstrap or daemon call of pirex goes thr
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import signal
 import subprocess
 import threading
 import time
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,6 +71,7 @@ def run(
         env=full_env,
         cwd=cwd,
         text=True,
+        errors="backslashreplace" if stamp_lines else None,  # a benchmark's stray bytes kept visible, not fatal
         start_new_session=True,
     )
     try:
@@ -95,24 +98,28 @@ def run(
 
 
 def _communicate_stamped(proc: subprocess.Popen, timeout: float) -> tuple[str, str, list[float]]:
-    """communicate(), with the moment each line of stdout arrived: a thread per stream, each closing its stream at
-    EOF. On a timeout or an interruption the group is killed (which ends the streams) before the exception goes on,
-    so that the caller's proc.communicate() finds them closed and only reaps the process."""
-    lines: list[str] = []
-    times: list[float] = []
-    err: list[str] = []
+    """communicate(), with the moment each line of stdout arrived: a thread per stream, each reading to EOF and then
+    closing its stream (bytes that are not UTF-8 arrive as backslash escapes: Popen's errors). On a timeout or an
+    interruption the group is killed (which ends the streams) before the exception goes on, so that the caller's
+    proc.communicate() finds them closed and only reaps the process. A reader's own failure is raised here."""
+    out, err = io.StringIO(), io.StringIO()  # not a list of lines: a long output costs its text, not an object a line
+    times = array("d")
+    failed: list[BaseException] = []
 
-    def out() -> None:
-        with proc.stdout:
-            for line in proc.stdout:  # readline returns once a line has arrived, not when a buffer is full
-                times.append(time.time())
-                lines.append(line)
+    def read(stream, into: io.StringIO, stamp: bool) -> None:
+        try:
+            with stream:
+                for line in stream:  # readline returns once a line has arrived, not when a buffer is full
+                    if stamp:
+                        times.append(time.time())
+                    into.write(line)
+        except BaseException as e:  # handed to the caller, raised there
+            failed.append(e)
 
-    def errors() -> None:
-        with proc.stderr:
-            err.append(proc.stderr.read())
-
-    threads = [threading.Thread(target=f, daemon=True) for f in (out, errors)]
+    threads = [
+        threading.Thread(target=read, args=(proc.stdout, out, True), daemon=True),
+        threading.Thread(target=read, args=(proc.stderr, err, False), daemon=True),
+    ]
     for t in threads:
         t.start()
     deadline = time.monotonic() + timeout
@@ -127,7 +134,9 @@ def _communicate_stamped(proc: subprocess.Popen, timeout: float) -> tuple[str, s
         for t in threads:
             t.join(30)
         raise
-    return "".join(lines), "".join(err), times
+    if failed:
+        raise failed[0]
+    return out.getvalue(), err.getvalue(), list(times)
 
 
 def _kill_group(proc: subprocess.Popen, grace: float = 10) -> None:

@@ -37,6 +37,14 @@ def test_stamped_lines_are_stamped_as_they_arrive():
     assert before <= first and second - first >= 0.75 and third >= second
 
 
+def test_stamped_output_that_is_not_utf8_is_kept_escaped_and_read_to_the_end():
+    """A benchmark's stray byte neither loses its output nor kills it with SIGPIPE (the reader keeps reading)."""
+    r = proc.run(["sh", "-c", "printf 'ok\\n\\377\\n'; printf '\\376' >&2; seq 100000"], timeout=60, stamp_lines=True)
+    lines = r.stdout.split("\n")
+    assert r.returncode == 0 and lines[:3] == ["ok", "\\xff", "1"] and lines[-2] == "100000"
+    assert len(r.stdout_times) == 100002 and r.stderr == "\\xfe"
+
+
 def test_failure_message_and_gist():
     with pytest.raises(proc.CommandFailed) as e:
         proc.run(

@@ -5,10 +5,15 @@ overlap in time. Each step's stdout.times says when each line of JMH's output ar
 time from the line before it (the previous iteration's, or the last warm-up's) to its own line, and its value is
 jmh.json's (the printed one is rounded). Within a repetition, each numerator iteration is paired with the
 denominator iteration that overlapped it most (one to one, at least half the shorter of the two); the repetition's
-ratio is then the geometric mean of its pairs' ratios. Both intervals below are over repetitions, the independent
-units; pairing iterations can only narrow it by cancelling what both sides saw at the same moment (a neighbour on the
-host, a clock change), which the correlation of their paired iterations measures. Iterations are not independent
-(one JVM's JIT decides them all), so no interval is ever taken over them.
+ratio is then the geometric mean of its pairs' ratios.
+
+Both intervals are over repetitions, the independent units: iterations of one JVM are not independent (its JIT
+decides them all), so no interval is ever taken over them. Under that rule the pairing itself changes nothing: the
+mean log ratio over one-to-one pairs is the difference of the two sides' mean logs over the paired iterations,
+whichever is paired with which. What it does is restrict the comparison to the moments both sides ran (the
+iterations without a partner drop out), which narrows the interval only when the sides' runs covered different
+moments. The correlation of the paired iterations (each side's fork mean removed) says how much the two sides
+varied together at all.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ _BENCHMARK = re.compile(r"^# Benchmark: (\S+)")
 _PARAMETERS = re.compile(r"^# Parameters: \((.*)\)$")
 _MEASUREMENT = re.compile(r"^# Measurement: \d+ iterations?, ([\d.]+) (ns|us|ms|s|min) each")
 _FORK = re.compile(r"^# Fork: (\d+) of \d+")
+_MODE = re.compile(r"^# Benchmark mode: ([^,]+)")
+# JMH's printed modes -> jmh.json's "mode"
+MODES = {"Throughput": "thrpt", "Average time": "avgt", "Sampling time": "sample", "Single shot invocation time": "ss"}
 _ITERATION = re.compile(r"^(# Warmup )?Iteration\s+\d+:")
 
 
@@ -41,6 +49,7 @@ class Iteration:
     start: float
     end: float
     value: float
+    fork: int = 0
 
     def overlap(self, other: Iteration) -> float:
         """The share of the shorter of the two that both spent running."""
@@ -61,7 +70,7 @@ class InTime:
 
 
 def windows(step: Step) -> dict[tuple, list[list[Iteration]]]:
-    """A JMH step's measured iterations in time, by (benchmark, parameters): per fork, each iteration's window and
+    """A JMH step's measured iterations in time, by (benchmark, mode, parameters): per fork, each iteration's window and
     jmh.json's value. PirexError when the step has no line times (recorded before pirex kept them) or its output and
     jmh.json disagree."""
     lines = step.stdout_lines()
@@ -71,12 +80,14 @@ def windows(step: Step) -> dict[tuple, list[list[Iteration]]]:
             "run the duet again to pair its iterations in time"
         )
     ends: dict[tuple, list[list[tuple[float, float]]]] = defaultdict(list)  # key -> forks -> (start, end)
-    key, each, previous = None, None, None
+    key, each, previous, mode = None, None, None, None
     for t, text in lines:
-        if m := _BENCHMARK.match(text):
-            key, previous = (m[1], ()), None
+        if m := _MODE.match(text):
+            mode = MODES.get(m[1].strip(), m[1].strip())
+        elif m := _BENCHMARK.match(text):
+            key, previous = (m[1], mode, ()), None
         elif (m := _PARAMETERS.match(text)) and key:
-            key = (key[0], tuple(sorted(tuple(p.split(" = ", 1)) for p in m[1].split(", "))))
+            key = (*key[:2], tuple(sorted(tuple(p.split(" = ", 1)) for p in m[1].split(", "))))
         elif m := _MEASUREMENT.match(text):
             each = float(m[1]) * _UNITS[m[2]]
         elif _FORK.match(text) and key:
@@ -91,16 +102,22 @@ def windows(step: Step) -> dict[tuple, list[list[Iteration]]]:
     f = step.dir / "jmh.json"
     with reading(f):
         for result in read_json(f, list):
-            k = (result["benchmark"], tuple(sorted((n, str(v)) for n, v in (result.get("params") or {}).items())))
+            params = tuple(sorted((n, str(v)) for n, v in (result.get("params") or {}).items()))
+            name, mode = result["benchmark"], result.get("mode")
+            # its section of the output: of the same mode, or the only one where one side does not say its mode
+            same = [k for k in ends if k[::2] == (name, params) and (mode is None or k[1] in (mode, None))]
+            k = same[0] if len(same) == 1 else (name, mode, params)
             raw = result["primaryMetric"]["rawData"]
             seen = ends.get(k, [])
             if [len(fork) for fork in raw] != [len(fork) for fork in seen]:
-                raise ValueError(
-                    f"{k[0].rsplit('.', 1)[-1]}: stdout.txt shows iterations {[len(x) for x in seen]}, jmh.json {raw}"
-                )
+                name = k[0].rsplit(".", 1)[-1]
+                raise ValueError(f"{name}: stdout.txt shows iterations {[len(x) for x in seen]}, jmh.json {raw}")
+            flat = [float(v) for fork in raw for v in fork]
+            if not all(math.isfinite(v) and v > 0 for v in flat):
+                raise ValueError(f"{k[0].rsplit('.', 1)[-1]}: an iteration's value is not a positive number")
             out[k] = [
-                [Iteration(s, e, float(v)) for (s, e), v in zip(times, values, strict=True)]
-                for times, values in zip(seen, raw, strict=True)
+                [Iteration(s, e, float(v), fork) for (s, e), v in zip(times, values, strict=True)]
+                for fork, (times, values) in enumerate(zip(seen, raw, strict=True))
             ]
     return out
 
@@ -155,13 +172,13 @@ def in_time(bundle_path: Path, numerator: str, denominator: str, level: float = 
             la = np.log([x.value for x, _ in together])
             lb = np.log([y.value for _, y in together])
             num_pairs[rep], den_pairs[rep] = math.exp(la.mean()), math.exp(lb.mean())  # their ratio: exp(mean log)
-            xs += list(la - la.mean())
-            ys += list(lb - lb.mean())
+            xs += list(la - _fork_means(la, [x.fork for x, _ in together]))
+            ys += list(lb - _fork_means(lb, [y.fork for _, y in together]))
         if not num_mean:
             continue
         out.append(
             InTime(
-                key[0].rsplit(".", 1)[-1] + "".join(f" {n}={v}" for n, v in key[1]),
+                _label(key, keys),
                 stats.paired_ratio(num_mean, den_mean, level, method="t", names=(numerator, denominator)),
                 stats.paired_ratio(num_pairs, den_pairs, level, method="t", names=(numerator, denominator)),
                 pairs,
@@ -170,6 +187,19 @@ def in_time(bundle_path: Path, numerator: str, denominator: str, level: float = 
             )
         )
     return out
+
+
+def _label(key: tuple, keys: Sequence[tuple]) -> str:
+    """b1_default depth=10, with the mode where the benchmark ran in several."""
+    name, mode, params = key
+    several = len({k[1] for k in keys if (k[0], k[2]) == (name, params)}) > 1
+    return name.rsplit(".", 1)[-1] + (f" {mode}" if several and mode else "") + "".join(f" {n}={v}" for n, v in params)
+
+
+def _fork_means(logs: np.ndarray, forks: Sequence[int]) -> np.ndarray:
+    """Each value's fork mean (of the paired values): what one JVM's level is, removed before the correlation."""
+    f = np.asarray(forks)
+    return np.array([logs[f == k].mean() for k in f])
 
 
 def _correlation(xs: Sequence[float], ys: Sequence[float]) -> float | None:

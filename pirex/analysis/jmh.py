@@ -251,7 +251,7 @@ def _in_time_rows(bundles: Sequence[Path]) -> list[tuple[str, str, in_time.InTim
         try:
             out += [(b.run_id, f"{num}/{den}", r) for r in in_time.in_time(path, num, den, 0.95)]
         except PirexError as e:
-            out.append((b.run_id, f"{num}/{den}", str(e).split(": ", 1)[-1]))
+            out.append((b.run_id, f"{num}/{den}", str(e)))
     return out
 
 

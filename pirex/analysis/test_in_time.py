@@ -18,11 +18,12 @@ PARAMS = experiment.load("jmh").resolve("quick")
 TOOL = {"version": "t", "commit": "c"}
 
 
-def jmh_output(start: float, values: list[float]) -> tuple[list[str], list[float]]:
+def jmh_output(start: float, values: list[float], mode: str = "Throughput") -> tuple[list[str], list[float]]:
     """JMH's output lines for one fork of 1 s iterations whose fork starts at `start`, and when each line arrived;
     the printed values are rounded, as JMH's are."""
     lines = [
         "# JMH version: 1.37",
+        f"# Benchmark mode: {mode}, ops/time",
         f"# Warmup: {WARMUP} iterations, 1 s each",
         f"# Measurement: {MEASURED} iterations, 1 s each",
         f"# Benchmark: {NAME}",
@@ -139,3 +140,48 @@ def test_pirex_table_shows_a_duets_pairs_two_ways_and_why_an_older_one_has_no_ti
         "| docker/native | b1_default depth=10 | 0.9000 [0.9000; 0.9000] | 0.9000 [0.9000; 0.9000] | 20 of 20 |" in md
     )
     assert "no stdout.times" in md and "run the duet again" in md
+
+
+def test_a_damaged_value_or_time_is_a_clear_error_and_the_other_tables_still_come(tmp_path):
+    values = [[1e8] * MEASURED] * 5
+    zero = duet_bundle(tmp_path / "zero", values, values, 0.3)
+    raw = [
+        {
+            "benchmark": NAME,
+            "params": {"depth": "10"},
+            "primaryMetric": {"rawData": [[1e8, 0, 1e8, 1e8]], "scoreUnit": "ops/s"},
+        }
+    ]
+    (zero / "docker" / "1" / "jmh.json").write_text(json.dumps(raw))
+    with pytest.raises(PirexError, match="docker/1/jmh.json.*not a positive number"):
+        in_time.in_time(zero, *SIDES)
+    named = {nt.name: nt.table for nt in jmh.tables([zero])}
+    assert "not a positive number" in tables.markdown(named["in-time"]) and "ratios" in named
+    nan = duet_bundle(tmp_path / "nan", values, values, 0.3)
+    f = nan / "native" / "2" / STDOUT_TIMES
+    f.write_text(f.read_text().replace(f.read_text().split()[3], "nan", 1))
+    with pytest.raises(PirexError, match="native/2/stdout.times.*not a number"):
+        in_time.in_time(nan, *SIDES)
+
+
+def test_two_modes_of_one_benchmark_are_two_comparisons(tmp_path):
+    plan = [("native", 0), ("docker", 0)]
+    b = Bundle.create(tmp_path, "jmh", "quick", PARAMS, ["native", "docker"], plan, {}, TOOL, design="duet")
+    for variant in ("native", "docker"):
+        with b.step(variant, 0) as d:
+            thrpt, t1 = jmh_output(T0, [1e8] * MEASURED)
+            avgt, t2 = jmh_output(T0 + 20, [10.0] * MEASURED, "Average time")
+            (d / STDOUT).write_text("\n".join(thrpt + avgt) + "\n")
+            (d / STDOUT_TIMES).write_text("".join(f"{t:.3f}\n" for t in t1 + t2))
+            raw = [
+                {"benchmark": NAME, "mode": m, "params": {"depth": "10"}, "primaryMetric": {"rawData": [v]}}
+                for m, v in (("thrpt", [1e8] * MEASURED), ("avgt", [10.0] * MEASURED))
+            ]
+            (d / "jmh.json").write_text(json.dumps(raw))
+    b.finish()
+    step = Bundle.open(b.path).steps()[0]
+    assert sorted(k[1] for k in in_time.windows(step)) == ["avgt", "thrpt"]
+    assert sorted(r.benchmark for r in in_time.in_time(b.path, *SIDES)) == [
+        "b1_default avgt depth=10",
+        "b1_default thrpt depth=10",
+    ]

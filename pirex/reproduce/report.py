@@ -138,50 +138,54 @@ def summary(
     took: float | None = None,
     attempts: int = 1,
 ) -> str:
-    """At most max_lines, whatever the verdicts: one line per judged claim (published, ours, verdict) or, when
-    they would not fit, the routine ones named together (the claims that hold first, then the inconclusive
-    ones, each kind on shared lines) so that the claims that differ keep a line each; the claims not run here
-    grouped by reason; then the counts with the time taken, and the report's path (which has every detail)."""
+    """At most max_lines (when there is room for the counts and the report's path at all), whatever the verdicts:
+    one line per judged claim (published, ours, verdict) or, when they would not fit, the routine ones named together
+    (the claims that hold first, then the inconclusive ones, each kind on shared lines) so that the claims that differ
+    keep a line each; when even that is too long, the claims that hold are left out first and a line counts what was
+    left out, by verdict. Then the claims not run here grouped by reason, the counts with the time taken, and the
+    report's path (which has every detail)."""
     judged = [v for v in verdicts if v.verdict != NOT_RUN]
     away = [v for v in verdicts if v.verdict == NOT_RUN]
     foot = 2 if report else 1
-    room = max(max_lines - foot - bool(away), 1)
-    for folded in ((), (HOLDS,), (HOLDS, INCONCLUSIVE), (HOLDS, INCONCLUSIVE, DIFFERS)):
+    room = max(max_lines - foot - bool(away), 0)
+    for folded in ((), (HOLDS,), (HOLDS, INCONCLUSIVE)):
         judged_lines = _judged_lines(judged, folded, width)
         if len(judged_lines) <= room:
             break
+    else:  # too many even so: the claims that differ keep their own lines unless they alone are too many
+        if sum(v.verdict == DIFFERS for v in judged) >= room:
+            judged_lines = _judged_lines(judged, (HOLDS, INCONCLUSIVE, DIFFERS), width)
     lines = _within(judged_lines, room)
     by_reason: dict[str, list[str]] = {}
     for v in away:
         by_reason.setdefault(_short_reason(v.reason), []).append(f"{v.claim.paper}:{v.claim.id}")
     room = max(max_lines - foot - len(lines), 0)
-    groups = [f"not run here  {why}: {', '.join(ids)}" for why, ids in by_reason.items()]
+    groups = [_clipped(f"not run here  {why}: ", ids, width) for why, ids in by_reason.items()]
     if len(groups) > room:  # keep the limit: the rest is in the report
         rest = sum(len(ids) for ids in list(by_reason.values())[max(room - 1, 0) :])
         groups = groups[: max(room - 1, 0)] + [f"not run here  {rest} more claims: see the report"] * bool(room)
-    lines += [g if len(g) <= width else g[: width - 4] + " ..." for g in groups]
+    lines += groups
     lines.append(", ".join(f"{n} {k}" for k, n in counts(verdicts).items() if n) + _took_text(took, attempts, " in "))
     if report:
         lines.append(f"report: {report}")
     return "\n".join(lines)
 
 
-def _judged_lines(judged: Sequence[Verdict], folded: Sequence[str], width: int) -> list[tuple[str, int]]:
-    """The judged claims' lines with how many claims each names: the verdicts in `folded` (of more than one
-    claim) on shared lines of names at the top, every other claim on a line of its own."""
+def _judged_lines(judged: Sequence[Verdict], folded: Sequence[str], width: int) -> list[tuple[str, str, int]]:
+    """The judged claims' lines with the verdict and how many claims each names: the verdicts in `folded` (of more
+    than one claim) on shared lines of names at the top, every other claim on a line of its own."""
     fold = [k for k in folded if sum(v.verdict == k for v in judged) > 1]
-    out: list[tuple[str, int]] = []
+    out: list[tuple[str, str, int]] = []
     for kind in fold:
-        out += _named_together(
-            MARK[kind], [f"{v.claim.paper}:{v.claim.id}" for v in judged if v.verdict == kind], width
-        )
+        names = [f"{v.claim.paper}:{v.claim.id}" for v in judged if v.verdict == kind]
+        out += [(text, kind, n) for text, n in _named_together(MARK[kind], names, width)]
     for v in judged:
         if v.verdict in fold:
             continue
         ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
         on = f" on {v.device}" if v.device else ""
         text = f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}{on}"
-        out.append((text, 1))
+        out.append((text, v.verdict, 1))
     return out
 
 
@@ -198,12 +202,34 @@ def _named_together(mark: str, ids: Sequence[str], width: int) -> list[tuple[str
     return [*out, (text, n)] if n else out
 
 
-def _within(lines: Sequence[tuple[str, int]], room: int) -> list[str]:
-    """The lines' text, the last of room lines saying how many claims did not fit when they are more."""
+def _clipped(lead: str, ids: Sequence[str], width: int) -> str:
+    """lead and the ids on one line of at most width (where the first id fits), the ids that do not fit counted."""
+    for shown in range(len(ids), 0, -1):
+        text = lead + ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if shown < len(ids) else "")
+        if len(text) <= width:
+            return text
+    return lead + f"{len(ids)} claims"
+
+
+# which judged claims a summary too long for its lines leaves out first
+LEFT_OUT_FIRST = (HOLDS, INCONCLUSIVE, DIFFERS)
+
+
+def _within(lines: Sequence[tuple[str, str, int]], room: int) -> list[str]:
+    """The lines' text in at most room lines: when they are more, lines of the claims that hold are left out first
+    (from the end), then of the inconclusive ones, then of those that differ, and the last line counts them."""
     if len(lines) <= room:
-        return [t for t, _ in lines]
-    rest = sum(n for _, n in lines[room - 1 :])
-    return [t for t, _ in lines[: room - 1]] + [f"{'...':<13} {rest} more judged claims: see the report"]
+        return [t for t, _, _ in lines]
+    if room <= 0:
+        return []
+    keep = list(lines)
+    left: dict[str, int] = {}
+    for kind in LEFT_OUT_FIRST:
+        while len(keep) > room - 1 and any(k == kind for _, k, _ in keep):
+            i = max(i for i, (_, k, _) in enumerate(keep) if k == kind)
+            left[kind] = left.get(kind, 0) + keep.pop(i)[2]
+    what = ", ".join(f"{n} {k}" for k, n in left.items())
+    return [t for t, _, _ in keep] + [f"{'...':<13} not shown here: {what} (see the report)"]
 
 
 def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
