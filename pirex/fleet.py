@@ -203,7 +203,7 @@ def environment(status: Path, log_file: Path) -> dict[str, str]:
 def _check(req: Request) -> experiment.Experiment:
     """Everything the hosts would refuse, refused here first."""
     exp = experiment.load(req.experiment)
-    exp.overrides(list(req.sets))
+    overrides = exp.overrides(list(req.sets))  # bad --set values refused first, as the runner does
     exp.pick_variants(req.variants)
     if req.profile not in exp.profiles:
         raise PirexError(f"--profile {req.profile!r}: {exp.id} has {', '.join(exp.profiles)}")
@@ -211,7 +211,6 @@ def _check(req: Request) -> experiment.Experiment:
     from pirex.runner import runplan
 
     # the hosts' own argument checks (--design duet where it cannot run, among them), made here once
-    overrides = exp.overrides(list(req.sets))
     runplan.check(exp, runner.Options(exp.id, req.profile, req.variants, overrides=overrides, design=req.design))
     if req.images_archive and not req.images_archive.is_file():
         raise PirexError(f"--images-archive {req.images_archive}: no such file (`pirex images export` writes one)")
