@@ -304,19 +304,18 @@ def report(b: Bundle, name: str = "") -> list[str]:
 def in_time_lines(b: Bundle) -> list[str]:
     """A duet's pairs two ways (pirex.analysis.in_time): by repetition (t-log over the fork means, as above but
     without BCa) and by the iterations that overlapped in time within each repetition, with their correlation."""
-    num, den = [x for x in b.variants if x != "native"][0], "native"
+    num, den = in_time.sides(b.variants)
     try:
         found = in_time.in_time(b.path, num, den, 0.95)
     except PirexError as e:
         return [f"  iterations in time: {e}"]
     out = []
     for r in found:
-        corr = "n/a" if r.correlation is None else f"{r.correlation:+.2f}"
         out += [
             f"  {num}/{den} {r.benchmark}, 95 % t-log over repetitions, paired two ways:",
             f"    by repetition (fork means)          {_with_percent(r.repetitions)}",
             f"    by iterations overlapping in time   {_with_percent(r.iterations)}"
-            f"  ({r.pairs} pairs of {r.measured} {num} iterations; correlation of the pairs {corr})",
+            f"  ({r.pairs} pairs of {r.measured} {num} iterations; correlation of the pairs {r.correlation_text})",
         ]
     return out
 

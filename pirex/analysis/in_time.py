@@ -66,7 +66,17 @@ class InTime:
     iterations: stats.Interval  # each repetition's overlapping iterations, paired
     pairs: int  # iteration pairs found, over every repetition
     measured: int  # the numerator's measured iterations, over every repetition
-    correlation: float | None  # of the paired iterations' logs, each side's repetition mean removed
+    correlation: float | None  # of the paired iterations' logs, each side's fork mean removed
+
+    @property
+    def correlation_text(self) -> str:
+        return "n/a" if self.correlation is None else f"{self.correlation:+.2f}"
+
+
+def sides(variants: Sequence[str]) -> tuple[str, str]:
+    """A duet's two variants as numerator and denominator: native below (docker/native, native-aa/native)."""
+    den = "native" if "native" in variants else variants[-1]
+    return next(v for v in variants if v != den), den
 
 
 def windows(step: Step) -> dict[tuple, list[list[Iteration]]]:

@@ -246,8 +246,7 @@ def _in_time_rows(bundles: Sequence[Path]) -> list[tuple[str, str, in_time.InTim
         b = open_bundle(path, "jmh")
         if b.design != DUET or len(b.variants) != 2:
             continue
-        den = "native" if "native" in b.variants else b.variants[1]
-        num = next(v for v in b.variants if v != den)
+        num, den = in_time.sides(b.variants)
         try:
             out += [(b.run_id, f"{num}/{den}", r) for r in in_time.in_time(path, num, den, 0.95)]
         except PirexError as e:
@@ -259,7 +258,6 @@ def _in_time_table(rows: list[tuple[str, str, in_time.InTime | str]]) -> Table:
     def cells(bundle: str, ratio: str, r: in_time.InTime | str) -> list[str]:
         if isinstance(r, str):
             return [bundle, ratio, "-", r, "-", "-", "-"]
-        corr = "n/a" if r.correlation is None else f"{r.correlation:+.2f}"
         return [
             bundle,
             ratio,
@@ -267,13 +265,13 @@ def _in_time_table(rows: list[tuple[str, str, in_time.InTime | str]]) -> Table:
             r.repetitions.text(4),
             r.iterations.text(4),
             f"{r.pairs} of {r.measured}",
-            corr,
+            r.correlation_text,
         ]
 
     return Table(
         "A duet's ratio paired two ways, 95 % t-log interval over repetitions: by repetition (each side's fork means) "
         "and by the measured iterations that overlapped in time within each repetition (their geometric mean); "
-        "the correlation is that of the paired iterations' logs, each side's repetition mean removed",
+        "the correlation is that of the paired iterations' logs, each side's fork mean removed",
         ["Bundle", "Ratio", "Benchmark", "by repetition", "by iterations in time", "iteration pairs", "correlation"],
         [cells(*row) for row in rows],
         [

@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pirex.bundle import STDOUT
+
 
 def _jmh_failures(step: Path) -> str | None:
     # JMH carries on past a failed benchmark and still writes its JSON without it
-    stdout = (step / "stdout.txt").read_text(errors="replace") if (step / "stdout.txt").exists() else ""
+    stdout = (step / STDOUT).read_text(errors="replace") if (step / STDOUT).exists() else ""
     if "<failure>" not in stdout:
         return None
     detail = stdout[stdout.index("<failure>") :].splitlines()[:12]
