@@ -45,6 +45,9 @@ class RunValue:
     run: int = 0  # the run within the repetition (a JMH fork, a MooBench thread): the level below repetition
     inner: tuple[float, ...] = field(default=(), compare=False, repr=False)
     setup: str = ""  # the resolved parameters that decide the value (jmh: depth, iterations): never pooled across
+    # a duet's step (pirex/runner/duet.py): the CPU half this variant ran on, +1 the first (lower) half, -1 the
+    # second; 0 for a step run alone (interleaved). stats.duet_ratio takes it as a factor of its model.
+    half: int = 0
 
 
 class Analysis(Protocol):
