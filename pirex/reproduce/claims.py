@@ -8,23 +8,32 @@ a load error naming the file and the key. A claim:
         metric may be a list: the first one the bundles have (a stand-in, e.g. Kieker for SPASS-meter)
     published: {table, numerator: {column: value...}, denominator: {...}, column}  derived from the CSV,
                or {direction: greater|less}, or {value: x} where the paper states no table
-    rule: contains | within (tolerance) | direction | equivalent (margin) | direction-at-most (margin)
-        equivalent: no change, judged against 1 (the interval inside 1 +/- margin); direction-at-most: the
-        paper's direction by at most the margin ("slightly slower": below 1, above 1 - margin)
+    rule: a region of our interval against a band (Claim.band), margins symmetric on the log scale, so that
+        a/b and b/a give the same verdict (../shared/STATISTICS.md, "Rules as regions of the interval"):
+        within (tolerance t)    the published value p matched: the interval inside [p/(1+t), p(1+t)], t from
+                                the paper's own interval or its rounding (never a point: a longer run would
+                                turn a holding claim into a differing one)
+        direction               the effect's sign only: the interval on the paper's side of 1
+        equivalent (margin m)   no change: the interval inside [1/(1+m), 1+m]
+        different (margin m)    a change beyond m either way: the interval wholly outside [1/(1+m), 1+m]
+        direction-at-most (m)   the paper's direction by at most m ("slightly slower"): inside [1, 1+m] for
+                                greater, [1/(1+m), 1] for less
+        beyond (edge x)         an effect past a size ("more than 98 % fewer": edge 0.02): the interval wholly
+                                past x (below it when x < 1, above it when x > 1)
     device_dependent: why only the direction is judged
     needs: [a capability of the machine record (pirex/capabilities.py: cpufreq, pmu, function_graph, root, swap),
             devices:N, storages:N, or a need the file declares]
 
 Claims across machines (needs devices:N) or storage devices (needs storages:N) say `across: devices|storages`:
     metrics: [m, ...], rule: equivalent, margin   the devices agree: every pair of devices' means of each metric
-        within 1 +/- margin (two one-sided tests over each device's repetitions; pirex/analysis/across.py)
+        within [1/(1+margin), 1+margin] (two one-sided tests over each device's repetitions; pirex/analysis/across.py)
     ratio: {metric, numerator: variant, denominator: variant}, sides: {numerator: S, denominator: S}
         one device's (or storage's) mean over another's, unpaired: S is pi or server (a machine with or without a
         Pi's board) for devices, a storage kind of the machine record (sd-card, usb, nvme, ...) for storages;
         without sides (storages only) the two storages in the order given, with rule different
     crossover: {at: x, below: greater|less, above: greater|less}   with a metric holding {size}: the ratio's
         direction per size, one side of x and the other (the thesis: the server faster up to about 32 MB)
-    rule different (margin): the interval excludes 1 (a change either way); it differs when inside 1 +/- margin
+    rule different (margin): a change either way beyond the margin (the storage's direction reported)
 
 A paper declares what its claims need beyond the machine's capabilities (a bring-your-own tool, a licensed
 kit) under the top-level `needs`: name -> {what, how (what to do about it), and how to check it: glob (a
@@ -46,8 +55,12 @@ from pirex import capabilities, experiment
 from pirex.errors import PirexError
 from pirex.paths import PAPERS
 
-RULES = ("contains", "within", "direction", "equivalent", "direction-at-most", "different")
+RULES = ("within", "direction", "equivalent", "direction-at-most", "different", "beyond")
 MARGINED = ("equivalent", "direction-at-most", "different")  # the rules that need a margin
+POINT_TEST = (  # why the rule contains went (issue 35), in its load error
+    "contains is a point test (a longer run turns a holding claim into a differing one): use within with the "
+    "paper's own interval or rounding as tolerance, equivalent, or direction"
+)
 ACROSS = ("devices", "storages")
 DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
 DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
@@ -71,6 +84,7 @@ KEYS = {
     "metrics",
     "sides",
     "crossover",
+    "edge",
 }
 
 
@@ -103,6 +117,26 @@ class Claim:
     metrics: tuple[str, ...] = ()  # across, without a ratio: the metrics whose device means must agree
     sides: tuple[str, str] | None = None  # across with a ratio: which device (storage) is numerator, denominator
     crossover: tuple[float, str, str] | None = None  # (at, direction below, direction above), per {size}
+    edge: float = 0.0  # beyond: the ratio the whole interval must lie past ("more than 98 % fewer": 0.02)
+
+    @property
+    def band(self) -> tuple[float, float] | None:
+        """The interval the rule measures ours against, margins symmetric on the log scale (so that a/b and
+        b/a give the same verdict; ../shared/STATISTICS.md): within the published value's [p/(1+t), p(1+t)];
+        equivalent and different [1/(1+m), 1+m]; direction-at-most [1, 1+m] (greater) or [1/(1+m), 1]
+        (less); beyond (edge, edge); direction None (its only edge is 1). One formula for the verdicts
+        (verdict.py) and the report's words and figures (report.py)."""
+        if self.rule == "within" and self.published is not None:
+            t = 1 + self.tolerance
+            return self.published / t, self.published * t
+        m = 1 + self.margin
+        if self.rule in ("equivalent", "different"):
+            return 1 / m, m
+        if self.rule == "direction-at-most":
+            return (1.0, m) if self.direction == "greater" else (1 / m, 1.0)
+        if self.rule == "beyond":
+            return self.edge, self.edge
+        return None
 
     @property
     def judged(self) -> bool:
@@ -278,6 +312,8 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         return Claim(**base)
     num, den = _ratio(c["ratio"], path, f"{where}.ratio", exp, view)
     rule = c.get("rule")
+    if rule == "contains":
+        raise PirexError(f"{path}: {where}.rule: {POINT_TEST}")
     if rule not in RULES:
         raise _fail(path, f"{where}.rule", f"one of {', '.join(RULES)}", rule)
     tol = c.get("tolerance", 0.0)
@@ -290,15 +326,16 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         raise _fail(path, f"{where}.margin", f"a margin exactly for the rules {' and '.join(MARGINED)}", margin)
     sides = _sides(c.get("sides"), across, rule, path, f"{where}.sides")
     crossover = _crossover(c, num, den, rule, path, where)
+    edge = _edge(c, rule, path, where)
     if crossover:
         value, direction, source = None, crossover[1], "the paper's text"
-    elif rule == "different" and "published" not in c:  # a change either way: the paper's words, no value
+    elif rule in ("different", "beyond") and "published" not in c:  # the paper's words, no value
         value, direction, source = None, None, "the paper's text"
     else:
         value, direction, source = _published(c.get("published"), path, f"{where}.published")
-    if rule == "different" and across is None:
-        raise _fail(path, f"{where}.rule", "different only for a claim across devices or storages", rule)
-    if rule not in DIRECTED and rule != "different" and value is None:
+    if rule == "beyond":
+        direction = _beyond_direction(edge, value, direction, path, where)
+    if rule not in DIRECTED and rule not in ("different", "beyond") and value is None:
         raise _fail(path, f"{where}.rule", "direction (the paper gives no value to compare with)", rule)
     if rule in DIRECTED and direction is None:
         direction = "greater" if value > 1 else "less"
@@ -313,7 +350,31 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         tolerance=float(tol),
         margin=float(margin),
         source=source,
+        edge=edge,
     )
+
+
+def _edge(c: dict, rule: Any, path: Path, where: str) -> float:
+    """beyond's edge: a positive ratio other than 1 (1 would be the rule direction), and only for beyond."""
+    x = c.get("edge")
+    if rule != "beyond":
+        if x is not None:
+            raise _fail(path, f"{where}.edge", "no edge: it belongs to the rule beyond", x)
+        return 0.0
+    if isinstance(x, bool) or not isinstance(x, int | float) or x <= 0 or x == 1:
+        raise _fail(path, f"{where}.edge", "a positive ratio other than 1 (more than 98 % fewer: 0.02)", x)
+    return float(x)
+
+
+def _beyond_direction(edge: float, value: float | None, direction: str | None, path: Path, where: str) -> str:
+    """The side of 1 the edge lies on; a published direction must be the same, a published value on it and
+    at or past the edge (the paper's own number cannot fall short of its "more than")."""
+    side = "less" if edge < 1 else "greater"
+    if direction is not None and direction != side:
+        raise _fail(path, f"{where}.published.direction", f"{side}, the side of 1 of edge {edge:g}", direction)
+    if value is not None and (value > edge if side == "less" else value < edge):
+        raise _fail(path, f"{where}.published", f"a value at or past edge {edge:g} ({side})", value)
+    return side
 
 
 STORAGE_KINDS = ("sd-card", "emmc", "usb", "nvme", "virtio", "other")  # pirex.machine.classify_storage's
