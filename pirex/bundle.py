@@ -950,9 +950,15 @@ def held(path: Path, flags: int = 0) -> bool:
         os.close(fd)
 
 
-def verify(path: Path) -> list[str]:
-    """Everything wrong with the bundle at `path` compared with its manifest; an empty list means it is intact and
-    complete."""
+def verify(path: Path, *, digests: bool = True, complete: bool = True) -> list[str]:
+    """Everything wrong with the bundle at `path` compared with its manifest; an empty list means it is intact (and,
+    with complete, complete). The one checker: `pirex verify` calls it as it is, readers through Verifier.
+
+    digests=False checks sizes only (a stat per file, no read): a byte changed in place is then not seen, a file
+    truncated, grown, removed or replaced by one of another size is. complete=False: a bundle that stopped early
+    (partial, failed) or is being written (running) is no problem in itself; a running bundle's files not yet in
+    its manifest are not either (finish() lists every file; a step's folder is listed when it completes), so only
+    what its manifest lists is checked."""
     path = Path(path)
     try:
         m = _read_manifest(path)
@@ -971,11 +977,14 @@ def verify(path: Path) -> list[str]:
         size = f.stat().st_size
         if size != want.get("size"):
             problems.append(f"{f}: changed: {size} bytes, the manifest says {want.get('size')}")
-        elif sha256(f) != want.get("sha256"):
+        elif digests and sha256(f) != want.get("sha256"):
             problems.append(f"{f}: changed: its sha256 differs from the manifest's")
-    for rel in _files(path):
-        if rel not in files:
-            problems.append(f"{path / rel}: not listed in the manifest (added after the run, or left by a crash)")
+    if complete or m["status"] != RUNNING:
+        for rel in _files(path):
+            if rel not in files:
+                problems.append(f"{path / rel}: not listed in the manifest (added after the run, or left by a crash)")
+    if not complete:
+        return problems
     done = {(s["variant"], s["repetition"]) for s in m["completed"]}
     left = [s for s in m["plan"] if (s["variant"], s["repetition"]) not in done]
     if m["status"] != COMPLETE:
@@ -986,3 +995,42 @@ def verify(path: Path) -> list[str]:
     elif left:
         problems.append(f"{path}: status is complete, but {len(left)} planned steps never completed")
     return problems
+
+
+class Verifier:
+    """verify() for the commands that read bundles for a table, a comparison or a verdict (pirex table, compare,
+    plot, reproduce, a fleet's tables): nothing is read from a bundle that fails it. Each bundle is verified once
+    per command (one Verifier per command): sizes always, sha256 digests where the bundle may have come from
+    elsewhere (given by hand, fetched from a fleet host, or left under results/ by an earlier command); a bundle
+    this command itself wrote may skip them (digests=False). A bundle that stopped early (partial) is read as
+    before: only its listed files are checked, not whether it completed (verify's complete=False)."""
+
+    def __init__(self) -> None:
+        self._done: dict[Path, tuple[bool, list[str]]] = {}  # resolved path -> (with digests, problems)
+
+    def problems(self, path: Path, digests: bool = True) -> list[str]:
+        """verify(path, digests=digests, complete=False), once: a bundle verified with digests is not checked again."""
+        key = Path(path).resolve()
+        done = self._done.get(key)
+        if done is None or (digests and not done[0]):
+            done = self._done[key] = (digests, verify(path, digests=digests, complete=False))
+        return done[1]
+
+    def reason(self, path: Path, digests: bool = True) -> str | None:
+        """None when the bundle passes; else one line: its first problem (naming the file), how many more, and
+        what to do."""
+        found = self.problems(path, digests)
+        if not found:
+            return None
+        more = f" (and {len(found) - 1} more problem{'s' * (len(found) > 2)})" if len(found) > 1 else ""
+        return (
+            f"{found[0]}{more}; `pirex verify {path}` lists what changed since the run: restore the bundle from a "
+            "copy, or run it again"
+        )
+
+    def refuse(self, paths: Iterable[Path], digests: bool = True) -> None:
+        """PirexError naming the first bundle among `paths` that fails (a folder without a manifest is no bundle:
+        nothing to verify, e.g. a `pirex compose` run folder)."""
+        for p in paths:
+            if (Path(p) / MANIFEST).is_file() and (why := self.reason(p, digests)):
+                raise PirexError(f"{p} fails verification, so nothing is read from it: {why}")

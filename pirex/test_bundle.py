@@ -279,6 +279,58 @@ def test_verify_missing_manifest_and_incomplete_status(tmp_path):
     assert "not a result bundle directory" in bundle.verify(tmp_path / "nothing")[0]
 
 
+def test_sizes_only_see_a_file_of_another_size_and_digests_a_byte_changed_in_place(tmp_path):
+    b = run_all(make(tmp_path))
+    f = b.step_dir("native", 1) / "stdout"
+    f.write_text("ouT")  # one byte, same size
+    assert bundle.verify(b.path, digests=False) == []  # a stat per file cannot see it
+    assert bundle.verify(b.path, digests=False, complete=False) == []
+    assert bundle.verify(b.path, complete=False) == [f"{f}: changed: its sha256 differs from the manifest's"]
+    f.write_text("o")
+    assert bundle.verify(b.path, digests=False) == [f"{f}: changed: 1 bytes, the manifest says 3"]
+
+
+def test_a_partial_bundle_passes_for_reading_and_a_running_one_is_checked_on_what_it_lists(tmp_path):
+    b = make(tmp_path)
+    run_step(b, "native", 0)
+    b.write_machine(before={})
+    b.finish()  # partial: 1 of 4 steps
+    assert bundle.verify(b.path, complete=False) == []  # read as before; pirex verify still says it is partial
+    assert "status is partial" in bundle.verify(b.path)[0]
+    r = Bundle.resume(b.path)
+    run_step(r, "docker", 0)
+    r.write_run_info({"order": "given"})
+    r.close()  # as a crash would leave it: running, run.json written but not yet listed (finish() lists it)
+    assert bundle.verify(r.path, complete=False) == []
+    (r.step_dir("docker", 0) / "stdout").write_text("o")  # a listed file of a completed step changed
+    (found,) = bundle.verify(r.path, digests=False, complete=False)
+    assert found.endswith("docker/0/stdout: changed: 1 bytes, the manifest says 3")
+    assert any(
+        p.endswith("run.json: not listed in the manifest (added after the run, or left by a crash)")
+        for p in bundle.verify(r.path)
+    )  # pirex verify: everything, as before
+
+
+def test_the_verifier_hashes_a_bundle_once_per_command_and_refuses_naming_bundle_file_and_fix(tmp_path, monkeypatch):
+    good, bad = run_all(make(tmp_path)), run_all(make(tmp_path))
+    f = bad.step_dir("docker", 0) / "raw" / "result.json"
+    f.write_text(f.read_text().replace("1", "2"))
+    hashed = []
+    real = bundle.sha256
+    monkeypatch.setattr(bundle, "sha256", lambda p: hashed.append(p) or real(p))
+    v = bundle.Verifier()
+    assert v.problems(good.path, digests=False) == [] and hashed == []  # sizes: no file read
+    assert v.problems(good.path) == [] and len(hashed) == len(manifest(good)["files"]) == 9  # 4 steps x 2, machine
+    assert v.problems(good.path) == [] and v.problems(good.path, digests=False) == [] and len(hashed) == 9  # cached
+    v.refuse([good.path, tmp_path / "not-a-bundle"])  # a folder without a manifest is no bundle: nothing to check
+    with pytest.raises(PirexError) as e:
+        v.refuse([good.path, bad.path])
+    text = str(e.value)
+    assert text.startswith(f"{bad.path} fails verification, so nothing is read from it: {f}: changed: its sha256")
+    assert f"`pirex verify {bad.path}`" in text and "\n" not in text
+    assert v.reason(good.path) is None and v.reason(bad.path).startswith(str(f))
+
+
 def test_run_ids_sort_by_time_and_are_unique():
     t = datetime(2026, 11, 22, 6, 15, tzinfo=UTC)
     ids = [bundle.new_run_id(t + timedelta(seconds=s)) for s in (3600, 1, 0, 59, 86400 * 40)]
