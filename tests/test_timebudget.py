@@ -1,0 +1,124 @@
+"""The time-budget plugin of `make test` (tests/timebudget.py): its arithmetic on made-up reports, and what a run
+over the ceiling reports and exits with (a small pytest run in a subprocess; no assertion on real time)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+
+from pirex import paths
+
+from . import timebudget as tb
+
+
+def report(nodeid: str, when: str, duration: float):
+    return SimpleNamespace(nodeid=nodeid, when=when, duration=duration)
+
+
+def budget_of(reports, ceiling_min=50.0) -> tb.Budget:
+    b = tb.Budget(ceiling_min)
+    for r in reports:
+        b.add(r)
+    return b
+
+
+REPORTS = [
+    report("tests/test_images.py::test_a", "setup", 600.0),  # the session fixture's build lands on its first user
+    report("tests/test_images.py::test_a", "call", 2.5),
+    report("tests/test_images.py::test_a", "teardown", 0.5),
+    report("tests/test_images.py::test_b[linux/arm64]", "setup", 0.0),
+    report("tests/test_images.py::test_b[linux/arm64]", "call", 7.0),
+    report("tests/test_images.py::test_b[linux/arm64]", "teardown", 0.0),
+    report("pirex/test_cli.py::test_c", "setup", 0.25),
+    report("pirex/test_cli.py::test_c", "call", 1.0),
+    report("pirex/test_cli.py::test_c", "teardown", 0.25),
+    report("pirex/analysis/test_stats.py::TestX::test_d", "call", 30.0),
+]
+
+
+def test_module_of_strips_the_test_and_class():
+    assert tb.module_of("pirex/analysis/test_stats.py::TestX::test_d[a::b]") == "pirex/analysis/test_stats.py"
+    assert tb.module_of("tests/test_images.py") == "tests/test_images.py"
+
+
+def test_every_phase_counts_towards_its_module_and_the_total():
+    b = budget_of(REPORTS)
+    assert b.seconds["tests/test_images.py"] == pytest.approx(610.0)
+    assert b.seconds["pirex/test_cli.py"] == pytest.approx(1.5)
+    assert b.total == pytest.approx(641.5)
+    assert b.rows() == [
+        ("tests/test_images.py", pytest.approx(610.0), 2),
+        ("pirex/analysis/test_stats.py", pytest.approx(30.0), 1),
+        ("pirex/test_cli.py", pytest.approx(1.5), 1),
+    ]
+
+
+def test_ties_are_ordered_by_name():
+    b = budget_of([report("b.py::t", "call", 1.0), report("a.py::t", "call", 1.0)])
+    assert [m for m, _, _ in b.rows()] == ["a.py", "b.py"]
+
+
+def test_the_ceiling_is_passed_by_the_wall_time_or_by_the_sum():
+    b = budget_of(REPORTS, ceiling_min=11)  # 660 s
+    assert not b.over(wall_seconds=659.0)
+    assert not b.over(wall_seconds=660.0)  # at the ceiling is within it
+    assert b.over(wall_seconds=661.0)
+    assert budget_of(REPORTS, ceiling_min=10).over(wall_seconds=0.0)  # the sum alone (641.5 s > 600 s)
+
+
+def test_the_lines_name_each_module_its_share_and_the_verdict():
+    b = budget_of(REPORTS, ceiling_min=10)
+    lines = b.lines(wall_seconds=700.0)
+    assert lines[1].split() == ["tests/test_images.py", "610.0", "95.1%", "2"]
+    assert lines[-3].split()[-1] == "641.5"
+    assert "700.0 s = 11.7 min" in lines[-2] and "ceiling 10 min" in lines[-2]
+    assert lines[-1].startswith("TIME BUDGET EXCEEDED: 11.7 min > 10 min")
+    assert not any(line.startswith("TIME BUDGET") for line in budget_of(REPORTS).lines(wall_seconds=700.0))
+
+
+def test_an_empty_run_prints_a_zero_total():
+    lines = tb.Budget().lines(wall_seconds=0.0)
+    assert lines[-1].startswith("session wall time 0.0 s") and lines[-2].split()[-1] == "0.0"
+
+
+def test_the_ceiling_comes_from_the_environment():
+    assert tb.ceiling_minutes({}) == 50.0
+    assert tb.ceiling_minutes({tb.CEILING_ENV: " 45.5 "}) == 45.5
+    for bad in ("fifty", "0", "-3", "nan"):
+        with pytest.raises(pytest.UsageError, match=tb.CEILING_ENV):
+            tb.ceiling_minutes({tb.CEILING_ENV: bad})
+
+
+def run_pytest(tmp_path, ceiling: str, body: str) -> subprocess.CompletedProcess:
+    (tmp_path / "test_sample.py").write_text(textwrap.dedent(body))
+    env = {**os.environ, tb.CEILING_ENV: ceiling, "PYTHONPATH": str(paths.REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.timebudget", "-ra", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_run_over_the_ceiling_fails_after_reporting_every_test(tmp_path):
+    r = run_pytest(tmp_path, "1e-9", "def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "2 passed" in r.stdout
+    assert "time per test module" in r.stdout and "test_sample.py" in r.stdout
+    assert "TIME BUDGET EXCEEDED" in r.stdout
+
+
+def test_a_run_within_the_ceiling_passes_and_failing_tests_keep_their_status(tmp_path):
+    ok = run_pytest(tmp_path, "50", "def test_one():\n    pass\n")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "time per test module" in ok.stdout and "TIME BUDGET EXCEEDED" not in ok.stdout
+    failing = run_pytest(tmp_path, "1e-9", "def test_one():\n    assert False\n")
+    assert failing.returncode == 1
+    assert "FAILED test_sample.py::test_one" in failing.stdout  # -ra's short summary still says which

@@ -1,0 +1,126 @@
+"""The test suite's time as a checked budget (issue 40): `make test` loads this plugin (`-p tests.timebudget`).
+
+At the end of the run it prints the time per test module (setup + call + teardown of its tests, slowest first) and
+the session's wall time, and fails the run when that wall time passes the ceiling: PIREX_TEST_CEILING_MIN minutes
+(default 50, for the 2-vCPU machine of `.ci/run`, whose hard limit is 90 minutes with the host set-up included).
+Growth is then seen while there is still room, not when CI breaks.
+
+The check changes only the exit status, after every test has run: the report still lists every outcome (and -ra's
+short summary), and a run that also has failing tests keeps their exit status."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pytest
+
+# `-p tests.timebudget` imports this before pytest reads the conftest files (which import most of pirex): the
+# session's clock starts here, so that their import is counted too.
+STARTED = time.monotonic()
+CEILING_ENV = "PIREX_TEST_CEILING_MIN"
+DEFAULT_CEILING_MIN = 50.0
+
+
+def module_of(nodeid: str) -> str:
+    """The test module of a test id (`pirex/test_cli.py::test_x[1]` -> `pirex/test_cli.py`)."""
+    return nodeid.split("::", 1)[0]
+
+
+def ceiling_minutes(environ: dict[str, str] | os._Environ = os.environ) -> float:
+    """The ceiling in minutes from PIREX_TEST_CEILING_MIN (default 50); a bad value is an error, not ignored."""
+    text = environ.get(CEILING_ENV, "").strip()
+    if not text:
+        return DEFAULT_CEILING_MIN
+    try:
+        value = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"{CEILING_ENV}={text!r}: a number of minutes, e.g. 50") from None
+    if not value > 0:
+        raise pytest.UsageError(f"{CEILING_ENV}={text!r}: more than 0 minutes")
+    return value
+
+
+@dataclass
+class Budget:
+    """Seconds per test module, summed from the reports of every phase (setup, call, teardown)."""
+
+    ceiling_min: float = DEFAULT_CEILING_MIN
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    tests: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def add(self, report) -> None:
+        """A pytest report (TestReport: nodeid, when, duration)."""
+        module = module_of(report.nodeid)
+        self.seconds[module] += report.duration
+        self.tests[module].add(report.nodeid)
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    def rows(self) -> list[tuple[str, float, int]]:
+        """(module, seconds, tests), slowest first (ties by name, so the order is stable)."""
+        return sorted(
+            ((m, s, len(self.tests[m])) for m, s in self.seconds.items()),
+            key=lambda r: (-r[1], r[0]),
+        )
+
+    def over(self, wall_seconds: float) -> bool:
+        """Whether the session's time passes the ceiling: its wall time, or the tests' sum if that is larger
+        (it never is in one process, but a fake clock must not hide the tests' own time)."""
+        return max(wall_seconds, self.total) > self.ceiling_min * 60
+
+    def lines(self, wall_seconds: float) -> list[str]:
+        rows = self.rows()
+        width = max((len(m) for m, _, _ in rows), default=10)
+        out = [f"{'module':<{width}}  {'seconds':>9}  {'share':>6}  tests"]
+        total = self.total
+        for module, seconds, n in rows:
+            share = seconds / total if total else 0.0
+            out.append(f"{module:<{width}}  {seconds:9.1f}  {share:6.1%}  {n}")
+        out.append(f"{'sum of the modules':<{width}}  {total:9.1f}")
+        out.append(
+            f"session wall time {wall_seconds:.1f} s = {wall_seconds / 60:.1f} min "
+            f"(conftest imports and collection included); ceiling {self.ceiling_min:g} min ({CEILING_ENV})"
+        )
+        if self.over(wall_seconds):
+            out.append(
+                f"TIME BUDGET EXCEEDED: {max(wall_seconds, total) / 60:.1f} min > {self.ceiling_min:g} min: "
+                "the run fails; make a slow test cheaper (the modules above, slowest first) or raise the "
+                "ceiling with a reason in the README"
+            )
+        return out
+
+
+class Plugin:
+    def __init__(self, budget: Budget, start: float, clock=time.monotonic):
+        self.budget = budget
+        self.clock = clock
+        self.start = start
+        self.wall = 0.0
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.budget.add(report)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session) -> None:
+        self.wall = self.clock() - self.start
+        # Only a run that would otherwise pass turns into a failure: failing tests keep their status (1), an
+        # interrupted or broken run its own.
+        if self.budget.over(self.wall) and session.exitstatus in (
+            pytest.ExitCode.OK,
+            pytest.ExitCode.NO_TESTS_COLLECTED,
+        ):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        terminalreporter.write_sep("=", "time per test module (setup + call + teardown)")
+        for line in self.budget.lines(self.wall):
+            terminalreporter.write_line(line, red=line.startswith("TIME BUDGET"), bold=line.startswith("TIME BUDGET"))
+
+
+def pytest_configure(config) -> None:
+    config.pluginmanager.register(Plugin(Budget(ceiling_minutes()), STARTED), "pirex-timebudget")
