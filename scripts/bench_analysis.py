@@ -73,11 +73,27 @@ def write_raw(path: Path, d: np.ndarray, rng: np.random.Generator) -> None:
     frame.to_csv(path, sep=";", header=False, index=False)
 
 
+def parameters(calls: int, loops: int, configurations: list[str], seed: int) -> dict:
+    """The run's parameters as the runner records them: experiments/moobench's paper profile (recursion depth 5, the
+    defaults of method_time, threads, heap, JVM options, settling) with these calls, loops and configurations. The
+    tables read every setup parameter from the bundle (moobench_read.SETUP) and refuse a bundle that lacks one."""
+    from pirex import experiment
+    from pirex.analysis.moobench_read import MOOBENCH
+
+    return {
+        **experiment.load(MOOBENCH).resolve("paper"),
+        "calls": calls,
+        "repetitions": loops,
+        "configurations": ",".join(configurations),
+        "seed": seed,
+    }
+
+
 def generate(root: Path, calls: int, loops: int, configurations: list[str], seed: int) -> Path:
     from pirex.bundle import Bundle
 
     plan = [("native", r) for r in range(loops)]
-    params = {"calls": calls, "loops": loops, "configurations": configurations, "seed": seed}
+    params = parameters(calls, loops, configurations, seed)
     b = Bundle.create(root, "moobench", "bench", params, ["native"], plan, {}, {"version": "bench", "commit": "-"})
     machine = {"hostname": "bench", "cpu": {"model": "synthetic"}, "storage": {"kind": "bench"}}
     b.write_machine(before=machine, after=machine)
@@ -205,7 +221,7 @@ def main() -> None:
     try:
         existing = sorted(root.glob("moobench/*/manifest.json"))
         bundle = None
-        wanted = {"calls": a.calls, "loops": a.loops, "configurations": configurations, "seed": a.seed}
+        wanted = parameters(a.calls, a.loops, configurations, a.seed)
         for m in existing:
             if json.loads(m.read_text()).get("parameters") == wanted:
                 bundle = m.parent
