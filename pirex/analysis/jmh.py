@@ -16,6 +16,7 @@ from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row, device_of, storage_of
 from pirex.bundle import DUET, Step, read_json, reading
 from pirex.errors import PirexError
+from pirex.runner import duet
 
 LEVEL = 0.999
 
@@ -109,6 +110,19 @@ def _rows(bundles: Sequence[Path]) -> list[Row]:
     return [r for b in bundles for r in read_rows(b)]
 
 
+Halves = dict[tuple[str, str, int], int]  # (run id, variant, repetition) -> the CPU half of a duet's step
+
+
+def _halves(bundles: Sequence[Path]) -> Halves:
+    """The CPU half each step of the duet bundles ran on (+1, -1: duet.step_halves), the factor of their ratio's
+    model (stats.duet_ratio); none for bundles that ran one step at a time."""
+    out: Halves = {}
+    for path in bundles:
+        b = open_bundle(path, "jmh")
+        out.update({(b.run_id, v, r): h for (v, r), h in duet.step_halves(b).items()})
+    return out
+
+
 def _table1(lines: list[Line]) -> Table:
     cells, records = [], []
     for ln in lines:
@@ -183,15 +197,36 @@ NO_AA = {  # by whether the bundles are duets: a duet's A/A is a bundle of its o
 }
 
 
+def _half_text(r: stats.Interval) -> str:
+    """A duet's CPU half effect (stats.DuetInterval.half), or why there is none."""
+    half = getattr(r, "half", None)
+    if half is not None:
+        return half.text(4)
+    return "-" if r.method != "none" else "n/a"
+
+
+HALF_NOTE = (
+    "CPU half: a duet's half effect exp(delta), how much the numerator's ratio moved on the first half of the CPUs "
+    "against the second (the halves swap every repetition); the ratio is estimated with the half as a factor, "
+    "d_j = mu + delta h_j + e_j, t on n - 2 (stats.duet_ratio)."
+)
+
+
 def _ratio_table(pairs: list[tuple], duets: frozenset[bool] = frozenset({False})) -> Table:
     how = HOW[duets]
+    halves = True in duets  # a duet's ratios: their CPU half's effect beside them
     return Table(
         f"docker/native throughput per benchmark, {stats.level_text(LEVEL)} interval over repetitions "
         f"(paired: each repetition's docker and native forks {how})",
-        ["Benchmark", "Device", "docker/native", "A/A native-aa/native"],
-        [[b, d, r.text(4), aa.text(4) if aa else NO_AA[duets == frozenset({True})]] for b, d, r, aa in pairs],
+        ["Benchmark", "Device", "docker/native", "A/A native-aa/native"] + (["CPU half"] if halves else []),
+        [
+            [b, d, r.text(4), aa.text(4) if aa else NO_AA[duets == frozenset({True})]]
+            + ([_half_text(r)] if halves else [])
+            for b, d, r, aa in pairs
+        ],
         [
             {
+                **(_half_record(r) if halves else {}),
                 "benchmark": b,
                 "device": d,
                 "ratio": r.value,
@@ -205,8 +240,14 @@ def _ratio_table(pairs: list[tuple], duets: frozenset[bool] = frozenset({False})
             }
             for b, d, r, aa in pairs
         ],
+        [HALF_NOTE] if halves else [],
         label_columns=2,
     )
+
+
+def _half_record(r: stats.Interval) -> dict:
+    half = getattr(r, "half", None)
+    return {"half": half.value, "half_low": half.low, "half_high": half.high} if half else {"half": None}
 
 
 def _sink_note(bundles: Sequence[Path]) -> str | None:
@@ -231,7 +272,8 @@ def tables(bundles: Sequence[Path], view: str | None = None) -> list[NamedTable]
     if note := _sink_note(bundles):
         for nt in out:
             nt.table.notes.append(note)
-    pairs = {s: p for s, rs in by_setup.items() if (p := paired_ratios(_run_values(rs)))}
+    halves = _halves(bundles)
+    pairs = {s: p for s, rs in by_setup.items() if (p := paired_ratios(_run_values(rs, halves)))}
     duets = frozenset(open_bundle(b, "jmh").design == DUET for b in bundles) or frozenset({False})
     out += per_setup("ratios", pairs, lambda p: _ratio_table(p, duets))
     if in_time_rows := _in_time_rows(bundles):
@@ -305,11 +347,11 @@ def figures(bundles: Sequence[Path], out: Path, view: str | None = None) -> list
 def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValue]:
     """One value per fork (an independent JVM): its mean throughput over the measured iterations; and per
     repetition "<benchmark> sd" (_spreads)."""
-    rows = _rows(bundles)
-    return _run_values(rows) + _spreads(rows)
+    rows, halves = _rows(bundles), _halves(bundles)
+    return _run_values(rows, halves) + _spreads(rows, halves)
 
 
-def _spreads(rows: Sequence[Row]) -> list[RunValue]:
+def _spreads(rows: Sequence[Row], halves: Halves | None = None) -> list[RunValue]:
     """Per repetition, "<benchmark> sd": the standard deviation (n - 1) of every measured iteration of its forks
     pooled, as Table 1's σ over one run's 10 forks x 20 iterations (between forks and within them: a fork's own
     iterations alone would miss what one JIT compilation does differently from another). None where every
@@ -318,14 +360,27 @@ def _spreads(rows: Sequence[Row]) -> list[RunValue]:
     for r in rows:
         reps[(r.run, r.device, r.variant, r.repetition, r.benchmark, r.unit, r.setup)].append(r.value)
     sds = {k: stats.summary(v).sd for k, v in reps.items() if len(v) > 1}
+    half = halves or {}
     return [
-        RunValue("jmh", run, dev, var, rep, stats.spread_metric(bench, "sd"), sd, unit, setup=setup)
+        RunValue(
+            "jmh",
+            run,
+            dev,
+            var,
+            rep,
+            stats.spread_metric(bench, "sd"),
+            sd,
+            unit,
+            setup=setup,
+            half=half.get((run, var, rep), 0),
+        )
         for (run, dev, var, rep, bench, unit, setup), sd in sds.items()
         if sd > 0
     ]
 
 
-def _run_values(rows: Sequence[Row]) -> list[RunValue]:
+def _run_values(rows: Sequence[Row], halves: Halves | None = None) -> list[RunValue]:
+    half = halves or {}
     forks: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         forks[(r.run, r.device, r.variant, r.repetition, r.fork, r.benchmark, r.unit, r.setup)].append(r.value)
@@ -343,6 +398,7 @@ def _run_values(rows: Sequence[Row]) -> list[RunValue]:
             run=fork,
             inner=tuple(v),
             setup=setup,
+            half=half.get((run, var, rep), 0),
         )
         for (run, dev, var, rep, fork, bench, unit, setup), v in forks.items()
     ]

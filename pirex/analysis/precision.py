@@ -239,15 +239,38 @@ class Plan:
         return out
 
 
-def stein_n(sd: float, k: int, precision: float, level: float = 0.95) -> int:
-    """n = max(k, ceil((t(1-a/2, k-1) * sd / d)^2)), d = log(1 + precision): the repetitions whose
-    interval on the log scale has half-width at most d (Stein 1945), sd from a pilot of k."""
-    if k < 2:
+def stein_n(sd: float, k: int, precision: float, level: float = 0.95, df: int | None = None) -> int:
+    """n = max(k, ceil((t(1-a/2, df) * sd / d)^2)), d = log(1 + precision): the repetitions whose
+    interval on the log scale has half-width at most d (Stein 1945), sd from a pilot of k on df degrees of
+    freedom (k - 1; a duet's model, k - 2)."""
+    df = k - 1 if df is None else df
+    if df < 1:
         raise ValueError(f"a pilot of {k} repetitions has no variance: run at least 2 (better {stats.MIN_RUNS})")
     if precision <= 0:
         raise ValueError(f"precision {precision}: expected a relative half-width > 0, e.g. 0.01 for 1 %")
     d = math.log1p(precision)
-    return max(k, math.ceil((stats.t_quantile(level, k - 1) * sd / d) ** 2))
+    return max(k, math.ceil((stats.t_quantile(level, df) * sd / d) ** 2))
+
+
+def duet_sd(log_ratios: Sequence[float], halves: Sequence[int]) -> tuple[float, int]:
+    """The residual sd of a duet pilot's log ratios once the CPU half is taken out (stats.duet_ratio's model
+    d_j = mu + delta h_j + e_j), and its degrees of freedom, n - 2: what a duet's plan needs, since with the
+    halves balanced se(mu) = s / sqrt(n). The plain sd would carry the half's effect (a 2 % half against 0.5 %
+    noise: an sd of about 2.2 %, and a plan of some 150 repetitions where 12 reach +-0.5 %)."""
+    d, h = np.asarray(log_ratios, dtype=float), np.asarray(halves, dtype=float)
+    if d.size != h.size:
+        raise ValueError(f"duet_sd: {d.size} log ratios, {h.size} halves")
+    if not ((h == 1).any() and (h == -1).any()) or d.size < 3:
+        return float(d.std(ddof=1)) if d.size > 1 else math.nan, d.size - 1
+    x = np.column_stack([np.ones(d.size), h])
+    coef, *_ = np.linalg.lstsq(x, d, rcond=None)
+    df = d.size - 2
+    return math.sqrt(float(np.sum((d - x @ coef) ** 2)) / df), df
+
+
+def even(n: int) -> int:
+    """n rounded up to an even count: a duet's plan runs as many repetitions on each half."""
+    return n + n % 2
 
 
 def plan(
@@ -256,19 +279,27 @@ def plan(
     level: float = 0.95,
     seconds_per_repetition: float | None = None,
     budget: float | None = None,
+    halves: Sequence[int] | None = None,
 ) -> Plan:
     """Stein's second stage from the pilot's log ratios (stats.log_ratios). `budget` (seconds)
     counts the whole run, pilot included: at most floor(budget / seconds_per_repetition)
-    repetitions, whose half-width is expm1(t(1-a/2, k-1) s / sqrt(n_budget))."""
+    repetitions, whose half-width is expm1(t(1-a/2, k-1) s / sqrt(n_budget)).
+    halves (a duet's pilot: the numerator's CPU half per log ratio, +1/-1): s is the model's residual sd on
+    k - 2 degrees of freedom (duet_sd) and n is even, as many repetitions on each half over the whole plan (the
+    second stage continues the pilot's alternation: pirex/runner/duet.py)."""
     d = np.asarray(pilot_log_ratios, dtype=float)
     k = int(d.size)
-    sd = float(d.std(ddof=1)) if k > 1 else math.nan
-    n = stein_n(sd, k, precision, level)
+    sd, df = duet_sd(d, halves) if halves is not None else (float(d.std(ddof=1)) if k > 1 else math.nan, k - 1)
+    n = stein_n(sd, k, precision, level, df)
+    if halves is not None:
+        n = even(n)
     seconds = None if seconds_per_repetition is None else (n - k) * seconds_per_repetition
     if budget is None or seconds_per_repetition is None:
         return Plan(k, sd, precision, level, n, n - k, seconds)
     n_budget = max(k, int(budget // seconds_per_repetition))
-    reachable = math.expm1(stats.t_quantile(level, k - 1) * sd / math.sqrt(n_budget))
+    if halves is not None and n_budget > k:
+        n_budget -= n_budget % 2
+    reachable = math.expm1(stats.t_quantile(level, df) * sd / math.sqrt(n_budget))
     return Plan(k, sd, precision, level, n, n - k, seconds, budget, n <= n_budget, n_budget, reachable)
 
 
@@ -294,6 +325,12 @@ def run_means(values: Iterable[RunValue], metric: str, variant: str) -> dict[tup
     for v in _select(values, metric, variant):
         groups[_key(v)].append(v.value)
     return {k: sum(g) / len(g) for k, g in groups.items()}
+
+
+def run_halves(values: Iterable[RunValue], metric: str, variant: str) -> dict[tuple, int]:
+    """(device, bundle, repetition) -> the CPU half the variant ran on in that repetition of a duet (+1 the first,
+    -1 the second: RunValue.half), only where it ran on one; {} for runs of one step at a time."""
+    return {_key(v): v.half for v in _select(values, metric, variant) if v.half}
 
 
 def nested(values: Iterable[RunValue], metric: str, variant: str) -> list:
@@ -340,9 +377,13 @@ def paired_interval(
     seed: int = 0,
 ) -> stats.Interval:
     """stats.paired_ratio of numerator/denominator for one metric, paired by (device, bundle, repetition).
-    For a higher-is-better metric (throughput) the ratio is still numerator/denominator: read it so."""
+    For a higher-is-better metric (throughput) the ratio is still numerator/denominator: read it so.
+    A duet's repetitions (values that say their CPU half) take stats.duet_ratio: the half a factor of the model."""
     values = list(values)
     num = run_means(values, metric, numerator)
+    if halves := run_halves(values, metric, numerator):
+        den = in_bundles_of(run_means(values, metric, denominator), num)
+        return stats.design_ratio(num, den, halves, level, names=(numerator, denominator))
     return stats.paired_ratio(
         num,
         in_bundles_of(run_means(values, metric, denominator), num),
@@ -362,3 +403,17 @@ def aa_interval(
     if not any(v.variant == aa_name(variant) and v.metric == metric for v in values):
         return None
     return paired_interval(values, metric, aa_name(variant), variant, level, seed=seed)
+
+
+def aa_check(interval: stats.Interval | None) -> str | None:
+    """An A/A run is a check, not a decoration: the same variant against itself must give an interval that
+    contains 1. None when it does (or there is no A/A interval to check); else the reason every verdict of
+    that bundle is inconclusive. A duet's A/A (the same variant on both halves) also says the half's effect,
+    which its model took out (DESIGN.md "Judging a claim"; Bulej et al. 2020, ICPE)."""
+    if interval is None or not interval.has_interval or interval.low <= 1 <= interval.high:
+        return None
+    text = f"the machine was not steady: the A/A ratio {interval.text(4)} excludes 1"
+    half = getattr(interval, "half", None)
+    if half is not None:
+        text += f" (the CPU half's own effect {half.text(4)}, taken out)"
+    return text

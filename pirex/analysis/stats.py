@@ -351,3 +351,120 @@ def peak_rate(values: np.ndarray, factor: float, per: float = 1e6) -> float:
         return math.nan
     peaks = int(np.count_nonzero(a > factor * float(a.mean())))
     return (peaks + PEAK_ZERO) / a.size * per
+
+
+# --- the duet
+
+
+@dataclass(frozen=True)
+class DuetInterval(Interval):
+    """A duet's ratio (an Interval, method "duet-half-t") and the CPU half's own effect beside it: `half` is
+    exp(delta), the factor by which the numerator ran faster or slower on the first half than on the second
+    (relative to the denominator), with its interval; None where it could not be estimated."""
+
+    half: Interval | None = None
+
+
+def duet_ratio(
+    numerator: Mapping[Hashable, float],
+    denominator: Mapping[Hashable, float],
+    halves: Mapping[Hashable, int],
+    level: float = 0.95,
+    names: tuple[str, str] = ("numerator", "denominator"),
+) -> DuetInterval:
+    """Ratio numerator/denominator over a duet's repetitions with the CPU half as a factor of the model.
+
+    Keys and values as paired_ratio's ((device, bundle, repetition) -> the repetition's mean); halves: key -> +1
+    where the numerator ran on the first CPU half, -1 on the second (the duet swaps them every repetition,
+    pirex/runner/duet.py). With d_j = log(num_j / den_j), least squares of
+
+        d_j = mu + delta h_j + e_j,   e_j ~ N(0, s^2)
+
+    gives mu (the log ratio with the half's effect taken out) and delta (half the log difference between the
+    halves), each with a t interval on n - 2 degrees of freedom, s^2 = RSS / (n - 2):
+
+        value = exp(mu_hat), interval exp(mu_hat -/+ t(1-a/2, n-2) se(mu_hat)); half = exp(delta_hat) likewise.
+
+    Why: swapping halves cancels a half effect from the mean only for an even, balanced count, and leaves it in
+    the spread of the d_j either way: with delta = 2 % and sigma = 0.5 %, five repetitions give an unmodelled
+    paired t interval of about +-2.7 %, the model about +-0.7 % (Bulej et al. 2020, "Duet Benchmarking:
+    Improving Measurement Accuracy in the Cloud", ICPE; the model is the two-period crossover's, Senn 2002,
+    "Cross-over Trials in Clinical Research", ch. 3). A key with half 0 (a pair that ran alone) adds to mu only.
+    No interval below MIN_RUNS paired repetitions, nor when one half has no repetition: then the half's effect
+    cannot be told from the ratio, and the reason says so."""
+    common, d, note = log_ratios(numerator, denominator, names)
+    missing = [k for k in common if k not in halves]
+    if missing:
+        raise ValueError(f"duet_ratio: no CPU half for {len(missing)} repetition(s), e.g. {missing[0]!r}")
+    h = np.array([halves[k] for k in common], dtype=float)
+    if not np.isin(h, (-1, 0, 1)).all():
+        raise ValueError(f"duet_ratio: halves must be +1, -1 (or 0 for a pair that ran alone), got {sorted(set(h))}")
+    n = int(d.size)
+    value = float(math.exp(d.mean())) if n else math.nan
+    reason = too_few(n, "paired repetitions")
+    if reason is None and not ((h == 1).any() and (h == -1).any()):
+        reason = (
+            f"no interval: the {names[0]} ran on one CPU half in all {n} paired repetitions, so the half's effect "
+            "cannot be told from the ratio (a duet swaps the halves every repetition: run at least two)"
+        )
+    if reason:
+        return DuetInterval(value, None, None, n, level, "none", reason, note)
+    x = np.column_stack([np.ones(n), h])
+    coef, _, _, _ = np.linalg.lstsq(x, d, rcond=None)
+    df = n - 2
+    s2 = float(np.sum((d - x @ coef) ** 2)) / df
+    se = np.sqrt(s2 * np.diag(np.linalg.inv(x.T @ x)))
+    q = t_quantile(level, df)
+    mu, delta = float(coef[0]), float(coef[1])
+    counts = f"{int((h == 1).sum())} on the first half, {int((h == -1).sum())} on the second"
+    lo, hi = np.exp(coef - q * se), np.exp(coef + q * se)
+    half = Interval(math.exp(delta), float(lo[1]), float(hi[1]), n, level, "duet-half-t", None, counts)
+    return DuetInterval(math.exp(mu), float(lo[0]), float(hi[0]), n, level, "duet-half-t", None, note, half=half)
+
+
+def design_ratio(
+    numerator: Mapping[Hashable, float],
+    denominator: Mapping[Hashable, float],
+    halves: Mapping[Hashable, int] | None,
+    level: float = 0.95,
+    names: tuple[str, str] = ("numerator", "denominator"),
+) -> Interval:
+    """The ratio the design calls for: duet_ratio where any paired repetition ran on a CPU half (a duet's),
+    else paired_ratio's t interval on logs (pairs that ran one after the other)."""
+    if halves and any(halves.get(k) for k in set(numerator) & set(denominator)):
+        return duet_ratio(numerator, denominator, halves, level, names)
+    return paired_ratio(numerator, denominator, level, method="t", names=names)
+
+
+def difference_test(a: Interval, b: Interval) -> tuple[float, float]:
+    """Whether two independent ratios differ (one comparison measured by two designs): on logs,
+
+        z = (log a - log b) / sqrt(se_a^2 + se_b^2),
+
+    each se recovered from its interval exp(m -/+ q se) as log(high / low) / (2 q), q the t quantile it was built
+    with (the interval's df where it says them, else n - 1 for "t-log", n - 2 for the duet's "duet-half-t");
+    p two-sided from t on the
+    Welch-Satterthwaite degrees of freedom (se_a^2 + se_b^2)^2 / (se_a^4 / df_a + se_b^4 / df_b), since at five
+    repetitions a side the normal's p would be too small. Returns (z, p).
+
+    Not "one value inside the other's interval": with no difference at all and equal widths, one point lies
+    outside the other's 95 % interval 2 Phi(-1.96 / sqrt 2) = 16.6 % of the time, and the rate moves with the
+    widths (Schenker & Gentleman 2001, "On judging the significance of differences by examining the overlap
+    between confidence intervals", Am. Statist. 55(3))."""
+    if not (a.has_interval and b.has_interval):
+        raise ValueError("difference_test: both ratios need an interval")
+    (se_a, df_a), (se_b, df_b) = _log_se(a), _log_se(b)
+    var = se_a**2 + se_b**2
+    if var == 0:
+        return (0.0 if a.value == b.value else math.copysign(math.inf, a.value - b.value)), float(a.value == b.value)
+    z = (math.log(a.value) - math.log(b.value)) / math.sqrt(var)
+    df = var**2 / (se_a**4 / df_a + se_b**4 / df_b)
+    return z, float(2 * sps.t.sf(abs(z), df))
+
+
+def _log_se(iv: Interval) -> tuple[float, int]:
+    """The standard error on the log scale an interval exp(m -/+ q se) was built with, and its degrees of freedom."""
+    df = getattr(iv, "df", None) or {"t-log": iv.n - 1, "duet-half-t": iv.n - 2}.get(iv.method)
+    if df is None:
+        raise ValueError(f"difference_test: a {iv.method!r} interval does not say its standard error")
+    return math.log(iv.high / iv.low) / (2 * t_quantile(iv.level, df)), df

@@ -5,7 +5,11 @@ swapped every repetition, so that a CPU's own bias (an interrupt it serves, a no
 of repetitions.
 
   halves(cpus, siblings)     two equal disjoint CPU sets: whole cores each where the cores allow
-  steps(variants, n, halves) the plan: per repetition both variants, each with its CPU list, swapped every repetition
+  steps(variants, n, halves, first)
+                             the plan: per repetition both variants, each with its CPU list, swapped every repetition;
+                             a later bundle of one plan (a precision run's second stage) continues the alternation
+  half_of(cpus, halves)      +1 or -1: which half a step ran on, the factor of the duet's model (stats.duet_ratio)
+  step_halves(bundle)        (variant, repetition) -> that half, for every step of a duet bundle
   run_together(jobs)         every job in a forked child, released at once; waits for all; when one fails or the run
                              is interrupted, the others are stopped (SIGTERM: their workloads and containers go on
                              their own exit paths) and every child is reaped
@@ -26,12 +30,13 @@ import pickle
 import select
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pirex import proc
+from pirex.bundle import DUET, Bundle
 from pirex.errors import PirexError
 
 log = logging.getLogger(__name__)
@@ -81,13 +86,15 @@ class Halves:
     unused: tuple[int, ...] = ()  # a CPU left out to keep the halves equal (an odd count)
     shared_cores: bool = False  # hardware threads of one core on both sides (a 2-vCPU VM of one core)
 
-    def describe(self) -> dict:
-        """run.json's duet record."""
+    def describe(self, first: int = 0) -> dict:
+        """run.json's duet record; first: where this bundle's repetition 0 stands in its plan's alternation (a
+        second stage's, recorded only when not 0)."""
         return {
             "halves": [self.a, self.b],
             "swapped": "every repetition",
             "unused_cpus": list(self.unused),
             "shared_cores": self.shared_cores,
+            **({"alternation_from": first} if first else {}),
         }
 
 
@@ -115,10 +122,16 @@ def halves(cpus: Iterable[int], sibling_map: Mapping[int, frozenset[int]] | None
     return Halves(cpu_list(a), cpu_list(b), tuple(c for c in allowed if c not in a and c not in b), shared)
 
 
-def steps(variants: tuple[str, ...], repetitions: int, split: Halves) -> list[dict]:
+def steps(variants: tuple[str, ...], repetitions: int, split: Halves, first: int = 0) -> list[dict]:
     """Per repetition both variants, each with its CPU list; the first variant on half a in even repetitions and on
     half b in odd ones (and the second the other way round), so that each variant spends as many repetitions on
-    each half, give or take one."""
+    each half, give or take one. first: the repetitions of the same plan already run in earlier bundles (a
+    pilot's, for a second stage): the alternation goes on from there instead of starting again on half a, so that
+    the halves stay balanced over the whole plan (a pilot of 5 runs a, b, a, b, a; its second stage b, a, ...):
+    with as many repetitions on each half the half's effect cancels from the plain mean, and the duet's model
+    (pirex/analysis/stats.py duet_ratio) estimates the ratio with the smallest standard error."""
+    if first < 0:
+        raise PirexError(f"a duet's alternation cannot start at repetition {first}: expected 0 or more")
     if len(variants) != 2:
         raise PirexError(
             f"--design duet runs two variants at once, not {len(variants)} ({', '.join(variants)}): give two, e.g. "
@@ -126,12 +139,39 @@ def steps(variants: tuple[str, ...], repetitions: int, split: Halves) -> list[di
         )
     out = []
     for r in range(repetitions):
-        first, second = (split.a, split.b) if r % 2 == 0 else (split.b, split.a)
+        one, other = (split.a, split.b) if (first + r) % 2 == 0 else (split.b, split.a)
         out += [
-            {"variant": variants[0], "repetition": r, "cpus": first},
-            {"variant": variants[1], "repetition": r, "cpus": second},
+            {"variant": variants[0], "repetition": r, "cpus": one},
+            {"variant": variants[1], "repetition": r, "cpus": other},
         ]
     return out
+
+
+def half_of(cpus: str, split: Sequence[str]) -> int:
+    """+1 where a step ran on the first of the duet's two halves (run.json's duet.halves[0]), -1 on the second:
+    the factor h_j of the duet's model. PirexError when the CPUs are neither."""
+    from pirex.runner import host
+
+    mine = host.parse_cpus(cpus)
+    for sign, half in zip((1, -1), split, strict=False):
+        if mine == host.parse_cpus(half):
+            return sign
+    raise PirexError(f"a duet step ran on CPUs {cpus}, neither of its halves ({' and '.join(split)})")
+
+
+def step_halves(bundle: Bundle) -> dict[tuple[str, int], int]:
+    """(variant, repetition) -> the half (+1, -1) each completed step of a duet bundle ran on; {} for a bundle
+    that ran one step at a time. The halves are run.json's; a bundle without that record takes the steps' own CPU
+    lists, the one with the lowest CPU first (as halves() splits them)."""
+    from pirex.runner import host
+
+    if bundle.design != DUET:
+        return {}
+    done = [s for s in bundle.steps() if s.cpus]
+    split = bundle.run_info().duet.get("halves") or sorted(
+        {s.cpus for s in done}, key=lambda c: min(host.parse_cpus(c))
+    )
+    return {(s.variant, s.repetition): half_of(s.cpus, split) for s in done}
 
 
 # --- the schedule ----------------------------------------------------------------------------------------------------

@@ -83,9 +83,11 @@ def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
     per_rep = _seconds_per_repetition(pilot)
     plans = []
     for metric in sorted({v.metric for v in values if not stats.is_side_metric(v.metric)}):  # the means' precision
-        _, d, _ = stats.log_ratios(prec.run_means(values, metric, num), prec.run_means(values, metric, den))
+        keys, d, _ = stats.log_ratios(prec.run_means(values, metric, num), prec.run_means(values, metric, den))
+        on = prec.run_halves(values, metric, num)  # a duet's: its plan from the model with the half, n even
+        halves = [on[k] for k in keys] if on else None
         if d.size >= 2 and math.isfinite(float(d.std(ddof=1))):
-            plans.append(prec.plan(d, target.precision, target.level, per_rep, target.budget))
+            plans.append(prec.plan(d, target.precision, target.level, per_rep, target.budget, halves))
     if not plans:
         raise PirexError(
             f"{pilot}: the pilot has fewer than 2 paired repetitions of {num} and {den}: "
@@ -106,7 +108,9 @@ def two_stage(opts, run: Callable, echo: Callable[[str], None]) -> list[Path]:
     bundles = [pilot]
     if extra > 0:
         overrides = {**(opts.overrides or {}), "repetitions": extra}
-        bundles.append(run(dataclasses.replace(opts, overrides=overrides, seed=None)))
+        # a duet's second stage continues the pilot's alternation of the CPU halves (duet.steps)
+        first = opts.duet_first + int(Bundle.open(pilot).param("repetitions"))
+        bundles.append(run(dataclasses.replace(opts, overrides=overrides, seed=None, duet_first=first)))
     for metric, i in report(exp, bundles, target):
         echo(
             f"  {metric}: {i.text(4)} {i.percent()} over {i.n} repetitions "

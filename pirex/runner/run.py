@@ -54,6 +54,7 @@ class Options:
     cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
     work_dir: Path | None = None  # the workload's /work on this host directory (a storage device's mount), any variant
     design: str = "interleaved"  # --design: interleaved (one step at a time, in --order) or duet (two at once)
+    duet_first: int = 0  # a duet's later bundle of one plan: the repetitions before it, whose alternation it continues
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:

@@ -169,7 +169,11 @@ def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> Run
     runs_as = matrix_info["runs_as"] if matrix_info else None
     runners = variants_of(exp, runnable, matrix.name if matrix else None, runs_as, None if split else cpus)
     reps = int(params["repetitions"])
-    order = duet.steps(runnable, reps, split) if split else plan.make(runnable, reps, opts.order, opts.seed)
+    order = (
+        duet.steps(runnable, reps, split, opts.duet_first)
+        if split
+        else plan.make(runnable, reps, opts.order, opts.seed)
+    )
     steps = tuple(
         {**s, "params": {**params, **runners[s["variant"]].parameters}}  # a case's own changes win
         for s in order
@@ -199,7 +203,7 @@ def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> Run
         soak=soak,
         jvm=facts.jvm,
         preflight=tuple(findings),
-        duet=split.describe() if split else None,
+        duet=split.describe(opts.duet_first) if split else None,
     )
 
 

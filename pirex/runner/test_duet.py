@@ -445,3 +445,135 @@ def test_the_runner_runs_a_duet_and_redoes_a_failed_repetition_whole_on_resume(t
     pairs = {r: [s for s in b.steps() if s.repetition == r] for r in range(3)}
     assert all(len(v) == 2 and v[0].start <= v[1].end and v[1].start <= v[0].end for v in pairs.values())
     assert b.run_info().duet["halves"] == ["0", "1"]
+
+
+# --- the halves in the model and over a plan of several bundles -----------------------------------------------------
+
+
+def _on_first_half(plan: list[dict], variant: str, split: duet.Halves) -> tuple[int, int]:
+    """How many repetitions the variant ran on each half."""
+    mine = [s["cpus"] for s in plan if s["variant"] == variant]
+    return mine.count(split.a), mine.count(split.b)
+
+
+def test_a_second_stage_continues_the_alternation_so_the_plan_stays_balanced():
+    """A pilot of 5 runs native on a, b, a, b, a; restarting at a, its second stage of 7 would leave native 7 times
+    on a and 5 on b. Continuing (first=5), it starts on b: 6 and 6."""
+    split = duet.Halves("0-1", "2-3")
+    pilot = duet.steps(("native", "docker"), 5, split)
+    restarted = duet.steps(("native", "docker"), 7, split)
+    continued = duet.steps(("native", "docker"), 7, split, first=5)
+    assert _on_first_half(pilot + restarted, "native", split) == (7, 5)
+    assert _on_first_half(pilot + continued, "native", split) == (6, 6)
+    assert _on_first_half(pilot + continued, "docker", split) == (6, 6)
+    assert [s["cpus"] for s in continued[:4]] == ["2-3", "0-1", "0-1", "2-3"]
+    assert [s["repetition"] for s in continued[::2]] == list(range(7))  # its own repetitions, from 0
+    with pytest.raises(PirexError, match="cannot start at repetition -1"):
+        duet.steps(("native", "docker"), 2, split, first=-1)
+
+
+def test_a_plan_of_a_later_bundle_starts_where_the_pilot_left_and_records_it():
+    p = planned(variants="native,docker", overrides={"repetitions": 3}, duet_first=5)
+    assert [s["cpus"] for s in p.steps] == ["1", "0", "0", "1", "1", "0"]
+    assert p.run_info["duet"]["alternation_from"] == 5
+    assert "alternation_from" not in planned(variants="native,docker").run_info["duet"]
+
+
+def test_each_steps_half_is_read_from_its_cpus():
+    assert duet.half_of("0-1", ["0-1", "2-3"]) == 1 and duet.half_of("2,3", ["0-1", "2-3"]) == -1
+    with pytest.raises(PirexError, match="ran on CPUs 1-2, neither of its halves \\(0-1 and 2-3\\)"):
+        duet.half_of("1-2", ["0-1", "2-3"])
+
+
+def test_a_duet_bundles_steps_say_their_half(tmp_path):
+    b = _duet_bundle(tmp_path, reps=3)
+    for r in range(3):
+        _together(b, r)
+    b.finish()
+    halves = duet.step_halves(Bundle.open(b.path))  # no run.json here: the lower CPU's half first
+    assert halves == {
+        ("native", 0): 1,
+        ("docker", 0): -1,
+        ("native", 1): -1,
+        ("docker", 1): 1,
+        ("native", 2): 1,
+        ("docker", 2): -1,
+    }
+    inter = Bundle.create(tmp_path / "i", "jmh", "quick", {}, ["native"], [("native", 0)], {}, TOOL)
+    assert duet.step_halves(inter) == {}
+
+
+def _jmh_duet(root: Path, reps: int, first: int = 0, half: float = 1.02, seed: int = 1) -> Path:
+    """A jmh duet bundle as the runner writes it (run.json's halves, each step's CPUs): docker/native 1, either
+    variant 2 % faster on the first CPU half than on the second, 0.2 % noise."""
+    import numpy as np
+
+    from pirex import machine
+
+    split = duet.Halves("0", "1")
+    plan = duet.steps(("native", "docker"), reps, split, first)
+    params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps}
+    b = Bundle.create(root, "jmh", "quick", params, ["native", "docker"], plan, {}, TOOL, design="duet")
+    b.write_run_info({"design": "duet", "duet": split.describe(first)})
+    record = machine.record(root, docker=False)
+    b.write_machine(before=record, after=record)
+    rng = np.random.default_rng(seed)
+    for r in range(reps):
+        with b.steps_together([("native", r), ("docker", r)]) as dirs:
+            for (v, _), d in dirs.items():
+                cpus = next(s["cpus"] for s in plan if (s["variant"], s["repetition"]) == (v, r))
+                side = half ** (0.5 if cpus == split.a else -0.5)
+                value = 1e7 * side * float(np.exp(rng.normal(0, 0.002)))
+                doc = [
+                    {
+                        "benchmark": "io.github.pirexbench.jmh.X.b1_default",
+                        "primaryMetric": {"rawData": [[value, value]], "scoreUnit": "ops/s"},
+                    }
+                ]
+                (d / "jmh.json").write_text(json.dumps(doc))
+                (d / "step.json").write_text(json.dumps({"seconds": 20.0}))
+                b.record(v, r, cpus=cpus, start=100.0 + r, end=120.0 + r)
+    b.finish()
+    return b.path
+
+
+def test_jmh_run_values_carry_the_half_and_the_ratio_table_shows_its_effect(tmp_path):
+    from pirex.analysis import jmh
+
+    path = _jmh_duet(tmp_path, 6)
+    values = jmh.run_values([path])
+    assert {(v.variant, v.repetition, v.half) for v in values if v.metric == "B1"} == {
+        (v, r, (1 if r % 2 == 0 else -1) * (1 if v == "native" else -1)) for v in ("native", "docker") for r in range(6)
+    }
+    (ratios,) = [t.table for t in jmh.tables([path]) if t.name.startswith("ratios")]
+    assert ratios.columns[-1] == "CPU half" and "half as a factor" in ratios.notes[-1]
+    (row,) = [r for r in ratios.rows if r[0] == "B1"]
+    record = next(r for r in ratios.records if r["benchmark"] == "B1")
+    assert record["method"] == "duet-half-t" and abs(record["ratio"] - 1) < 0.005  # the half taken out
+    assert record["half_low"] < 1.02 < record["half_high"]  # docker/native when docker had the first half
+    assert row[-1].startswith("1.02")
+
+
+def test_a_duet_pilots_second_stage_is_planned_from_the_model_and_continues_the_alternation(tmp_path):
+    """--precision on a duet: Stein's n from the model's residual sd (the half's 2 % left out of it), even, and the
+    second bundle starts on the half the pilot would have used next: 5 + 3 repetitions, 4 on each half."""
+    import dataclasses
+
+    from pirex.runner import precision
+
+    runs: list[Options] = []
+
+    def run(opts: Options) -> Path:
+        runs.append(opts)
+        reps = (opts.overrides or {}).get("repetitions", 5)
+        return _jmh_duet(tmp_path / f"r{len(runs)}", reps, opts.duet_first, seed=len(runs))
+
+    opts = dataclasses.replace(Options("jmh", "quick", "native,docker", results_dir=tmp_path), precision=0.003)
+    opts.design = "duet"
+    lines: list[str] = []
+    bundles = precision.two_stage(opts, run, lines.append)
+    plan = precision.plan(experiment.load("jmh"), bundles[0], precision.Target(0.003))
+    assert plan.n % 2 == 0 and plan.n < 20, lines  # unmodelled, the 2 % half would ask for hundreds
+    assert runs[1].duet_first == 5 and runs[1].overrides["repetitions"] == plan.n - 5
+    native = [s.cpus for b in bundles for s in Bundle.open(b).steps() if s.variant == "native"]
+    assert native.count("0") == native.count("1") == plan.n // 2
