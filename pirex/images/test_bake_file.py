@@ -69,3 +69,63 @@ def test_no_syntax_line_anywhere():
     # A `# syntax=` line makes BuildKit pull a frontend image: offline builds would break.
     for f in REPO.glob("images/**/Dockerfile"):
         assert not re.search(r"^#\s*syntax\s*=", f.read_text(), re.M | re.I), f
+
+
+# --- what changes with every commit reaches no layer -------------------------------------------------------------
+# VERSION (git describe) and REVISION (the commit) change with every commit. BuildKit invalidates a stage's cache
+# from an ARG's first use on (and a declared ARG enters every later RUN's environment), so they are declared and
+# used only after the last instruction that makes a layer of the final stage: then only the image config changes,
+# and a commit that touches nothing under images/ rebuilds no layer of any platform (issue 40).
+PER_COMMIT = re.compile(r"\b(VERSION|REVISION)\b")
+
+
+def instructions(text: str) -> list[str]:
+    """A Dockerfile's instructions, continuation lines joined, comments (also those inside a continued
+    instruction, which Docker drops) left out."""
+    out, current = [], ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("#") or not line.strip():
+            continue
+        current += line.rstrip().removesuffix("\\") + " "
+        if not line.rstrip().endswith("\\"):
+            out.append(" ".join(current.split()))
+            current = ""
+    assert not current, "a continuation line runs past the end of the file"
+    return out
+
+
+def all_dockerfiles() -> list[str]:
+    return sorted(str(f.relative_to(IMAGES)) for f in IMAGES.glob("**/Dockerfile"))
+
+
+def test_instructions_join_continuations_and_drop_comments():
+    text = "FROM x\n# a comment\nRUN a \\\n# inside\n\tb\n\nLABEL k=v \\\n  l=w\n"
+    assert instructions(text) == ["FROM x", "RUN a b", "LABEL k=v l=w"]
+
+
+@pytest.mark.parametrize("dockerfile", all_dockerfiles())
+def test_per_commit_arguments_reach_only_the_final_labels(dockerfile):
+    steps = instructions((IMAGES / dockerfile).read_text())
+    first = next((i for i, s in enumerate(steps) if PER_COMMIT.search(s)), None)
+    if first is None:
+        return  # a stage or bootstrap role: no per-commit value at all
+    tail = steps[first:]
+    assert all(s.split()[0].upper() in ("ARG", "LABEL") for s in tail), (
+        f"{dockerfile}: after `{steps[first]}` only ARG and LABEL may follow, not {tail}"
+    )
+    assert tail[-1].upper().startswith("LABEL"), f"{dockerfile}: the labels are its last instruction"
+    assert "org.opencontainers.image.revision=" in tail[-1], dockerfile
+
+
+def test_every_image_labels_its_revision_and_the_stages_none(graph):
+    """The images record the commit they were built from (tests/test_images.py reads the label from the built
+    configs); the shared build stages and the bootstrap roles, whose layers every image reuses, take no per-commit
+    value, and bake passes none to them."""
+    for t in graph.catalog():
+        assert PER_COMMIT.search(t.dockerfile_path().read_text()), f"{t.name} records no revision"
+        assert "REVISION" in t.args, t.name
+    for name in set(graph.targets) - set(graph.images):
+        assert not PER_COMMIT.search(graph.targets[name].dockerfile_path().read_text()), name
+        assert not {"VERSION", "REVISION"} & set(graph.targets[name].args), name
+    for f in (IMAGES / "bootstrap").glob("*/Dockerfile"):
+        assert not PER_COMMIT.search(f.read_text()), f
