@@ -68,6 +68,7 @@ def test_the_jmh_image_alone_runs_the_profiles_forks_iterations_times_and_depth(
         assert options["-f"] == str(p["repetitions"] * p["forks"]), "the profile's JVMs per benchmark"
         assert (options["-wi"], options["-i"]) == (str(p["warmup_iterations"]), str(p["iterations"]))
         assert (options["-w"], options["-r"]) == (p["warmup_time"], p["time"])
+        assert options["-jvmArgsAppend"] == p["jvm_options"], "the forks' JVM options (paper: the serial collector)"
         assert f"depth={p['depth']}" in argv and "host=sink.example" in argv and argv[-1] == p["benchmarks"]
 
 

@@ -30,8 +30,9 @@ def test_fork24_kick_the_tires_then_reused(built, tmp_path):
     assert all(s["params"]["sizes"] == manifest["parameters"]["sizes"] for s in manifest["plan"])
     verdicts = json.loads((out / "state.json").read_text())["verdicts"]
     assert set(verdicts) == {f"fork24:{c.id}" for c in claims.load("fork24").claims}  # a verdict or a reason each
-    for judged in ("fork24:cost-grows-with-memory", "fork24:migration-costs-more"):
-        assert verdicts[judged] != NOT_RUN, summary
+    assert verdicts["fork24:cost-grows-with-memory"] != NOT_RUN, summary
+    kinds = ("fork24:migration-costs-more", "fork24:migration-server-consistent")  # a Pi's claim, a server's
+    assert sorted(verdicts[k] == NOT_RUN for k in kinds) == [False, True], summary  # judged on this kind only
     assert verdicts["fork24:pi-vs-server"] == NOT_RUN  # one machine: says what it would need
     assert (out / "REPORT.md").is_file() and "data:image/png;base64," in (out / "report.html").read_text()
     assert len(summary.splitlines()) <= 25 and "report:" in summary

@@ -3,6 +3,10 @@ a load error naming the file and the key. A claim:
 
     id, where (table and line, or section), says (in our own words)
     experiment, view (a matrix of it), variants        what it needs run (absent: nothing runs here)
+    setup: {full: PROFILE, kick-the-tires: PROFILE}   the profile of the experiment its paper's numbers came from,
+        per level of `pirex reproduce` (absent: paper at full, quick at kick-the-tires); SSP'17 ran SPASS-meter at
+        MooBench's defaults, 2,000,000 calls at depth 10 (moobench's paper-spass-meter), Kieker at 1,000,000 at
+        depth 5 (paper). Claims of one experiment, view and profile share its runs
     ratio: {metric, numerator, denominator}           two variants of one metric, or
     ratio: {numerator: {metric, variant}, denominator: {metric, variant}}
         metric may be a list: the first one the bundles have (a stand-in, e.g. Kieker for SPASS-meter)
@@ -22,7 +26,8 @@ a load error naming the file and the key. A claim:
                                 past x (below it when x < 1, above it when x > 1)
     device_dependent: why only the direction is judged
     needs: [a capability of the machine record (pirex/capabilities.py: cpufreq, pmu, function_graph, root, swap),
-            devices:N, storages:N, or a need the file declares]
+            devices:N, storages:N, pi or server (the kind of machine a paper's words are about: the thesis's Pi
+            and server behave differently, so each kind has its claim), or a need the file declares]
 
 Claims across machines (needs devices:N) or storage devices (needs storages:N) say `across: devices|storages`:
     metrics: [m, ...], rule: equivalent, margin   the devices agree: every pair of devices' means of each metric
@@ -85,7 +90,9 @@ KEYS = {
     "sides",
     "crossover",
     "edge",
+    "setup",
 }
+SETUP_LEVELS = ("kick-the-tires", "full")  # pirex reproduce --level (plan.LEVELS: each level's default profile)
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,11 @@ class Claim:
     sides: tuple[str, str] | None = None  # across with a ratio: which device (storage) is numerator, denominator
     crossover: tuple[float, str, str] | None = None  # (at, direction below, direction above), per {size}
     edge: float = 0.0  # beyond: the ratio the whole interval must lie past ("more than 98 % fewer": 0.02)
+    setup: tuple[tuple[str, str], ...] = ()  # (level, profile): the paper's setup where not the level's default
+
+    def profile(self, level: str, default: str) -> str:
+        """The profile a run for this claim uses at a level: its paper's setup, else the level's default."""
+        return dict(self.setup).get(level, default)
 
     @property
     def band(self) -> tuple[float, float] | None:
@@ -239,7 +251,8 @@ def _requirements(doc: Any, path: Path) -> dict[str, Requirement]:
     out = {}
     for name, d in doc.items():
         where = f"needs.{name}"
-        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name) or name in capabilities.NAMES:
+        taken = (*capabilities.NAMES, *DEVICE_SIDES)
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name) or name in taken:
             raise _fail(path, where, "a lowercase name that is not a capability of the machine record", name)
         if not isinstance(d, dict) or set(d) - NEED_KEYS:
             raise _fail(path, where, f"a mapping with keys among {', '.join(sorted(NEED_KEYS))}", d)
@@ -265,7 +278,7 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         raise _fail(path, f"{where}.id", "lowercase letters, digits and -", cid)
     where = f"{where} ({cid})"
     needs = c.get("needs", [])
-    known = (*capabilities.NAMES, *sorted(declared))
+    known = (*capabilities.NAMES, *DEVICE_SIDES, *sorted(declared))
     if not isinstance(needs, list) or not all(isinstance(n, str) and (n in known or COUNTED.match(n)) for n in needs):
         raise _fail(path, f"{where}.needs", f"a list among {', '.join(known)}, devices:N, storages:N", needs)
     base = {
@@ -296,6 +309,7 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         except PirexError as e:
             raise PirexError(f"{path}: {where}.variants: {e}") from None
     base |= {"experiment": exp_id, "view": view, "variants": tuple(variants)}
+    base["setup"] = _setup(c.get("setup"), exp, path, f"{where}.setup")
     across = c.get("across")
     for key in ("metrics", "sides", "crossover"):
         if key in c and across is None:
@@ -352,6 +366,19 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         source=source,
         edge=edge,
     )
+
+
+def _setup(s: Any, exp: experiment.Experiment, path: Path, where: str) -> tuple[tuple[str, str], ...]:
+    """The profile per level the paper's numbers came from (e.g. {full: paper-spass-meter})."""
+    if s is None:
+        return ()
+    profiles = ", ".join(exp.profiles)
+    if not isinstance(s, dict) or not s or not set(s) <= set(SETUP_LEVELS):
+        raise _fail(path, where, f"a mapping of level ({', '.join(SETUP_LEVELS)}) to a profile of {exp.id}", s)
+    for level, profile in s.items():
+        if not isinstance(profile, str) or profile not in exp.profiles:
+            raise _fail(path, f"{where}.{level}", f"a profile of {exp.id} ({profiles})", profile)
+    return tuple((level, s[level]) for level in SETUP_LEVELS if level in s)
 
 
 def _edge(c: dict, rule: Any, path: Path, where: str) -> float:

@@ -88,6 +88,7 @@ def missing(record: dict, requirements: dict[str, Requirement], here: bool = Tru
         caps = capabilities.probe(Path((record.get("storage") or {}).get("work_dir") or "."))
     caps = caps or {}
     out = capabilities.missing(caps)
+    out |= kind_missing(record)
     for name, r in requirements.items():
         if r.capability:
             there = r.capability not in out
@@ -98,6 +99,13 @@ def missing(record: dict, requirements: dict[str, Requirement], here: bool = Tru
         if not there:
             out[name] = r.how
     return out
+
+
+def kind_missing(record: dict) -> dict[str, str]:
+    """The kind of machine a record is not (claims.DEVICE_SIDES), as a need it lacks: a Pi's board or none."""
+    if (record.get("pi") or {}).get("model"):
+        return {"server": "this machine is a Raspberry Pi; the claim is about the paper's server"}
+    return {"pi": "this machine is not a Raspberry Pi; the claim is about the paper's Pi"}
 
 
 def blocked(claim: Claim, missing: dict[str, str], devices: int | None = 1, storages: int | None = 1) -> str | None:
@@ -129,15 +137,15 @@ def needs(
     storages: Sequence[Path] = (),
     design: str = INTERLEAVED,
 ) -> list[Need]:
-    """The runs the claims need, one per experiment, view and profile (and storage: a claim across storages
-    runs on each --storage): the variants (or a view's cases) they compare, with an A/A copy of each
+    """The runs the claims need, one per experiment, view and profile (a claim's paper setup, Claim.setup, else the
+    level's profile; claims of one setup share its runs) and storage (a claim across storages runs on each
+    --storage): the variants (or a view's cases) they compare, with an A/A copy of each
     denominator when `aa`, and only the metrics they compare where the experiment can choose (its
     metrics_parameter), unless --set chose them. design duet: where the experiment suits it, one run per
     pair of variants a claim compares (its A/A pair too), each pair's two at once; a claim within one variant
     joins a pair that runs it; the rest (views, experiments that do not suit the duet) as interleaved."""
     if design not in DESIGNS:
         raise PirexError(f"--design {design!r}: expected one of {', '.join(DESIGNS)}")
-    profile = LEVELS[level]
     out: dict[tuple, Need] = {}
     metrics: dict[tuple, list[str]] = {}
     judged = [
@@ -149,9 +157,10 @@ def needs(
     ]  # a claim this machine cannot judge adds no run, case or metric
     for c in sorted(judged, key=lambda c: not _duet_pair(c, design)):  # a duet's pairs before the claims joining them
         over = dict((sets or {}).get(c.experiment, {}))
+        profile = c.profile(level, LEVELS[level])
         for on in storages if c.across == "storages" else (None,):
-            for key, variants in _runs_of(c, on, aa, design, out):
-                design_here = DUET if len(key) > 3 else INTERLEAVED  # a key with a pair is a duet's
+            for key, variants in _runs_of(c, on, profile, aa, design, out):
+                design_here = DUET if len(key) > 4 else INTERLEAVED  # a key with a pair is a duet's
                 n = out.setdefault(
                     key, Need(c.experiment, c.view, profile, [], overrides=dict(over), storage=on, design=design_here)
                 )
@@ -170,6 +179,22 @@ def needs(
             if chosen:
                 n.overrides[param] = ",".join(chosen)
     return list(out.values())
+
+
+def setup(need: Need) -> dict:
+    """What a need's runs measure, as the plan prints it: the profile's parameters with a view's own on top and
+    the need's --set (its repetitions, the metrics it chose and its service ports aside; a view's cases change
+    some of them each, as experiment.yaml says)."""
+    exp = experiment.load(need.experiment)
+    view = exp.matrices[need.view].parameters_for(need.profile) if need.view else {}
+    skip = {"repetitions", exp.metrics_parameter, *(s.port for s in exp.services if s.port)}
+    merged = {**exp.resolve(need.profile), **view, **need.overrides}
+    return {k: v for k, v in merged.items() if k not in skip and v not in ("", None)}
+
+
+def setup_text(need: Need) -> str:
+    """One line of a need's setup for the plan: e.g. calls=2000000 recursion_depth=10 jvm_options=-XX:+UseSerialGC."""
+    return " ".join(f"{k}={v}" for k, v in setup(need).items())
 
 
 def _duet_pair(c: Claim, design: str) -> tuple[str, str] | None:
@@ -211,16 +236,18 @@ def design_note(needs: list[Need]) -> str:
     return text + (f"; interleaved: {'; '.join(rest)}" if rest else "")
 
 
-def _runs_of(c: Claim, on: Path | None, aa: bool, design: str, out: dict[tuple, Need]) -> list[tuple[tuple, list]]:
-    """The keys of the needs a claim adds to (experiment, view, storage, and a duet's pair), with the variants it
-    asks of each: a duet pair and its A/A pair; else its variants with an A/A copy of the denominator."""
-    base = (c.experiment, c.view, on)
+def _runs_of(
+    c: Claim, on: Path | None, profile: str, aa: bool, design: str, out: dict[tuple, Need]
+) -> list[tuple[tuple, list]]:
+    """The keys of the needs a claim adds to (experiment, view, storage, profile, and a duet's pair), with the
+    variants it asks of each: a duet pair and its A/A pair; else its variants with an A/A copy of the denominator."""
+    base = (c.experiment, c.view, on, profile)
     if pair := _duet_pair(c, design):  # keyed by the two variants in either order: docker/native is native/docker's run
         aa_pair = (pair[0], pair[0] + AA_SUFFIX)
         pairs = [pair, aa_pair] if aa else [pair]
-        return [(next((k for k in out if k[:3] == base and set(k[3]) == set(p)), (*base, p)), list(p)) for p in pairs]
+        return [(next((k for k in out if k[:4] == base and set(k[4]) == set(p)), (*base, p)), list(p)) for p in pairs]
     if design == DUET and not c.view and _suits_duet(c.experiment):
-        joined = next((k for k in out if k[:3] == base and len(k) > 3 and set(c.variants) <= set(k[3])), None)
+        joined = next((k for k in out if k[:4] == base and len(k) > 4 and set(c.variants) <= set(k[4])), None)
         if joined:  # a claim within one variant: its values from a duet that runs it (on half of the CPUs)
             return [(joined, [])]
     wanted = list(c.variants)

@@ -423,6 +423,7 @@ def _plan_text(papers, claims, needs, missing, opts: Options, elsewhere: dict[st
         lines.append(
             f"  {n.key:<28} {runs}: {n.steps} steps, {t}; {mem} MB memory, {disk} MB disk; {k} claim{'s' * (k > 1)}"
         )
+        lines.append(f"    setup: {plan.setup_text(n)}" + (f"; claims: {', '.join(n.claims)}" if n.claims else ""))
     blocked = {}
     for c in claims:
         if why := plan.blocked(c, missing):

@@ -394,9 +394,11 @@ def test_what_this_machine_lacks_comes_from_its_record_and_the_papers_declared_n
         "kit": "bring the kit",
         "tool": "drop its jar in",
         "counters": "a Pi has them",
+        "pi": "this machine is not a Raspberry Pi; the claim is about the paper's Pi",  # the kind of machine
     }
     monkeypatch.setattr(plan.capabilities, "probe", lambda *_: {"swap": {"available": False, "why": "no swap"}})
-    assert plan.missing({}, {}) == {"swap": "no swap"}, "a record from before capabilities: probed now"
+    assert plan.missing({}, {}) == {"swap": "no swap", **plan.kind_missing({})}, "a record from before capabilities"
+    assert set(plan.kind_missing({"pi": {"model": "Raspberry Pi 4 Model B Rev 1.4"}})) == {"server"}
 
 
 # JMH's six benchmarks and their throughputs relative to B1 in the synthetic bundles
