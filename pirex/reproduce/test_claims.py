@@ -8,7 +8,7 @@ import yaml
 
 from pirex.errors import PirexError
 from pirex.paths import PAPERS
-from pirex.reproduce import claims
+from pirex.reproduce import claims, plan
 
 ICPE18 = yaml.safe_load((PAPERS / "icpe18" / "claims.yaml").read_text())
 TABLES = ("table1.csv", "table2.csv", "table3.csv", "table5.csv")
@@ -128,3 +128,46 @@ def test_every_claim_of_the_papers_has_a_rule_of_the_vocabulary_and_its_band():
             if c.judged and c.rule != "direction":
                 low, high = c.band
                 assert 0 < low <= high, c.id
+
+
+def test_a_claim_names_its_papers_setup_per_level_and_a_bad_one_is_a_load_error(tmp_path):
+    c = _load(tmp_path, "t2-kieker-docker", setup={"full": "paper-spass-meter"})
+    assert c.profile("full", "paper") == "paper-spass-meter" and c.profile("kick-the-tires", "quick") == "quick"
+    for bad, message in (
+        ({"full": "nope"}, r"\(t2-kieker-docker\)\.setup\.full: expected a profile of moobench"),
+        ({"fast": "quick"}, r"\(t2-kieker-docker\)\.setup: expected a mapping of level"),
+        ("paper", r"\(t2-kieker-docker\)\.setup: expected a mapping of level"),
+    ):
+        with pytest.raises(PirexError, match=message):
+            _load(tmp_path, "t2-kieker-docker", setup=bad)
+    assert set(claims.SETUP_LEVELS) == set(plan.LEVELS)
+
+
+def test_spass_meter_claims_run_at_its_setup_kiekers_at_its_own_and_a_setup_is_shared():
+    """SSP'17 section 2: SPASS-meter at 2,000,000 calls and depth 10, Kieker at 1,000,000 and depth 5."""
+    every = [c for p in ("icpe18", "ssp17") for c in claims.load(p).claims if c.experiment == "moobench"]
+    full = {n.key: n for n in plan.needs(every, "full")}
+    spass, kieker = full["moobench@paper-spass-meter"], full["moobench@paper"]
+    assert {"t2-spass-docker", "t1-devices-agree-spass", "t1-spass-sd-under-mean", "t1-devices-agree"} <= set(
+        spass.claims
+    )
+    assert "t2-kieker-docker" in kieker.claims and not set(spass.claims) & set(kieker.claims)
+    assert (plan.setup(spass)["calls"], plan.setup(spass)["recursion_depth"]) == (2_000_000, 10)
+    assert (plan.setup(kieker)["calls"], plan.setup(kieker)["recursion_depth"]) == (1_000_000, 5)
+    for n in (spass, kieker):
+        assert "jvm_options=-XX:+UseSerialGC" in plan.setup_text(n)  # ICPE'18 5.3: the Pi's sequential collector
+    assert len([k for k in full if k.startswith("moobench@")]) == 2  # one run per setup, whatever the claims
+    quick = plan.needs(every, "kick-the-tires")
+    assert [n.key for n in quick if n.experiment == "moobench" and not n.view] == ["moobench@quick"]  # CI: no new run
+
+
+def test_a_claim_about_a_kind_of_machine_is_judged_only_on_that_kind():
+    by_id = {c.id: c for c in claims.load("fork24").claims}
+    server = plan.kind_missing({"cpu": {"model": "AMD EPYC"}})
+    pi = plan.kind_missing({"pi": {"model": "Raspberry Pi 4 Model B Rev 1.4"}})
+    assert plan.blocked(by_id["migration-costs-more"], server) and not plan.blocked(by_id["migration-costs-more"], pi)
+    assert plan.blocked(by_id["concurrent-close-server"], pi) and not plan.blocked(
+        by_id["concurrent-close-server"], server
+    )
+    (need,) = plan.needs(list(by_id.values()), "kick-the-tires", missing=server)
+    assert "concurrent-close-server" in need.claims and "concurrent-costs-more" not in need.claims
