@@ -30,60 +30,28 @@ DEVICE_LEVEL_NAMES = ("device", "repetition", "fork", "iteration")  # top first;
 # --- two independent groups
 
 
-def _logs(values: Sequence[float], name: str) -> np.ndarray:
-    a = np.asarray(values, dtype=float)
-    a = a[~np.isnan(a)]
-    if (a <= 0).any():
-        raise ValueError(f"ratio of {name}'s value {a.min()} <= 0: ratios need positive values (times, throughputs)")
-    return np.log(a)
-
-
-def _welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """mean(x) - mean(y), its standard error and the Welch-Satterthwaite degrees of freedom."""
-    vx, vy = float(x.var(ddof=1)) / x.size, float(y.var(ddof=1)) / y.size
-    se = math.sqrt(vx + vy)
-    df = (vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1)) if se > 0 else math.inf
-    return float(x.mean() - y.mean()), se, df
-
-
-def _short(sizes: Mapping[str, int]) -> str | None:
-    """stats.too_few's sentence for every side below MIN_RUNS, naming it ("no interval: 4 runs of C, 5 needed")."""
-    reasons = [r for name, n in sizes.items() if (r := stats.too_few(n, f"runs of {name}"))]
-    return "; ".join(reasons) or None
-
-
 def between(
     numerator: Sequence[float],
     denominator: Sequence[float],
     level: float = 0.95,
     names: tuple[str, str] = ("numerator", "denominator"),
 ) -> stats.Interval:
-    """numerator/denominator of two independent groups (e.g. device A's repetition means over device B's).
-    With x = log(numerator), y = log(denominator), sizes n_x, n_y and sample variances s_x^2, s_y^2 (n-1),
-    Welch's t with the Welch-Satterthwaite degrees of freedom (Welch 1947, "The generalization of
-    'Student's' problem when several different population variances are involved", Biometrika 34):
+    """numerator/denominator of two independent groups (e.g. device A's repetition means over device B's):
+    stats.welch_ratio, Welch's t on logs (method "welch-log"; the formula, its reference and its calibration
+    are there). n is n_x + n_y; no interval below MIN_RUNS values on either side (the reason names the side);
+    values <= 0: ValueError."""
+    return stats.welch_ratio(numerator, denominator, level, names)
 
-        d = xbar - ybar,   se = sqrt(s_x^2/n_x + s_y^2/n_y),
-        df = se^4 / ((s_x^2/n_x)^2/(n_x-1) + (s_y^2/n_y)^2/(n_y-1))
-        value = exp(d)   (the ratio of the geometric means, not of the arithmetic ones)
-        interval exp(d -/+ t(1-(1-level)/2, df) se),  method "welch-log"
 
-    n is n_x + n_y. No interval below MIN_RUNS values on either side (the reason names the side); no
-    spread on either side gives a point interval. Values <= 0: ValueError."""
-    x, y = _logs(numerator, names[0]), _logs(denominator, names[1])
-    n = int(x.size + y.size)
-    value = math.exp(x.mean() - y.mean()) if x.size and y.size else math.nan
-    reason = _short({names[0]: int(x.size), names[1]: int(y.size)})
-    if reason:
-        return stats.Interval(value, None, None, n, level, "none", reason)
-    d, se, df = _welch(x, y)
-    half = float(sps.t.ppf(1 - (1 - level) / 2, df)) * se if se > 0 else 0.0
-    return stats.Interval(value, math.exp(d - half), math.exp(d + half), n, level, "welch-log")
+def _welch(a: Sequence[float], b: Sequence[float], names: tuple[str, str]) -> tuple[float, float, float]:
+    """d = mean(log a) - mean(log b), its standard error and Welch's degrees of freedom (stats.welch_logs)."""
+    d, se, df = stats.welch_logs(stats.positive_logs(a, names[0]), stats.positive_logs(b, names[1]))
+    return float(d), float(se), float(df)
 
 
 @dataclass(frozen=True)
 class Tost:
-    """Two one-sided tests of a/b within [1 - margin, 1 + margin]. interval: between() at 1 - 2 alpha;
+    """Two one-sided tests of a/b within [1/(1 + margin), 1 + margin]. interval: between() at 1 - 2 alpha;
     p_low, p_high: the one-sided p-values against the lower and the upper bound; p: their max.
     equivalent: the interval lies inside the margin (p < alpha); outside: it lies wholly outside it.
     reason: why there is no test (too few runs), else None."""
@@ -109,26 +77,33 @@ def tost(
     of average bioavailability", J. Pharmacokinet. Biopharm. 15(6)). With alpha = 1 - level and d, se, df
     of between():
 
-        p_low  = P(T_df > (d - log(1 - margin)) / se)    H0: a/b <= 1 - margin
+        p_low  = P(T_df > (d + log(1 + margin)) / se)    H0: a/b <= 1/(1 + margin)
         p_high = P(T_df < (d - log(1 + margin)) / se)    H0: a/b >= 1 + margin
 
     a and b are equivalent iff both are below alpha, i.e. iff the (1 - 2 alpha) interval of between()
-    lies inside [1 - margin, 1 + margin] (level 0.95: the 90 % interval)."""
+    lies inside [1/(1 + margin), 1 + margin] (level 0.95: the 90 % interval). The band is symmetric on the log
+    scale, so tost(a, b) and tost(b, a) decide alike."""
     if not 0 < margin < 1:
         raise ValueError(f"margin {margin}: expected a relative margin between 0 and 1, e.g. 0.05 for ±5 %")
     alpha = 1 - level
     interval = between(a, b, 1 - 2 * alpha, names)
     if not interval.has_interval:
         return Tost(interval, math.nan, math.nan, math.nan, False, False, interval.reason)
-    d, se, df = _welch(_logs(a, names[0]), _logs(b, names[1]))
-    low, high = math.log1p(-margin), math.log1p(margin)
+    d, se, df = _welch(a, b, names)
+    low, high = -math.log1p(margin), math.log1p(margin)  # [1/(1+m), 1+m]: symmetric on the log scale
     if se > 0:
         p_low, p_high = float(sps.t.sf((d - low) / se, df)), float(sps.t.cdf((d - high) / se, df))
     else:  # no spread: each null hypothesis is either certainly false or not rejected at all
         p_low, p_high = float(d <= low), float(d >= high)
-    equivalent = interval.low > 1 - margin and interval.high < 1 + margin
-    outside = interval.high < 1 - margin or interval.low > 1 + margin
+    equivalent = interval.low >= 1 / (1 + margin) and interval.high <= 1 + margin
+    outside = interval.high < 1 / (1 + margin) or interval.low > 1 + margin
     return Tost(interval, p_low, p_high, max(p_low, p_high), equivalent, outside)
+
+
+def p_outside(t: Tost) -> float:
+    """The one-sided p-value of "wholly outside the band" (the smaller of "above 1+m" and "below 1/(1+m)"): one
+    minus the equivalence test's p against that bound. What Holm's adjustment orders the pairs by."""
+    return min(1 - t.p_low, 1 - t.p_high) if not math.isnan(t.p) else 1.0
 
 
 # --- many devices
@@ -152,14 +127,18 @@ class Agreement:
     odd: tuple[str, ...]
 
 
-def agree(groups: Mapping[str, Sequence[float]], margin: float, level: float = 0.95) -> Agreement:
+def agree(
+    groups: Mapping[str, Sequence[float]], margin: float, level: float = 0.95, family: int | None = None
+) -> Agreement:
     """Whether all devices give the same result within ±margin: tost() of every pair of devices (names
     sorted, a before b). "holds" needs every pair equivalent: an intersection-union test, so each pair at
     level alpha keeps the overall test at alpha, with no multiplicity correction (Berger & Hsu 1996,
     "Bioequivalence trials, intersection-union tests and equivalence confidence sets", Statistical
     Science 11(4)). "differs" when some pair's interval lies wholly outside the margin; `odd` then names
     the devices found in every such pair (the one slow Pi among three; with two devices, both).
-    A device below MIN_RUNS makes it "inconclusive", its name in the reason."""
+    A device below MIN_RUNS makes it "inconclusive", its name in the reason. "differs" is Holm-adjusted over
+    `family` tests (default: the pairs; a claim on several metrics passes pairs x metrics: the step-down within
+    one metric's pairs against the whole family's count is still a valid Holm bound, and conservative)."""
     names = sorted(groups)
     if len(names) < 2:
         raise ValueError(f"agreement across devices needs at least 2 devices, got {len(names)}: {names}")
@@ -168,8 +147,10 @@ def agree(groups: Mapping[str, Sequence[float]], margin: float, level: float = 0
         for i, a in enumerate(names)
         for b in names[i + 1 :]
     )
-    short = _short({name: int(np.count_nonzero(~np.isnan(np.asarray(groups[name], float)))) for name in names})
-    outside = [p for p in pairs if p.tost.outside]
+    short = stats.too_few_of(
+        {name: int(np.count_nonzero(~np.isnan(np.asarray(groups[name], float)))) for name in names}
+    )
+    outside = _holm_outside([p for p in pairs if p.tost.outside], 1 - level, family or len(pairs))
     odd = tuple(sorted(set.intersection(*({p.a, p.b} for p in outside)))) if outside else ()
     within = f"±{100 * margin:g} %"
     if short:
@@ -183,6 +164,17 @@ def agree(groups: Mapping[str, Sequence[float]], margin: float, level: float = 0
     unsure = [p for p in pairs if not p.tost.equivalent]
     text = f"{_and([f'{p.a}/{p.b}' for p in unsure])} neither within nor wholly outside {within}"
     return Agreement("inconclusive", f"{text} ({_intervals(unsure, level)})", pairs, ())
+
+
+def _holm_outside(outside: list[PairResult], alpha: float, family: int) -> list[PairResult]:
+    """The pairs whose "wholly outside" survives Holm's step-down (Holm 1979, Scand. J. Statist. 6(2)) at alpha
+    over `family` tests: the smallest p against alpha/family, the next alpha/(family-1), ..., until one fails."""
+    kept = []
+    for step, p in enumerate(sorted(outside, key=lambda p: p_outside(p.tost))):
+        if p_outside(p.tost) >= alpha / (family - step):
+            break
+        kept.append(p)
+    return kept
 
 
 def _differs(outside: list[PairResult], odd: tuple[str, ...], within: str, level: float) -> str:

@@ -50,7 +50,7 @@ def test_between_is_welchs_interval_of_the_log_difference(a, b, level):
 def test_tost_p_values_and_interval_are_statsmodels(a, b, margin):
     mixedlm, CompareMeans, DescrStatsW, ttost_ind = _statsmodels()
     t = across.tost(a, b, margin)
-    p, lower, upper = ttost_ind(np.log(a), np.log(b), math.log(1 - margin), math.log(1 + margin), usevar="unequal")
+    p, lower, upper = ttost_ind(np.log(a), np.log(b), -math.log1p(margin), math.log1p(margin), usevar="unequal")
     assert (t.p_low, t.p_high, t.p) == (pytest.approx(lower[1]), pytest.approx(upper[1]), pytest.approx(p))
     low, high = CompareMeans(DescrStatsW(np.log(a)), DescrStatsW(np.log(b))).tconfint_diff(0.10, usevar="unequal")
     assert t.interval.bounds == (pytest.approx(math.exp(low)), pytest.approx(math.exp(high)))

@@ -25,7 +25,7 @@ from pirex.bundle import Bundle
 from pirex.paths import PAPERS
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce.plan import LEVELS, MIN_REPETITIONS, Need
-from pirex.reproduce.verdict import CONTAINS_PRECISION, DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Verdict
+from pirex.reproduce.verdict import CONFIDENCE, DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Verdict, verdict_level
 
 Timing = tuple[str, float | None, float]  # a run's key, its estimate and what it took (seconds)
 MARK = {HOLDS: "holds", DIFFERS: "DIFFERS", INCONCLUSIVE: "inconclusive", NOT_RUN: "not run here"}
@@ -38,6 +38,12 @@ METHOD = (
     f"repetition (paired by the interleaved plan; t or BCa on log ratios); none below {MIN_REPETITIONS} repetitions. "
     "A/A: the same variant run twice under two names, the noise floor of this machine. Device-dependent claims "
     "are judged by their direction only."
+)
+
+
+LEFT_OUT = (
+    "These bundles failed verification against their manifests (`pirex verify`): nothing was read from them, and "
+    "every verdict and table here is judged from the other bundles."
 )
 
 
@@ -56,6 +62,7 @@ class Facts:
     precision: float | None = None  # --precision
     titles: dict[str, str] = field(default_factory=dict)  # paper id -> its title (a claims file given by path too)
     devices: list[str] = field(default_factory=list)  # the devices the bundles came from, where several
+    left_out: dict[str, str] = field(default_factory=dict)  # bundle -> why: failed verification, nothing read from it
 
 
 @dataclass(frozen=True)
@@ -355,76 +362,79 @@ def groups(verdicts: Sequence[Verdict]) -> list[Group]:
 
 
 def rule_text(v: Verdict, precision: float | None = None) -> str:
-    """The claim's rule in plain words."""
+    """The claim's rule in plain words: its regions (pirex/reproduce/verdict.py: regions())."""
     c = v.claim
     if not c.judged:
         return "not judged by a measurement here"
+    level = f"{100 * v_level(v):g} %"
     if c.metrics:
+        a, b = c.band
         return (
             f"the {c.across} agree: holds when every pair's means of {', '.join(c.metrics)} lie within "
-            f"±{100 * c.margin:g} % of each other (two one-sided tests over each one's repetitions, their "
-            f"{100 * (2 * v_level(v) - 1):g} % interval of the ratio inside the margin); differs when a pair's "
-            "interval lies wholly outside it, naming the one that sets itself apart; inconclusive otherwise"
+            f"±{100 * c.margin:g} % of each other ([{a:.4g}; {b:.4g}], two one-sided tests over each one's "
+            f"repetitions, their {level} interval of the ratio inside the band); differs when a pair's interval lies "
+            "wholly outside it (Holm-adjusted over the pairs and metrics), naming the one that sets itself apart; "
+            "inconclusive otherwise"
         )
     if c.crossover:
         at, below, _ = c.crossover
         high, low = ("below", "above") if below == "greater" else ("above", "below")
         return (
-            f"per size: holds when our interval lies above 1 at every size {high} {at:g} and below 1 at every "
-            f"size {low} (a size at {at:g} is not judged); differs when a size's interval lies on the wrong side"
-        )
-    if c.rule == "different":
-        return (
-            f"a change either way: holds when our interval excludes 1 (its direction said); differs when it lies "
-            f"within 1 ±{100 * c.margin:g} %; inconclusive otherwise"
+            f"per size: holds when our {level} interval lies above 1 at every size {high} {at:g} and below 1 at every "
+            f"size {low} (a size at {at:g} is not judged); differs when a size's interval lies on the wrong side "
+            "(Holm-adjusted over the sizes)"
         )
     if c.rule == "direction":
         side = "above" if c.direction == "greater" else "below"
         return (
-            f"holds when our interval lies wholly {side} 1, the paper's side; differs when it lies wholly on the "
-            "other side; inconclusive when it contains 1"
+            f"holds when our {level} interval lies wholly {side} 1, the paper's side; differs when it lies wholly on "
+            "the other side; inconclusive when it contains 1"
+        )
+    if c.rule == "beyond":
+        side, other = ("below", "above") if c.edge < 1 else ("above", "below")
+        return (
+            f"an effect past {c.edge:g}: holds when our {level} interval lies wholly {side} {c.edge:g}; differs when "
+            f"it lies wholly {other} it; inconclusive when it contains {c.edge:g}"
+        )
+    a, b = c.band
+    band = f"[{a:.4g}; {b:.4g}]"
+    if c.rule == "different":
+        return (
+            f"a change beyond ±{100 * c.margin:g} % either way: holds when our {level} interval lies wholly outside "
+            f"{band} (its direction said); differs when it lies within it; inconclusive otherwise"
         )
     if c.rule == "equivalent":
         return (
-            f"no change: holds when our interval lies within 1 ±{100 * c.margin:g} %; differs when it lies wholly "
-            "outside; inconclusive otherwise"
+            f"no change: holds when our {level} interval lies within 1 ±{100 * c.margin:g} % ({band}); differs when "
+            "it lies wholly outside; inconclusive otherwise"
         )
     if c.rule == "direction-at-most":
-        edge = 1 - c.margin if c.direction == "less" else 1 + c.margin
+        edge = a if c.direction == "less" else b
         return (
-            f"holds when our interval lies between 1 and {edge:g}, the paper's side by at most "
-            f"{100 * c.margin:g} %; differs when it lies wholly on the other side of 1 or beyond it; "
+            f"holds when our {level} interval lies between 1 and {edge:.4g}, the paper's side by at most "
+            f"{100 * c.margin:g} %; differs when it lies wholly on the other side of 1 or beyond {edge:.4g}; "
             "inconclusive otherwise"
         )
-    if c.rule == "within":
-        lo, hi = c.published * (1 - c.tolerance), c.published * (1 + c.tolerance)
-        return (
-            f"holds when our interval lies within ±{100 * c.tolerance:g} % of the paper's {c.published:.3f} "
-            f"([{lo:.3f}; {hi:.3f}]); differs when it lies wholly outside; inconclusive otherwise"
-        )
-    need = precision or c.tolerance or CONTAINS_PRECISION
     return (
-        f"holds when our interval contains the paper's {c.published:.3f} and is at most ±{100 * need:g} % wide; "
-        "differs when it excludes it; inconclusive when it is wider"
+        f"holds when our {level} interval lies within ±{100 * c.tolerance:g} % of the paper's {c.published:.3f} "
+        f"({band}); differs when it lies wholly outside; inconclusive otherwise"
     )
 
 
 def v_level(v: Verdict) -> float:
-    """The confidence level of the verdict's interval (0.95 where it has none)."""
-    return v.ours.interval.level if v.ours else 0.95
+    """The confidence level of the interval the verdict was read off (the 90 % of alpha = 5 % where it has none)."""
+    return v.ours.interval.level if v.ours else verdict_level(CONFIDENCE)
 
 
 def _band(c: claims_mod.Claim, far: float) -> tuple[float, float] | None:
     """The ratios the claim's rule accepts, drawn as a band (far: where "the paper's side of 1" ends), or None."""
-    if c.rule == "within":
-        return c.published * (1 - c.tolerance), c.published * (1 + c.tolerance)
-    if c.rule == "equivalent":
-        return 1 - c.margin, 1 + c.margin
-    if c.rule == "direction-at-most":
-        return (1 - c.margin, 1.0) if c.direction == "less" else (1.0, 1 + c.margin)
     if c.rule == "direction":
         return (1.0, far) if c.direction == "greater" else (far, 1.0)
-    return None  # contains: the paper's value, drawn as such; different: anything but 1
+    if c.rule == "beyond":
+        return (c.edge, far) if c.edge > 1 else (far, c.edge)
+    if c.rule in ("within", "equivalent", "direction-at-most"):
+        return c.band
+    return None  # different: anything outside its band
 
 
 def decide_text(v: Verdict) -> str:
@@ -559,6 +569,8 @@ def markdown(
     out += [f"- {label}: {value}" for label, value in fact_rows(facts)]
     out += ["- Images: " + ("; ".join(_image_text(i) for i in facts.images) or "none recorded")]
     out += [f"- {note}" for note in facts.notes]
+    if facts.left_out:
+        out += ["", "## Bundles left out", "", LEFT_OUT, ""] + [f"- `{b}`: {why}" for b, why in facts.left_out.items()]
     out += ["", "## Verdicts", "", METHOD]
     for g in grouped:
         plain = [v for v in g.verdicts if not v.device]
@@ -704,6 +716,8 @@ def html(
             facts=fact_rows(facts),
             images=facts.images,
             notes=facts.notes,
+            left_out=facts.left_out,
+            left_out_text=LEFT_OUT,
             method=METHOD,
             papers=[{"id": p, "title": titles[p], "groups": gs} for p, gs in papers.items()],
             columns=COLUMNS,

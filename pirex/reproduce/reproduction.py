@@ -25,7 +25,17 @@ from pirex.errors import PirexError
 from pirex.paths import PAPERS, git_version
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce import plan, report, sources, spans
-from pirex.reproduce.verdict import NOT_RUN, Verdict, on_values
+from pirex.reproduce.verdict import (
+    DIFFERS,
+    HOLDS,
+    NOT_RUN,
+    Verdict,
+    alpha_of,
+    expected_false_differs,
+    holm,
+    on_values,
+    verdict_level,
+)
 
 log = logging.getLogger(__name__)
 STATE = "state.json"
@@ -100,6 +110,9 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         papers = _papers(opts.papers)
     _check_experiments(opts.experiments)
     given = sources.given_bundles(opts.bundles)  # --bundles: what there is to judge, expanded
+    # nothing is judged from a bundle that fails verification: left out, named in the report (sources.intact)
+    verifier, left_out = bundle_mod.Verifier(), {}
+    given = sources.intact(given, verifier, left_out)
     hosts = sources.check(opts, given)
     claims = [c for p in papers for c in p.claims]
     commit = git_version()[1]
@@ -123,16 +136,22 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         if given:  # --bundles: the given ones that answer the need, whatever machine or commit ran them
             n.bundles = sources.answering(n, given)
             continue
-        n.bundles = [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))]
+        n.bundles = sources.intact(
+            [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))], verifier, left_out
+        )
         if opts.inventory:  # a fleet's runs are this reproduction's own: resumed from its state, never reused
             plan.estimate(n, experiment.load(n.experiment), score, None)
             continue
-        n.bundles = n.bundles or plan.matching_bundles(
-            n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only
+        n.bundles = n.bundles or sources.intact(
+            plan.matching_bundles(n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only),
+            verifier,
+            left_out,
         )
         if not n.bundles and opts.reuse_only:  # judging what there is: another commit's bundle, said so
-            n.bundles = plan.of_newest_commit(
-                plan.matching_bundles(n, opts.results_dir, None, here, any_repetitions=True)
+            n.bundles = sources.intact(
+                plan.of_newest_commit(plan.matching_bundles(n, opts.results_dir, None, here, any_repetitions=True)),
+                verifier,
+                left_out,
             )
         plan.estimate(n, experiment.load(n.experiment), score, plan.measured_here(n, opts.results_dir, here))
 
@@ -183,6 +202,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         _save(out, state)
         try:
             n.bundles = sources.on_fleet(n, opts, state, echo) if opts.inventory else [run_one(n, opts)]
+            # fetched from the fleet's hosts: digests too; written by this very command (run_one): sizes only
+            n.bundles = sources.intact(n.bundles, verifier, left_out, digests=bool(opts.inventory))
             state["bundles"][n.key] = [str(b) for b in n.bundles]
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
@@ -202,10 +223,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     notes = [
         f"{e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()
     ]  # the level's details
-    notes.append(
-        f"Confidence: {100 * opts.confidence:g} %"
-        + (f", precision asked: ±{100 * opts.precision:g} %" if opts.precision else "")
-    )
+    notes.append(multiplicity_note(verdicts, opts.confidence, opts.precision))
     if opts.design == plan.DUET:
         notes.append(plan.design_note(needs))
     if opts.experiments:
@@ -233,12 +251,33 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         opts.precision,
         {p.id: p.title for p in papers},
         [g.name for g in spans.groups([b for n in needs for b in n.bundles], "devices")],
+        left_out=left_out,
     )
     md, _ = report.write(out, facts, verdicts, needs, missing, timing, found)
     state["verdicts"] = {verdict_key(v): v.verdict for v in verdicts}
+    state["left_out"] = left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli.py)
     _save(out, state)
     echo("\n" + report.summary(verdicts, md, took=time_taken(state), attempts=len(state["attempts"])))
     return out
+
+
+def multiplicity_note(verdicts: list[Verdict], confidence: float, precision_: float | None = None) -> str:
+    """How far to trust the verdicts as a set: the level of each, and how many false "differs" chance alone gives."""
+    alpha = alpha_of(confidence)
+    judged = sum(1 for v in verdicts if v.verdict in (HOLDS, DIFFERS) or (v.ours and v.ours.interval.has_interval))
+    level, chance = 100 * verdict_level(confidence), expected_false_differs(judged, confidence)
+    text = (
+        f"Each verdict is a one-sided test at alpha = {100 * alpha:g} %, read off the {level:g} % interval (every "
+        f"band: two one-sided tests). {judged} verdict{'s' * (judged != 1)} judged: were no effect real and every "
+        f'estimate at the edge of its rule, chance alone would give about {chance:.1f} false "differs" among them '
+        '(and as many false "holds"); the "differs" of one claim across its devices, sizes, pairs and metrics are '
+        "Holm-adjusted"
+    )
+    return text + (
+        f"; precision asked: ±{100 * precision_:g} % (it plans repetitions, never overrides a verdict)"
+        if precision_
+        else ""
+    )
 
 
 def verdict_key(v: Verdict) -> str:
@@ -390,6 +429,7 @@ def judge_all(
             continue
         found = groups(bundles, "devices")
         elsewhere = bool(opts.inventory or opts.bundles)  # other machines: each with its own capabilities
+        per_device = []
         for g in found:
             lacks = plan.blocked(c, plan.missing(g.record, requirements or {}, here=False)) if elsewhere else None
             v = (
@@ -397,7 +437,8 @@ def judge_all(
                 if lacks
                 else on_values(c, read(g.bundles), opts.confidence, opts.precision, indicative)
             )
-            out.append(dataclasses.replace(v, device=g.name) if len(found) > 1 else v)
+            per_device.append(dataclasses.replace(v, device=g.name) if len(found) > 1 else v)
+        out += holm(per_device, opts.confidence)  # one claim on several devices: "differs" Holm-adjusted
         for host, why in (lost or {}).items():
             out.append(Verdict(c, NOT_RUN, f"the device failed or was unreachable: {why}", device=f"{host} (failed)"))
     return out

@@ -25,7 +25,7 @@ from pirex.analysis.tidy import device_of, storage_of
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 from pirex.reproduce.claims import Claim
-from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Ours, Verdict, judge
+from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Ours, Verdict, holm, judge, verdict_level
 
 Values = Callable[[Sequence[Path]], list[RunValue]]  # the experiment's run_values over some bundles
 
@@ -138,7 +138,8 @@ def _between(
 ) -> Ours:
     a = _means(values[num.name], num_metric, claim.numerator.variant)
     b = _means(values[den.name], den_metric, claim.denominator.variant)
-    return Ours(across.between(a, b, level, (num.name, den.name)), num_metric, ())
+    # the regions are read off the 1 - 2 alpha interval, as on one machine (verdict.verdict_level)
+    return Ours(across.between(a, b, verdict_level(level), (num.name, den.name)), num_metric, ())
 
 
 def _agreement(claim: Claim, found: list[Group], values: dict, level: float, indicative: bool) -> Verdict:
@@ -153,7 +154,8 @@ def _agreement(claim: Claim, found: list[Group], values: dict, level: float, ind
         setups = {v.setup for g in found for v in values[g.name] if v.metric == metric}
         if len(setups) > 1:
             return Verdict(claim, INCONCLUSIVE, f"the {claim.across} ran {len(setups)} setups of {metric}: give one")
-        a = across.agree(means, claim.margin, level)
+        family = len(claim.metrics) * len(means) * (len(means) - 1) // 2  # every pair of every metric
+        a = across.agree(means, claim.margin, level, family)
         results.append((metric, a))
         details.append(_decomposition(claim, found, values, metric, variant))
     detail = " ".join(d for d in details if d)
@@ -201,14 +203,16 @@ def _per_size(
     )
     if not sizes:
         return Verdict(claim, INCONCLUSIVE, f"no {template} that both {num.name} and {den.name} have")
-    parts, verdicts = [], []
+    parts, verdicts, judged = [], [], []
     for size in sizes:
         if size == at:
             continue
         text = f"{size:g}"
         metric = template.replace(SIZE, text)
         sized = dataclasses.replace(claim, direction=below if size < at else above)
-        v = judge(sized, _between(claim, metric, metric, num, den, values, level), precision_, indicative)
+        judged.append((text, judge(sized, _between(claim, metric, metric, num, den, values, level), precision_)))
+    # "differs" at some size: Holm-adjusted over the claim's sizes (one claim, many tests)
+    for (text, _), v in zip(judged, holm([v for _, v in judged], level), strict=True):
         i = v.ours.interval
         bounds = f"[{i.low:.3g}; {i.high:.3g}]" if i.has_interval else f"({i.reason})"
         parts.append(f"{text}: {i.value:.3g} {bounds} {v.verdict}")

@@ -117,7 +117,7 @@ def test_a_bad_claim_is_a_load_error_naming_file_and_key(tmp_path, change, messa
     assert str(f) in str(e.value)
 
 
-def _claim(rule="contains", published=1.0, direction=None, tolerance=0.0):
+def _claim(rule="within", published=1.0, direction=None, tolerance=0.02):
     return claims.Claim(
         "p",
         "c",
@@ -150,19 +150,21 @@ def _values(ratio: float, n: int, sd: float = 0.002, seed: int = 1, aa: bool = F
 def test_verdicts_are_three_valued_and_paired():
     o = ours(_claim(published=0.998), _values(1.0, 12, aa=True), 0.95)
     assert o.interval.low < 1 < o.interval.high and o.interval.relative_half_width < 0.005  # paired: narrow
+    assert o.interval.level == pytest.approx(0.90) and o.aa.level == 0.95  # the regions' interval; the A/A check's
     assert o.aa.low < 1 < o.aa.high  # the A/A copy of native is drawn alike
-    assert judge(_claim(published=1.0), o, None, False).verdict == HOLDS
-    assert judge(_claim(published=0.90), o, None, False).verdict == DIFFERS
+    near = dict(tolerance=0.01)
+    assert judge(_claim("within", 1.0, **near), o, None, False).verdict == HOLDS
+    assert judge(_claim("within", 0.90, **near), o, None, False).verdict == DIFFERS
     wide = ours(_claim(), _values(1.0, 6, sd=0.05), 0.95)
-    v = judge(_claim(published=1.01), wide, 0.01, False)
-    assert v.verdict == INCONCLUSIVE and "wider than the ±1 % needed" in v.reason and "more repetitions" in v.reason
+    v = judge(_claim("within", 1.01, **near), wide, 0.01, False)
+    assert v.verdict == INCONCLUSIVE and "crosses an edge" in v.reason and "more repetitions would decide" in v.reason
     few = ours(_claim(), _values(1.0, 3), 0.95)
     assert judge(_claim(), few, None, True).verdict == INCONCLUSIVE
     assert "3 paired repetitions, 5 needed" in judge(_claim(), few, None, True).reason
     slower = ours(_claim(), _values(0.5, 8), 0.95)
     assert judge(_claim("direction", None, "less"), slower, None, False).verdict == HOLDS
     assert judge(_claim("direction", None, "greater"), slower, None, False).verdict == DIFFERS
-    within = judge(_claim("within", 0.98, tolerance=0.1), o, None, False)  # [0.882; 1.078] holds ours
+    within = judge(_claim("within", 0.98, tolerance=0.1), o, None, False)  # [0.891; 1.078] holds ours
     assert within.verdict == HOLDS and "±10 %" in within.reason
 
 
@@ -630,8 +632,8 @@ def test_a_resumed_reproduction_keeps_its_bundles_from_an_earlier_commit(tmp_pat
 def test_a_wide_interval_that_contains_the_value_is_inconclusive_not_holds():
     wide = ours(_claim(), _values(1.0, 8, sd=0.2), 0.95)
     assert wide.interval.low < 0.998 < wide.interval.high  # it contains the paper's value...
-    v = judge(_claim(published=0.998), wide, None, False)
-    assert v.verdict == INCONCLUSIVE and "wider than the ±2 % needed" in v.reason  # ...and proves nothing
+    v = judge(_claim("within", 0.998, tolerance=0.02), wide, None, False)
+    assert v.verdict == INCONCLUSIVE and "crosses an edge" in v.reason  # ...and proves nothing
 
 
 def _at(low: float, high: float) -> Ours:

@@ -1,12 +1,37 @@
-"""A claim judged on run values: our ratio with its interval (paired by repetition), the A/A
-noise floor beside it where the bundle ran one, and a three-valued verdict: holds, differs, or
-inconclusive with what would decide it."""
+"""A claim judged on run values: our ratio with its interval, the A/A check beside it where the bundle ran one,
+and a three-valued verdict: holds, differs, or inconclusive with what would decide it.
+
+Every rule is three disjoint regions of the interval (../shared/STATISTICS.md, "Rules as regions"):
+
+    rule               holds when the interval lies wholly ...      differs when it lies wholly ...
+    direction          on the paper's side of 1                     on the other side of 1
+    equivalent (m)     inside [1/(1+m), 1+m]                        outside it
+    within (t)         inside [p/(1+t), p(1+t)], p the paper's      outside it
+    different (m)      outside [1/(1+m), 1+m]                       inside it
+    direction-at-most  between 1 and the edge 1+m (or 1/(1+m))      on the other side of 1, or past the edge
+    beyond (edge e)    past e                                       on the other side of e
+    otherwise inconclusive.
+
+Margins are symmetric on the log scale (claims.Claim.band), so a/b and b/a give the same verdict. Each region is a
+one-sided test at alpha = 1 - confidence (5 % by default), so every region is read off the 1 - 2 alpha interval (90 %):
+for an equivalence that is Schuirmann's two one-sided tests; for "wholly on one side" a one-sided test at alpha. The
+regions are written once, in `regions()`, which takes numbers or numpy arrays: the calibration test
+(pirex/analysis/test_calibration.py) simulates intervals at the region edges through this very function.
+
+A precision goal (--precision) only plans repetitions: it never turns a decided verdict into an inconclusive one.
+An A/A run is a check: where its 1 - alpha interval excludes 1 the machine was not steady, and the verdict stays
+inconclusive with that reason. Within one claim judged on several devices or sizes, "differs" is Holm-adjusted
+(holm())."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
 
 from pirex.analysis import precision as prec
 from pirex.analysis import stats
@@ -15,18 +40,27 @@ from pirex.experiment import AA_SUFFIX
 from pirex.reproduce.claims import Claim, Side
 
 HOLDS, DIFFERS, INCONCLUSIVE, NOT_RUN = "holds", "differs", "inconclusive", "not run here"
-# The half-width a "contains" claim needs when neither --precision nor the claim says: the papers' Docker
-# overheads are a few per cent (B1 0.998, JPA read 0.980, Kieker 1.02-1.08), so an interval wider than this
-# could not tell them from no effect; a wide interval that happens to contain the value proves nothing.
-CONTAINS_PRECISION = 0.02
+CONFIDENCE = 0.95  # the default: alpha = 5 % for each one-sided conclusion
+
+
+def alpha_of(confidence: float) -> float:
+    """The error rate of each conclusion (a wrong "holds", a wrong "differs"): 1 - confidence."""
+    if not 0.5 < confidence < 1:
+        raise ValueError(f"confidence {confidence}: expected a level between 0.5 and 1, e.g. 0.95")
+    return 1 - confidence
+
+
+def verdict_level(confidence: float) -> float:
+    """The interval every rule's regions are read off: 1 - 2 alpha (0.90 at 95 % confidence)."""
+    return 1 - 2 * alpha_of(confidence)
 
 
 @dataclass(frozen=True)
 class Ours:
-    interval: stats.Interval
+    interval: stats.Interval  # at verdict_level(): what the regions are read off
     metric: str  # the metric used (a stand-in named)
     log_ratios: tuple[float, ...]  # per paired repetition: what a two-stage plan is computed from
-    aa: stats.Interval | None = None
+    aa: stats.Interval | None = None  # the A/A copy's interval at the confidence level: the steadiness check
 
 
 @dataclass(frozen=True)
@@ -38,6 +72,7 @@ class Verdict:
     indicative: bool = False  # kick-the-tires: small counts
     device: str = ""  # a claim on one machine judged on one of several devices' bundles: which
     detail: str = ""  # what the report adds below the reason (a claim across devices: the variance per level)
+    p_differs: float | None = None  # the one-sided p-value of "differs" (Holm's adjustment orders by it)
 
     @property
     def published_text(self) -> str:
@@ -45,9 +80,49 @@ class Verdict:
         if c.crossover:
             at, below, _ = c.crossover
             return f"{'>' if below == 'greater' else '<'} 1 below {at:g}, {'<' if below == 'greater' else '>'} 1 above"
+        if c.rule == "beyond":
+            return f"{'<' if c.edge < 1 else '>'} {c.edge:g}"
         if c.published is not None:
             return f"{c.published:.3f}"
         return {"greater": "> 1", "less": "< 1"}.get(c.direction or "", "-")
+
+
+# --- the regions, once
+
+
+def edges(claim: Claim) -> tuple[float, ...]:
+    """The ratios where the claim's regions meet: what an interval must clear to decide."""
+    if claim.rule == "direction":
+        return (1.0,)
+    band = claim.band
+    if claim.rule == "beyond":
+        return (band[0],)
+    return tuple(sorted({band[0], band[1]}))
+
+
+def regions(claim: Claim, low, high):
+    """(holds, differs) for an interval [low, high] (floats, or numpy arrays of many intervals) under the claim's
+    rule. The two are never both true. Not for crossover or agreement claims (judged per size, per pair)."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    r, greater = claim.rule, claim.direction == "greater"
+    if r == "direction":
+        above, below = low > 1, high < 1
+        return (above, below) if greater else (below, above)
+    a, b = claim.band
+    if r in ("equivalent", "within"):
+        return (a <= low) & (high <= b), (high < a) | (low > b)
+    if r == "different":
+        return (high < a) | (low > b), (a <= low) & (high <= b)
+    if r == "direction-at-most":  # band (1, 1+m) for greater, (1/(1+m), 1) for less
+        if greater:
+            return (low > 1) & (high <= b), (high < 1) | (low > b)
+        return (high < 1) & (low >= a), (low > 1) | (high < a)
+    if r == "beyond":
+        return ((low > a), (high < a)) if a > 1 else ((high < a), (low > a))
+    raise ValueError(f"rule {r!r} has no regions")
+
+
+# --- our ratio
 
 
 def _per_repetition(values: Sequence[RunValue], side: Side, metric: str) -> dict[tuple, float]:
@@ -60,8 +135,9 @@ def _metric(values: Sequence[RunValue], side: Side) -> str | None:
     return next((m for m in side.metrics if m in present), None)
 
 
-def ours(claim: Claim, values: Sequence[RunValue], level: float) -> Ours | str:
-    """Our ratio for the claim, or why there is none."""
+def ours(claim: Claim, values: Sequence[RunValue], confidence: float = CONFIDENCE) -> Ours | str:
+    """Our ratio for the claim at verdict_level(confidence), with the A/A check at `confidence`; or why there is
+    none."""
     num_m, den_m = _metric(values, claim.numerator), _metric(values, claim.denominator)
     if num_m is None or den_m is None:
         missing = claim.numerator if num_m is None else claim.denominator
@@ -76,6 +152,7 @@ def ours(claim: Claim, values: Sequence[RunValue], level: float) -> Ours | str:
     if len(setups) > 1:  # a ratio pooled over setups (depth 10 with depth 1) would be a number of neither
         ran = "; ".join(s or "unrecorded" for s in setups)
         return f"the bundles ran {len(setups)} setups ({ran}): give the bundles of one setup"
+    level = verdict_level(confidence)
     num = _per_repetition(values, claim.numerator, num_m)
     den = _per_repetition(values, claim.denominator, den_m)
     paired = prec.in_bundles_of(den, num)
@@ -84,126 +161,197 @@ def ours(claim: Claim, values: Sequence[RunValue], level: float) -> Ours | str:
     aa = None
     aa_side = Side((den_m,), claim.denominator.variant + AA_SUFFIX)
     if claim.numerator.variant != claim.denominator.variant and (copy := _per_repetition(values, aa_side, den_m)):
-        aa = stats.paired_ratio(copy, prec.in_bundles_of(den, copy), level)
+        aa = stats.paired_ratio(copy, prec.in_bundles_of(den, copy), confidence)
     metric = num_m if num_m == den_m else f"{num_m} / {den_m}"
     return Ours(interval, metric, tuple(float(x) for x in d), aa)
 
 
 def on_values(
-    claim: Claim, values: Sequence[RunValue], level: float, precision: float | None, indicative: bool
+    claim: Claim,
+    values: Sequence[RunValue],
+    confidence: float,
+    precision: float | None,
+    indicative: bool,
 ) -> Verdict:
     """A claim on one machine judged on run values: inconclusive with the reason where there is no ratio."""
-    o = ours(claim, values, level)
+    o = ours(claim, values, confidence)
     return Verdict(claim, INCONCLUSIVE, o) if isinstance(o, str) else judge(claim, o, precision, indicative)
 
 
-def judge(claim: Claim, o: Ours, precision: float | None, indicative: bool) -> Verdict:
+# --- the verdict
+
+
+def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: bool = False) -> Verdict:
+    """The claim's verdict from our interval. `precision` only plans (what would decide an inconclusive verdict):
+    it never overrides a decided one."""
     i = o.interval
     if not i.has_interval:
         return Verdict(claim, INCONCLUSIVE, i.reason or "no interval", o, indicative)
-    lo, hi = i.low, i.high
-    if claim.rule == "direction":
-        if (claim.direction == "greater" and lo > 1) or (claim.direction == "less" and hi < 1):
-            return Verdict(claim, HOLDS, "the interval lies on the paper's side of 1", o, indicative)
-        if (claim.direction == "greater" and hi < 1) or (claim.direction == "less" and lo > 1):
-            return Verdict(claim, DIFFERS, "the interval lies on the other side of 1", o, indicative)
+    if o.aa is not None and o.aa.has_interval and not o.aa.low <= 1 <= o.aa.high:
         return Verdict(
-            claim, INCONCLUSIVE, f"the interval contains 1 ({_more(o, abs(i.value - 1) / 2)})", o, indicative
+            claim,
+            INCONCLUSIVE,
+            f"the machine was not steady: the A/A ratio {o.aa.text()} ({stats.level_text(o.aa.level)}) excludes 1, "
+            "so a difference between the variants cannot be told from one between two runs of the same variant "
+            "(run again on a quieter machine)",
+            o,
+            indicative,
         )
-    if claim.rule == "equivalent":
-        return _equivalent(claim, o, indicative)
-    if claim.rule == "direction-at-most":
-        return _direction_at_most(claim, o, indicative)
-    if claim.rule == "different":
-        return _different(claim, o, indicative)
-    p = claim.published
-    band = (p, p) if claim.rule == "contains" else (p * (1 - claim.tolerance), p * (1 + claim.tolerance))
-    need = precision or claim.tolerance or (CONTAINS_PRECISION if claim.rule == "contains" else None)
-    if hi < band[0] or lo > band[1]:
+    holds, differs = (bool(x) for x in regions(claim, i.low, i.high))
+    level = f"{stats.level_text(i.level)} interval"
+    if holds:
+        return Verdict(claim, HOLDS, f"our {level} {_region_text(claim, HOLDS, i)}", o, indicative)
+    if differs:
         return Verdict(
             claim,
             DIFFERS,
-            "the interval excludes the paper's value"
-            if claim.rule == "contains"
-            else f"the interval lies outside the paper's value ±{100 * claim.tolerance:g} %",
+            f"our {level} {_region_text(claim, DIFFERS, i)}",
             o,
             indicative,
+            p_differs=p_differs(claim, i),
         )
-    inside = band[0] <= lo and hi <= band[1] if claim.rule == "within" else lo <= p <= hi
-    wide = need is not None and i.relative_half_width > need
-    if inside and not wide:
-        how = (
-            "contains the paper's value"
-            if claim.rule == "contains"
-            else f"lies within ±{100 * claim.tolerance:g} % of the paper's value"
-        )
-        return Verdict(claim, HOLDS, f"the interval {how}", o, indicative)
-    target = need or claim.tolerance or 0.01
     return Verdict(
-        claim,
-        INCONCLUSIVE,
-        f"the interval ±{100 * i.relative_half_width:.1f} % is wider than the "
-        f"±{100 * target:g} % needed ({_more(o, target)})",
-        o,
-        indicative,
+        claim, INCONCLUSIVE, f"our {level} {_crossing_text(claim)} ({_more(claim, o, precision)})", o, indicative
     )
 
 
-def _equivalent(claim: Claim, o: Ours, indicative: bool) -> Verdict:
-    """No change (the paper's "did not significantly change"): judged against 1, not against the paper's own
-    ratio, within the claim's margin: holds when the whole interval lies inside 1 +/- margin, differs when
-    it lies wholly outside, else inconclusive."""
-    i, m = o.interval, claim.margin
-    band = f"1 ±{100 * m:g} %"
-    if i.high < 1 - m or i.low > 1 + m:
-        return Verdict(claim, DIFFERS, f"the interval lies outside {band}: a change beyond the margin", o, indicative)
-    if 1 - m <= i.low and i.high <= 1 + m:
-        return Verdict(claim, HOLDS, f"the interval lies within {band}: no change beyond the margin", o, indicative)
-    target = max(abs(m - abs(i.value - 1)), m / 4)
-    return Verdict(claim, INCONCLUSIVE, f"the interval crosses the edge of {band} ({_more(o, target)})", o, indicative)
+def _band_text(claim: Claim) -> str:
+    a, b = claim.band
+    if claim.rule == "within":
+        return f"the paper's {claim.published:.3f} ±{100 * claim.tolerance:g} % ([{a:.3f}; {b:.3f}])"
+    return f"1 ±{100 * claim.margin:g} % ([{a:.4g}; {b:.4g}])"
 
 
-def _direction_at_most(claim: Claim, o: Ours, indicative: bool) -> Verdict:
-    """The paper's direction, by at most the margin ("slightly slower"): holds when the whole interval lies
-    between 1 and the margin's edge (1 - margin for "less", 1 + margin for "greater"), differs when it lies
-    wholly on the other side of 1 or wholly beyond the edge, else inconclusive."""
-    i, m = o.interval, claim.margin
-    less = claim.direction == "less"
-    edge = 1 - m if less else 1 + m
-    band_low, band_high = (edge, 1.0) if less else (1.0, edge)
-    if (less and i.low > 1) or (not less and i.high < 1):
-        return Verdict(claim, DIFFERS, "the interval lies on the other side of 1", o, indicative)
-    if (less and i.high < edge) or (not less and i.low > edge):
-        return Verdict(
-            claim, DIFFERS, f"the interval lies beyond {edge:g}: an effect larger than {100 * m:g} %", o, indicative
-        )
-    if band_low <= i.low and i.high <= band_high and 1 not in (i.low, i.high):
-        return Verdict(
-            claim,
-            HOLDS,
-            f"the interval lies between 1 and {edge:g}: the paper's side, by at most {100 * m:g} %",
-            o,
-            indicative,
-        )
-    target = max(abs(i.value - 1) / 2, m / 4)
-    return Verdict(claim, INCONCLUSIVE, f"the interval crosses 1 or {edge:g} ({_more(o, target)})", o, indicative)
+def _region_text(claim: Claim, verdict: str, i: stats.Interval) -> str:
+    r, holds = claim.rule, verdict == HOLDS
+    if r == "direction":
+        return "lies on the paper's side of 1" if holds else "lies on the other side of 1"
+    if r in ("equivalent", "within"):
+        if holds:
+            return f"lies within {_band_text(claim)}" + (": no change beyond the margin" if r == "equivalent" else "")
+        return f"lies outside {_band_text(claim)}" + (": a change beyond the margin" if r == "equivalent" else "")
+    if r == "different":
+        if holds:
+            way = "lower" if i.high < 1 else "higher"
+            return f"lies outside {_band_text(claim)}: {way} by {100 * abs(i.value - 1):.0f} %"
+        return f"lies within {_band_text(claim)}: no change beyond the margin"
+    if r == "direction-at-most":
+        edge = claim.band[0] if claim.direction == "less" else claim.band[1]
+        if holds:
+            return f"lies between 1 and {edge:.4g}: the paper's side, by at most {100 * claim.margin:g} %"
+        if (claim.direction == "less" and i.low > 1) or (claim.direction == "greater" and i.high < 1):
+            return "lies on the other side of 1"
+        return f"lies beyond {edge:.4g}: an effect larger than {100 * claim.margin:g} %"
+    if r == "beyond":
+        side = "below" if claim.edge < 1 else "above"
+        other = "above" if claim.edge < 1 else "below"
+        return f"lies wholly {side if holds else other} {claim.edge:g}"
+    raise ValueError(f"rule {r!r}")
 
 
-def _different(claim: Claim, o: Ours, indicative: bool) -> Verdict:
-    """A change either way (the storage device matters): holds when the interval excludes 1, differs when it lies
-    inside 1 +/- margin (no change worth the name), else inconclusive."""
-    i, m = o.interval, claim.margin
-    if i.high < 1 or i.low > 1:
-        way = "lower" if i.high < 1 else "higher"
-        return Verdict(claim, HOLDS, f"the interval excludes 1: {way} by {100 * abs(i.value - 1):.0f} %", o, indicative)
-    if 1 - m <= i.low and i.high <= 1 + m:
-        return Verdict(claim, DIFFERS, f"the interval lies within 1 ±{100 * m:g} %: no change", o, indicative)
-    return Verdict(claim, INCONCLUSIVE, f"the interval contains 1 ({_more(o, m / 2)})", o, indicative)
+def _crossing_text(claim: Claim) -> str:
+    if claim.rule == "direction":
+        return "contains 1"
+    if claim.rule in ("equivalent", "within", "different"):
+        return f"crosses an edge of {_band_text(claim)}"
+    if claim.rule == "direction-at-most":
+        edge = claim.band[0] if claim.direction == "less" else claim.band[1]
+        return f"crosses 1 or {edge:.4g}"
+    return f"contains {claim.edge:g}"
 
 
-def _more(o: Ours, target: float) -> str:
-    """What would decide it: the repetitions Stein's two-stage plan asks for at this spread."""
-    if target <= 0 or len(o.log_ratios) < 2:
+def _distance(claim: Claim, i: stats.Interval) -> float:
+    """How far the estimate is, on the log scale, from the nearest edge between regions: the half-width (log) an
+    interval centred there must get below to decide."""
+    return min(abs(math.log(i.value) - math.log(e)) for e in edges(claim))
+
+
+def _more(claim: Claim, o: Ours, precision: float | None) -> str:
+    """What would decide it: the repetitions Stein's two-stage plan asks for to bring the half-width below the
+    estimate's distance to the nearest edge (or below --precision, when that is narrower), at this spread."""
+    i = o.interval
+    distance = _distance(claim, i) if i.value > 0 else 0.0
+    if distance <= 0:
+        return "the estimate sits on an edge of the rule: no number of repetitions decides it at this estimate"
+    target = math.expm1(distance)
+    if precision:
+        target = min(target, precision)
+    if len(o.log_ratios) < 2:
         return "more repetitions would narrow it"
-    p = prec.plan(o.log_ratios, target, o.interval.level)
-    return f"about {max(p.extra, 1)} more repetitions would decide it"
+    p = prec.plan(o.log_ratios, target, i.level)
+    return (
+        f"the estimate is {100 * target:.1f} % from the nearest edge: "
+        f"about {max(p.extra, 1)} more repetitions would decide it"
+    )
+
+
+# --- p-values and multiplicity
+
+
+def _se_df(i: stats.Interval) -> tuple[float, float] | None:
+    """The log-scale standard error and degrees of freedom behind a t interval on logs, from its bounds."""
+    df = getattr(i, "df", None)
+    if df is None:
+        df = {"t-log": i.n - 1, "duet-half-t": i.n - 2}.get(i.method)
+    if df is None or df < 1 or not i.has_interval or i.low <= 0:
+        return None
+    q = stats.t_quantile(i.level, df)
+    return math.log(i.high / i.low) / (2 * q), float(df)
+
+
+def p_differs(claim: Claim, i: stats.Interval) -> float | None:
+    """The one-sided p-value of the "differs" conclusion (the largest over the edges it must clear), for t intervals
+    on logs; None for other methods (a Holm adjustment then falls back on Bonferroni's for that verdict)."""
+    sd = _se_df(i)
+    if sd is None:
+        return None
+    se, df = sd
+    if se == 0:
+        return 0.0
+    m = math.log(i.value)
+    # differs wholly above an edge e: p = P(T > (m - log e)/se); wholly below: P(T < (m - log e)/se)
+    ps = []
+    for e in edges(claim):
+        z = (m - math.log(e)) / se
+        ps.append(float(min(sps.t.sf(z, df), sps.t.cdf(z, df))))
+    # the differs region is past one edge (direction, beyond, equivalent's outside) or between two (different's
+    # inside): for an inside region both one-sided tests must reject (intersection-union): the larger p
+    return max(ps) if claim.rule == "different" else min(ps)
+
+
+def holm(verdicts: Sequence[Verdict], confidence: float = CONFIDENCE) -> list[Verdict]:
+    """Holm's step-down adjustment (Holm 1979, "A simple sequentially rejective multiple test procedure", Scand. J.
+    Statist. 6(2)) of the "differs" among the verdicts of ONE claim (its devices, or its sizes): with k verdicts,
+    the one with the smallest p must be below alpha/k, the next alpha/(k-1), ...; the first that is not stops,
+    and it and the rest become inconclusive with the reason. Valid whatever the dependence. A verdict without a
+    p-value (an interval method that gives none) cannot be shown to survive, and is made inconclusive (conservative)."""
+    k = sum(
+        1 for v in verdicts if v.verdict in (HOLDS, DIFFERS, INCONCLUSIVE) and v.ours and v.ours.interval.has_interval
+    )
+    if k < 2:  # the tests made: verdicts read off an interval (not those not run, nor those with too few runs)
+        return list(verdicts)
+    alpha = alpha_of(confidence)
+    order = sorted(
+        (j for j, v in enumerate(verdicts) if v.verdict == DIFFERS),
+        key=lambda j: verdicts[j].p_differs if verdicts[j].p_differs is not None else 1.0,
+    )
+    out, stopped = list(verdicts), False
+    for step, j in enumerate(order):
+        v = verdicts[j]
+        p = v.p_differs if v.p_differs is not None else 1.0
+        threshold = alpha / (k - step)
+        if stopped or p >= threshold:
+            stopped = True
+            out[j] = dataclasses.replace(
+                v,
+                verdict=INCONCLUSIVE,
+                reason=f"{v.reason}; but not after Holm's adjustment over the claim's {k} verdicts "
+                f"(p = {p:.3g}, needs < {threshold:.3g})",
+            )
+    return out
+
+
+def expected_false_differs(n_judged: int, confidence: float = CONFIDENCE) -> float:
+    """At most this many "differs" would come from chance alone among n judged verdicts, were every estimate at its
+    region's edge: alpha per verdict (and as many wrong "holds")."""
+    return n_judged * alpha_of(confidence)
