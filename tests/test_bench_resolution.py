@@ -1,14 +1,20 @@
 """scripts/bench_resolution.py on a constructed bundle (no Docker): what `make bench-resolution` prints."""
 
+import contextlib
 import importlib.util
 import json
 import math
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from pirex import paths
+from pirex.analysis import stats
 
 spec = importlib.util.spec_from_file_location("bench_resolution", paths.REPO / "scripts" / "bench_resolution.py")
 bench = importlib.util.module_from_spec(spec)
@@ -16,7 +22,11 @@ sys.modules["bench_resolution"] = bench  # dataclasses look their module up
 spec.loader.exec_module(bench)
 
 
-def _bundle(root: Path, variants: list[str], reps: int = 6, forks: int = 2, design: str | None = None) -> Path:
+def _bundle(
+    root: Path, variants: list[str], reps: int = 6, forks: int = 2, design: str | None = None, half: float = 1.0
+) -> Path:
+    """A jmh bundle of B1 (and a B2 of one value): docker 2 % faster, fork-to-fork CV 2 %; a duet's steps on CPU
+    "0" are `half` times faster than on CPU "1"."""
     rng = np.random.default_rng(4)
     path = root / "jmh" / "20261124T050000Z-abcdef"
     completed = []
@@ -25,6 +35,8 @@ def _bundle(root: Path, variants: list[str], reps: int = 6, forks: int = 2, desi
             step = path / variant / str(rep)
             step.mkdir(parents=True)
             scale = 1.02 if variant == "docker" else 1.0
+            if design == "duet":
+                scale *= half if (rep + i) % 2 == 0 else 1.0  # on CPU "0"
             jvms = scale * 1e6 * np.exp(rng.normal(0, 0.02, forks))  # fork-to-fork CV 2 %
             raw = [[float(jvm * math.exp(rng.normal(0, 0.005))) for _ in range(4)] for jvm in jvms]
             doc = [
@@ -125,7 +137,8 @@ def test_another_experiments_metric_through_its_run_values(tmp_path, capsys):
 
 def test_designs_side_by_side_from_constructed_bundles(tmp_path, capsys):
     """A duet bundle's steps cost a repetition the longer of the two (they ran at once), not their sum; the summary
-    sets the designs' half-widths side by side and says whether the duet's ratio lies in the interleaved interval."""
+    sets the designs' half-widths side by side (the duet's with its CPU half modelled and without) and tests
+    whether the two designs' ratios differ."""
     inter = bench.read_bundle(_bundle(tmp_path / "i", ["native", "docker", "native-aa"]))
     at_once = bench.read_bundle(_bundle(tmp_path / "d", ["native", "docker"], design="duet"))
     assert at_once.design == "duet" and inter.design == "interleaved"
@@ -134,15 +147,22 @@ def test_designs_side_by_side_from_constructed_bundles(tmp_path, capsys):
     assert bench.per_repetition(inter, ("docker", "native")) == 60.0  # 30 + 30, one after the other
     lines = bench.summary({"interleaved": inter, "duet": at_once})
     text = "\n".join(lines)
-    ratio = bench.half_width(at_once, "docker", "native")
-    low, high = bench.half_width(inter, "docker", "native").bounds
-    where = "inside" if low <= ratio.value <= high else "OUTSIDE"
-    assert f"the duet's ratio {ratio.value:.4f} lies {where} the interleaved design's interval" in text
+    duet, plain, one = (
+        bench.ratio(at_once, "docker", "native"),
+        bench.half_width(at_once, "docker", "native"),
+        bench.ratio(inter, "docker", "native"),
+    )
+    assert duet.method == "duet-half-t" and plain.method == one.method == "t-log"
+    z, p = stats.difference_test(duet, one)
+    assert f"duet {duet.value:.4f} against interleaved {one.value:.4f}: z = {z:+.2f}, p = {p:.3g}: " in text
+    assert ("differ" if p < 0.05 else "no detectable difference") in text and "lies inside" not in text
+    widths = f"interleaved {one.percent(2)}, duet with the CPU half modelled {duet.percent(2)}, duet unmodelled"
+    assert f"b1_default 95 % half-widths: {widths} {plain.percent(2)}" in text
     assert "6 pairs, 2.1 min of steps" in text and "6 pairs, 6.0 min of steps" in text  # 6 x 21 s; 6 x 60 s
     assert "A/A" in lines[1] and "A/A" not in lines[2]  # the duet bundle has no native-aa
     bench.main(["--bundle", str(at_once.path)])
     out = capsys.readouterr().out
-    assert "design duet" in out and "plan (this run as Stein's pilot, at once 21 s per repetition" in out
+    assert "design duet" in out and "plan (this run as Stein's pilot, at once, the CPU half modelled, 21 s" in out
 
 
 def test_dry_run_of_the_designs_prints_one_pirex_run_each(capsys):
@@ -154,10 +174,107 @@ def test_dry_run_of_the_designs_prints_one_pirex_run_each(capsys):
     assert "--variants native,docker " in out[1] and "--design duet" in out[1] and "--set repetitions=110" in out[1]
     assert "--variants native,native-aa " in out[2] and "--design duet" in out[2]
     bench.main(["--dry-run", "--designs", "duet", "--allocation", "small"])
-    assert "--set repetitions=5 " in capsys.readouterr().out
+    assert "--set repetitions=6 " in capsys.readouterr().out  # small's 5, even for a duet: 3 on each half
     bench.main(["--dry-run", "--scale", "0.4"])
     assert [ln.split("--set repetitions=")[1].split()[0] for ln in capsys.readouterr().out.splitlines()] == [
         "22",
         "44",
         "44",
     ]
+
+
+def test_a_duets_half_effect_is_modelled_out_of_its_ratio_and_planned_from(tmp_path, capsys):
+    """A 3 % CPU half beside 2 % fork noise: the duet's ratio with the half as a factor is narrower than without
+    it, the half's effect is shown, and Stein's plan is taken from the model."""
+    at_once = bench.read_bundle(_bundle(tmp_path, ["native", "docker"], reps=8, design="duet", half=1.03))
+    assert at_once.halves("native") == {r: 1 if r % 2 == 0 else -1 for r in range(8)}  # CPU "0" the first half
+    assert at_once.halves("docker") == {r: -1 if r % 2 == 0 else 1 for r in range(8)}
+    duet, plain = bench.ratio(at_once, "docker", "native"), bench.half_width(at_once, "docker", "native")
+    assert duet.relative_half_width < plain.relative_half_width / 2
+    assert duet.half.low < 1.03 < duet.half.high  # docker/native when docker had CPU "0", the faster half
+    bench.main(["--bundle", str(at_once.path)])
+    out = capsys.readouterr().out
+    assert f"half modelled      95 %: {duet.text(4)}" in out and f"the CPU half's effect {duet.half.text(4)}" in out
+    assert "plan (this run as Stein's pilot, at once, the CPU half modelled, 21 s per repetition" in out
+
+
+def test_the_difference_test_says_differ_only_past_its_level():
+    a = stats.Interval(1.0, 0.99, 1.0101, 10, 0.95, "t-log")
+    far = stats.Interval(1.05, 1.04, 1.0606, 10, 0.95, "t-log")
+    assert bench.difference_line("duet", far, "interleaved", a).endswith("differ (difference test on logs at 5 %)")
+    assert "no detectable difference" in bench.difference_line("duet", a, "interleaved", a)
+    none = stats.Interval(1.0, None, None, 3, 0.95, "none", "no interval: 3 paired repetitions, 5 needed")
+    assert "no test" in bench.difference_line("duet", none, "interleaved", a)
+
+
+def test_the_noisy_neighbour_option_is_checked_and_dry_runs_start_nothing(capsys):
+    assert bench.phases("5,5") == (5.0, 5.0, __import__("os").cpu_count())
+    assert bench.phases("2, 0.5, 3") == (2.0, 0.5, 3)
+    for bad in ("5", "a,b", "0,5", "5,5,0", "1,2,3,4"):
+        with pytest.raises(SystemExit, match="--noisy-neighbour"):
+            bench.phases(bad)
+    assert bench.main(["--dry-run", "--noisy-neighbour", "5,5", "--benchmarks", "b1_default,b6_tcpSend"]) == 0
+    out = capsys.readouterr().out
+    assert "noisy neighbour" not in out and "--set benchmarks=b1_default|b6_tcpSend" in out
+    assert "--set repetitions=110" in out  # a duet's count stays even
+
+
+def _busy(pids: list[int]) -> bool:
+    """Whether any of the processes has used CPU time beyond a tenth of a second."""
+    ticks = __import__("os").sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks > 0.1
+
+
+def test_the_noisy_neighbour_runs_its_workers_and_is_gone_after_the_block():
+    with bench.NoisyNeighbour(0.3, 0.2, 2) as hog:
+        deadline = time.monotonic() + 30
+        while len(members := bench.group_members(hog.proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(members) == 2
+        while not _busy(members) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _busy(members)
+    assert bench.group_members(hog.proc.pid) == [] and hog.proc.returncode is not None
+
+
+def test_ctrl_c_stops_the_noisy_neighbour_too():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), bench.NoisyNeighbour(0.2, 0.2, 1) as hog:
+        assert signal.getsignal(signal.SIGTERM) is bench._terminate  # SIGTERM unwinds through the block too
+        raise KeyboardInterrupt
+    assert bench.group_members(hog.proc.pid) == [] and signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_killed_benchmark_leaves_no_hog_behind(tmp_path):
+    """SIGKILL gives the benchmark no say: the hog's workers see it gone and end of themselves."""
+    code = (
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(paths.REPO / 'scripts')!r})\n"
+        "import bench_resolution as b\n"
+        "with b.NoisyNeighbour(0.2, 0.2, 2) as hog:\n"
+        f"    open({str(tmp_path / 'pgid')!r}, 'w').write(str(hog.proc.pid))\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "pgid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pgid = int((tmp_path / "pgid").read_text())
+        while len(bench.group_members(pgid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(bench.group_members(pgid)) == 2
+        proc.kill()
+        proc.wait()
+        while bench.group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert bench.group_members(pgid) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
