@@ -424,10 +424,19 @@ def _analysis(experiment_id: str, view: str | None):
 
 
 def _chosen(exp, bundles, results_dir: Path, view: str | None) -> tuple[list[Path], str | None]:
-    """The bundles to read and their view (a matrix run's bundles are read in the matrix's view)."""
+    """The bundles to read and their view (a matrix run's bundles are read in the matrix's view), each verified
+    first, sizes and sha256 digests: nothing is read from a bundle that fails.
+
+    Refused, not left out: pirex table, plot and compare (and a fleet run's tables) print what the bundles named
+    (or the newest) hold, so a table of the rest would silently be another table; the error names the bundle, the
+    file and `pirex verify`, and nothing is written. Digests always: none of these commands wrote the bundles it
+    reads (they may come from another machine, a fleet host, or an earlier run), and the analysis reads every
+    file anyway, so hashing costs about one more read."""
     from pirex.analysis import modules
+    from pirex.bundle import Verifier
 
     paths_ = modules.bundles(exp, bundles, results_dir, view)
+    Verifier().refuse(paths_, digests=True)
     if view is None and bundles:
         views = {modules.view_of(p) for p in paths_}
         if len(views) > 1:
@@ -643,7 +652,10 @@ def reproduce(
     design,
 ) -> None:
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
-    the runs that are missing, and a verdict per claim in REPORT.md and report.html."""
+    the runs that are missing, and a verdict per claim in REPORT.md and report.html.
+
+    Every bundle is verified before it is read; one that fails is left out (the report lists it
+    under "Bundles left out", the verdicts come from the rest) and the exit status is then 1."""
     from pirex.reproduce import reproduction
 
     opts = reproduction.Options(
@@ -666,7 +678,14 @@ def reproduce(
         serial=serial,
         design=design,
     )
-    reproduction.reproduce(opts, reproduction.run_with_runner)
+    out = reproduction.reproduce(opts, reproduction.run_with_runner)
+    left_out = json.loads((out / reproduction.STATE).read_text()).get("left_out") or {}
+    if left_out:  # the report is written; a script must still notice that bundles were not judged
+        first = next(iter(left_out))
+        raise PirexError(
+            f"{len(left_out)} bundle(s) failed verification and were left out ({first}: {left_out[first]}); "
+            f'the verdicts in {out / "REPORT.md"} are judged from the rest (its section "Bundles left out")'
+        )
 
 
 @cli.command()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pirex import experiment, fleet
-from pirex.bundle import MANIFEST, Bundle
+from pirex.bundle import MANIFEST, Bundle, Verifier
 from pirex.errors import PirexError
 from pirex.reproduce import plan
 
@@ -32,6 +32,24 @@ def given_bundles(paths: Sequence[Path]) -> list[Path]:
         for b in found:
             if b.resolve() not in {x.resolve() for x in out}:
                 out.append(b)
+    return out
+
+
+def intact(paths: Sequence[Path], verifier: Verifier, left_out: dict[str, str], digests: bool = True) -> list[Path]:
+    """The bundles among `paths` that pass verification (bundle.Verifier: sizes, and sha256 digests unless this
+    reproduction wrote the bundle itself); each that fails goes into `left_out` (its path -> why, naming the file
+    and `pirex verify`), which the report lists under "Bundles left out", and nothing is read from it.
+
+    Left out rather than refused: a reproduction judges many claims on many bundles, often of several devices, so
+    one damaged bundle costs only the verdicts that needed it (a bundle of this machine's results/ that fails is
+    run again, unless --reuse-only or --bundles), the report names it, and `pirex reproduce` then exits with
+    status 1 (cli.py), so that a script notices too."""
+    out = []
+    for p in map(Path, paths):
+        if why := verifier.reason(p, digests):
+            left_out[str(p)] = why
+        else:
+            out.append(p)
     return out
 
 

@@ -39,16 +39,25 @@ def record(name: str, kind: str | None = "virtio", work_dir: str = "/srv") -> di
     }
 
 
-def jmh_bundle(results: Path, rec: dict, speed: float = 1.0, b5: float = 1.0, reps: int = 6, seed: int = 0, **run):
+def jmh_bundle(
+    results: Path,
+    rec: dict,
+    speed: float = 1.0,
+    b5: float = 1.0,
+    reps: int = 6,
+    seed: int = 0,
+    stop: int | None = None,
+    **run,
+):
     """A complete jmh bundle of native runs on the machine `rec`: every benchmark at `speed` x a fixed
-    throughput (B5 also x b5), 1 % apart per repetition and 0.1 % noise."""
+    throughput (B5 also x b5), 1 % apart per repetition and 0.1 % noise; partial after `stop` steps if given."""
     params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps, "sink_port": 40123}
     steps = [("native", r) for r in range(reps)]
     b = Bundle.create(results, "jmh", "quick", params, ["native"], steps, {}, {"version": "t", "commit": "c"})
     b.write_run_info(run)
     b.write_machine(before=rec, after=rec)
     rng = np.random.default_rng(seed)
-    for v, r in steps:
+    for v, r in steps[:stop]:
         base = 1e7 * speed * (1 + 0.01 * r)
         with b.step(v, r) as d:
             raw = {
@@ -220,3 +229,63 @@ def test_the_devices_table_and_the_verdicts_name_the_same_devices(tmp_path):
     table = devices.table(jmh.run_values(given))
     assert table.columns[2:] == [g.name for g in spans.groups(given, "devices")]
     assert [len(g.bundles) for g in spans.groups(given, "devices")] == [1, 2, 1]
+
+
+def one_byte(f: Path, old: str, new: str) -> None:
+    """Change one character of a file in place, its size unchanged: only its sha256 can tell."""
+    text = f.read_text()
+    assert len(old) == len(new) == 1 and text.count(old) == 1
+    f.write_text(text.replace(old, new))
+
+
+def test_a_bundle_that_fails_verification_is_left_out_named_and_the_rest_judged(tmp_path):
+    given = [jmh_bundle(tmp_path / h, record(h), seed=i, seed_of_order=7) for i, h in enumerate(("pi-a", "pi-b"))]
+    slow = jmh_bundle(tmp_path / "pi-c", record("pi-c"), speed=0.7, seed=2, seed_of_order=7)  # it would differ
+    one_byte(slow / "run.json", "7", "8")
+    verdicts, report, html = judge(tmp_path, ["icpe18"], [*given, slow])
+    assert verdicts["icpe18:t1-devices-agree"] == HOLDS  # pi-a and pi-b only: nothing read from pi-c
+    assert not any("pi-c" in k for k in verdicts)  # no column of its own either
+    section = report[report.index("## Bundles left out") : report.index("## Verdicts")]
+    assert f"- `{slow}`: {slow / 'run.json'}: changed: its sha256 differs from the manifest's" in section
+    assert f"`pirex verify {slow}`" in section and str(given[0]) not in section
+    assert "<h2>Bundles left out</h2>" in html and str(slow / "run.json") in html
+    html5lib.HTMLParser(strict=True).parse(html)
+    _, clean, page = judge(tmp_path, ["icpe18"], given)
+    assert "Bundles left out" not in clean and "Bundles left out" not in page  # only when some were
+
+
+def test_pirex_reproduce_exits_1_after_writing_the_report_and_pirex_table_refuses(tmp_path):
+    from pirex.test_inputs import _pirex
+
+    good = jmh_bundle(tmp_path / "pi-a", record("pi-a"), seed_of_order=7)
+    bad = jmh_bundle(tmp_path / "pi-b", record("pi-b"), seed=1, seed_of_order=7)
+    one_byte(bad / "run.json", "7", "8")
+    results = tmp_path / "results"
+    code, _, err = _pirex(
+        "reproduce", "icpe18", "--bundles", str(good), "--bundles", str(bad), "--results-dir", str(results)
+    )
+    assert code == 1 and "1 bundle(s) failed verification and were left out" in err and str(bad / "run.json") in err
+    (out,) = (results / "reproduce").iterdir()
+    assert "## Bundles left out" in (out / "REPORT.md").read_text()  # the report is there, judged from the rest
+    code, _, _ = _pirex("reproduce", "icpe18", "--bundles", str(good), "--results-dir", str(tmp_path / "r2"))
+    assert code == 0
+
+    tables = tmp_path / "tables"
+    code, _, err = _pirex("table", "jmh", str(good), str(bad), "--out", str(tables))
+    assert code == 1 and err.count("\n") == 1 and not tables.exists()  # refused: nothing written
+    assert err.startswith(f"pirex: error: {bad} fails verification, so nothing is read from it: {bad / 'run.json'}")
+    assert f"`pirex verify {bad}`" in err
+    for command in ("compare", "plot"):  # every command that reads bundles for a table, a comparison, a figure
+        code, _, err = _pirex(command, "jmh", str(bad), "--results-dir", str(tmp_path / command))
+        assert code == 1 and "fails verification" in err and not (tmp_path / command).exists()
+    assert _pirex("table", "jmh", str(good), "--out", str(tables))[0] == 0
+
+
+def test_a_partial_bundle_is_still_read_by_pirex_table(tmp_path):
+    from pirex.test_inputs import _pirex
+
+    partial = jmh_bundle(tmp_path / "a", record("pi-a"), stop=5)  # stopped after 5 of 6 repetitions
+    assert Bundle.open(partial).status == "partial"
+    code, out, err = _pirex("table", "jmh", str(partial), "--out", str(tmp_path / "t"))
+    assert code == 0, err
+    assert (tmp_path / "t" / "table1.csv").is_file()
