@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pirex.analysis import stats
+from pirex.analysis.interface import RunValue
 from pirex.reproduce import claims
 from pirex.reproduce.claims import Claim, Side
 from pirex.reproduce.reproduction import multiplicity_note
@@ -20,6 +21,7 @@ from pirex.reproduce.verdict import (
     Verdict,
     holm,
     judge,
+    ours,
     p_differs,
     regions,
     verdict_level,
@@ -159,3 +161,53 @@ def test_the_report_says_how_many_false_differs_chance_alone_gives():
 
 def test_contains_is_gone_from_the_vocabulary():
     assert "contains" not in claims.RULES
+
+
+def _counts(num_per_rep: list[int], den_per_rep: list[int], calls: float = 1e6) -> list[RunValue]:
+    out = []
+    for rep, (a, b) in enumerate(zip(num_per_rep, den_per_rep, strict=True)):
+        for variant, n in (("docker", a), ("native", b)):
+            out.append(
+                RunValue("moobench", "b", "d", variant, rep, "B1", n / calls * 1e6, "per M", count=n, exposure=calls)
+            )
+    return out
+
+
+def test_counts_are_judged_by_their_rate_ratio_not_by_rates_with_a_half_added():
+    """0 peaks against 1 per repetition over five: the +0.5 gave 0.333 [0.332; 0.334]; the exact conditional
+    interval is [0; 1.09] at 95 % (two-sided p = 0.062), [0; 0.82] at the 90 % the regions are read off: "fewer"
+    holds as the exact one-sided test at 5 % says (p = 1/2^5 = 0.031), and with 3 events against none it does not."""
+    c = _claim("direction", direction="less", published=0.5)
+    o = ours(c, _counts([0] * 5, [1] * 5))
+    assert o.interval.method == "poisson-exact" and o.interval.value == 0 and o.interval.low == 0
+    assert o.interval.high == pytest.approx((1 - 0.05**0.2) / 0.05**0.2)
+    assert judge(c, o).verdict == HOLDS
+    two_sided = stats.rate_ratio(_rates([0] * 5), _rates([1] * 5), 0.95)
+    assert two_sided.high == pytest.approx((1 - 0.025**0.2) / 0.025**0.2)  # 1.09
+    few = ours(c, _counts([0, 0, 0, 0, 0], [1, 1, 1, 0, 0]))
+    assert judge(c, few).verdict == INCONCLUSIVE  # p = 1/8
+    many = ours(c, _counts([2, 3, 1, 2, 2], [20, 22, 19, 21, 18]))
+    assert judge(c, many).verdict == HOLDS and many.interval.high < 0.2
+
+
+def _rates(counts: list[int]) -> dict:
+    return {("d", "b", r): stats.Count(n, 1e6) for r, n in enumerate(counts)}
+
+
+def test_a_duets_ratio_takes_the_cpu_half_out():
+    """A 2 % half effect, 0.5 % noise, six repetitions swapped every one: the model's interval is narrow around 1."""
+    rng = np.random.default_rng(3)
+    values = []
+    for rep in range(6):
+        half = 1 if rep % 2 == 0 else -1
+        base = 100 * (1 + rng.normal(0, 0.05))
+        docker = base * math.exp(0.02 * half + rng.normal(0, 0.005))
+        values += [
+            RunValue("jmh", "b", "d", "docker", rep, "B1", docker, "ops/s", half=half),
+            RunValue("jmh", "b", "d", "native", rep, "B1", base, "ops/s", half=-half),
+        ]
+    c = _claim("equivalent", margin=0.03)
+    o = ours(c, values)
+    assert o.interval.method == "duet-half-t" and o.interval.relative_half_width < 0.01
+    assert o.halves == (1, -1, 1, -1, 1, -1)
+    assert judge(c, o).verdict == HOLDS

@@ -61,6 +61,7 @@ class Ours:
     metric: str  # the metric used (a stand-in named)
     log_ratios: tuple[float, ...]  # per paired repetition: what a two-stage plan is computed from
     aa: stats.Interval | None = None  # the A/A copy's interval at the confidence level: the steadiness check
+    halves: tuple[int, ...] = ()  # a duet's: the numerator's CPU half per log ratio (+1/-1), for its plan
 
 
 @dataclass(frozen=True)
@@ -153,17 +154,43 @@ def ours(claim: Claim, values: Sequence[RunValue], confidence: float = CONFIDENC
         ran = "; ".join(s or "unrecorded" for s in setups)
         return f"the bundles ran {len(setups)} setups ({ran}): give the bundles of one setup"
     level = verdict_level(confidence)
+    metric = num_m if num_m == den_m else f"{num_m} / {den_m}"
+    if counts := _rate_ratio(values, claim, num_m, den_m, level):
+        return Ours(counts[0], metric, counts[1])
     num = _per_repetition(values, claim.numerator, num_m)
     den = _per_repetition(values, claim.denominator, den_m)
     paired = prec.in_bundles_of(den, num)
-    interval = stats.paired_ratio(num, paired, level)
-    _, d, _ = stats.log_ratios(num, paired)
+    # a duet's repetitions say the CPU half each side ran on: the half is a factor of the model (stats.duet_ratio)
+    halves = prec.run_halves(values, num_m, claim.numerator.variant)
+    interval = stats.design_ratio(num, paired, halves, level)
+    keys, d, _ = stats.log_ratios(num, paired)
     aa = None
     aa_side = Side((den_m,), claim.denominator.variant + AA_SUFFIX)
     if claim.numerator.variant != claim.denominator.variant and (copy := _per_repetition(values, aa_side, den_m)):
-        aa = stats.paired_ratio(copy, prec.in_bundles_of(den, copy), confidence)
-    metric = num_m if num_m == den_m else f"{num_m} / {den_m}"
-    return Ours(interval, metric, tuple(float(x) for x in d), aa)
+        aa_halves = prec.run_halves(values, den_m, aa_side.variant)
+        aa = stats.design_ratio(copy, prec.in_bundles_of(den, copy), aa_halves, confidence)
+    plan_halves = tuple(halves.get(k, 0) for k in keys) if halves else ()
+    return Ours(interval, metric, tuple(float(x) for x in d), aa, plan_halves)
+
+
+def _rate_ratio(
+    values: Sequence[RunValue], claim: Claim, num_m: str, den_m: str, level: float
+) -> tuple[stats.Interval, tuple[float, ...]] | None:
+    """A count metric's ratio (peaks, interrupts: RunValue.count): the rate ratio of the counts with their exposures
+    (stats.rate_ratio), never a ratio of rates with something added to the counts; None for other metrics."""
+    num = prec.run_counts(values, num_m, claim.numerator.variant)
+    den = prec.run_counts(values, den_m, claim.denominator.variant)
+    if not num or not den:
+        return None
+    ran = {k[:2] for k in num}
+    den = {k: c for k, c in den.items() if k[:2] in ran}
+    interval = stats.rate_ratio(num, den, level)
+    logs = tuple(
+        math.log((num[k].count / num[k].exposure) / (den[k].count / den[k].exposure))
+        for k in sorted(set(num) & set(den), key=repr)
+        if num[k].count > 0 and den[k].count > 0
+    )  # what Stein's plan can take: the repetitions with events on both sides
+    return interval, logs
 
 
 def on_values(
@@ -187,13 +214,12 @@ def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: boo
     i = o.interval
     if not i.has_interval:
         return Verdict(claim, INCONCLUSIVE, i.reason or "no interval", o, indicative)
-    if o.aa is not None and o.aa.has_interval and not o.aa.low <= 1 <= o.aa.high:
+    if unsteady := prec.aa_check(o.aa):
         return Verdict(
             claim,
             INCONCLUSIVE,
-            f"the machine was not steady: the A/A ratio {o.aa.text()} ({stats.level_text(o.aa.level)}) excludes 1, "
-            "so a difference between the variants cannot be told from one between two runs of the same variant "
-            "(run again on a quieter machine)",
+            f"{unsteady} at {stats.level_text(o.aa.level)}, so a difference between the variants cannot be told "
+            "from one between two runs of the same variant (run again on a quieter machine)",
             o,
             indicative,
         )
@@ -278,7 +304,8 @@ def _more(claim: Claim, o: Ours, precision: float | None) -> str:
         target = min(target, precision)
     if len(o.log_ratios) < 2:
         return "more repetitions would narrow it"
-    p = prec.plan(o.log_ratios, target, i.level)
+    halves = o.halves if len(o.halves) == len(o.log_ratios) and any(o.halves) else None
+    p = prec.plan(o.log_ratios, target, i.level, halves=halves)
     return (
         f"the estimate is {100 * target:.1f} % from the nearest edge: "
         f"about {max(p.extra, 1)} more repetitions would decide it"
