@@ -2,6 +2,7 @@
 
 import copy
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -171,3 +172,18 @@ def test_a_claim_about_a_kind_of_machine_is_judged_only_on_that_kind():
     )
     (need,) = plan.needs(list(by_id.values()), "kick-the-tires", missing=server)
     assert "concurrent-close-server" in need.claims and "concurrent-costs-more" not in need.claims
+
+
+def test_statements_count_their_rows_and_name_only_claims_that_exist():
+    """analysis/STATEMENTS.md: every row a claim or a reason, the count at its top right, no id of a removed claim
+    given as a row's claim."""
+    text = (PAPERS / "STATEMENTS.md").read_text()
+    rows = [r for r in text.splitlines() if r.startswith("| ") and not r.startswith("| statement")]
+    last = [r.rstrip(" |").rsplit(" | ", 1)[-1] for r in rows]
+    claimed = sum(cell.startswith("`") for cell in last)
+    assert (
+        f"**{len(rows)} statements: {claimed} claimed" in text and f"{len(rows) - claimed} listed with a reason" in text
+    )
+    ids = {c.id for p in claims.available() for c in claims.load(p).claims}
+    given = {m for cell in last if cell.startswith("`") for m in re.findall(r"`([a-z0-9-]+)`", cell.split(" (")[0])}
+    assert given <= ids and all(cell.startswith(("`", "none", "not kept")) for cell in last)
