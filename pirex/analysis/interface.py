@@ -48,6 +48,11 @@ class RunValue:
     # a duet's step (pirex/runner/duet.py): the CPU half this variant ran on, +1 the first (lower) half, -1 the
     # second; 0 for a step run alone (interleaved). stats.duet_ratio takes it as a factor of its model.
     half: int = 0
+    # a count metric's run (peaks, interrupts): the raw count of events and the exposure it was counted over
+    # (calls), so that stats.rate_ratio compares counts, not rates; `value` is then the rate count / exposure
+    # x the unit's scale (per million calls), nothing added. None and 0.0 for every other metric.
+    count: int | None = None
+    exposure: float = 0.0
 
 
 class Analysis(Protocol):

@@ -22,7 +22,10 @@ CPU (drivers/cpufreq/cpufreq_governor.c), so they grow with the ticks; a machine
 none. Function-call IPIs (work handed to another CPU) are the fourth kind.
 
 Run values (run_values): a kind's interrupts during a step, all CPUs summed, per 1,000 MooBench calls of the step,
-as "<configuration> interrupts <kind>". The paper compared "the system interrupt table before and after a benchmark
+as "<configuration> interrupts <kind>"; each carries its count and its exposure (the step's calls), so that claims
+compare them by stats.rate_ratio (an exact or quasi-Poisson interval of the ratio of counts per call), never with a
+constant added to the counts (0.5 added gave a step without any a rate, and a false certainty to its ratio).
+The paper compared "the system interrupt table before and after a benchmark
 execution": counts per execution, not rates per second (one core's timer interrupts "by a factor of 2" come with a
 run about 3 x as long, Table 5 Id 9, which a rate per second would divide out); a fluctuation run's cases
 run the same calls, so a ratio of counts per call is the paper's ratio of counts. A step that runs several
@@ -52,9 +55,6 @@ BY_DESCRIPTION = {  # a line's description (lower case) -> its kind; "arch_timer
 ARM_TIMER = "arch_timer"  # the last word of an ARM generic timer line's description
 PER_CALLS = 1000  # run values are interrupts per this many calls
 UNIT = "per 1,000 calls"
-# Added to every count (Haldane-Anscombe, as stats.PEAK_ZERO for peaks): a step that took none of a kind keeps a
-# positive value, so that "avoided more than 98 %" has a ratio even where one core avoided them all.
-COUNT_ZERO = 0.5
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,9 @@ def metric(configuration: str, k: str) -> str:
 
 def run_values(step_loops: Sequence[tuple[Path, Sequence[Loop]]]) -> list[RunValue]:
     """The interrupt run values of one bundle's steps (each step's folder and the loops it ran): per step that ran
-    exactly one configuration and every kind, (count + COUNT_ZERO) / calls x PER_CALLS. A kind the machine took
-    none of in any such step of the bundle gives no values (a ratio of two "none" would read as "no change")."""
+    exactly one configuration and every kind, count / calls x PER_CALLS, with the count and the calls (its
+    exposure); a step that took none of a kind gives 0. A kind the machine took none of in any such step of the
+    bundle gives no values (a ratio of two "none" would read as "no change")."""
     found = []
     for step_dir, loops in step_loops:
         if len(loops) != 1 or loops[0].calls <= 0:
@@ -136,9 +137,11 @@ def run_values(step_loops: Sequence[tuple[Path, Sequence[Loop]]]) -> list[RunVal
         replace(
             loop.value,
             metric=metric(loop.value.metric, k),
-            value=(counts[k] + COUNT_ZERO) / loop.calls * PER_CALLS,
+            value=counts[k] / loop.calls * PER_CALLS,
             unit=UNIT,
             inner=(),
+            count=counts[k],
+            exposure=float(loop.calls),
         )
         for loop, counts in found
         for k in KINDS

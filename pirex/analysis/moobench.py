@@ -99,6 +99,7 @@ __all__ = [  # what tests and callers use as moobench.<name>
     "tables",
 ]
 
+PEAKS_PER, PEAKS_UNIT = 1e6, "per million calls"  # a loop's peaks as a rate: per this many steady-state calls
 VIEWS = {FLUCTUATION: "ICPE'18 Table 5: the cases of `pirex run moobench --matrix fluctuation`"}
 
 
@@ -213,19 +214,20 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
 
 def _spreads(mean: RunValue, loop: Loop) -> list[RunValue]:
     """A loop's spread, each a run value of its own over its steady-state calls: "<configuration> sd" (µs, n - 1),
-    "<configuration> peaks" (calls longer than PEAK_FACTOR x the loop's mean per million calls: stats.peak_rate)
-    and "<configuration> max" (µs). Table 5 counts its peaks over the pooled steady state of 10 loops. No sd where
-    every call took the same time: a ratio of no spread is undefined."""
+    "<configuration> peaks" (calls longer than PEAK_FACTOR x the loop's mean, stats.peak_count: the value per
+    million calls, the count and its exposure, the steady-state calls, for stats.rate_ratio; a loop without peaks
+    counts 0) and "<configuration> max" (µs). Table 5 counts its peaks over the pooled steady state of 10 loops. No
+    sd where every call took the same time: a ratio of no spread is undefined."""
     d = loop.steady.astype(np.float64)
     if d.size < 2:
         return []
-    spreads = {
-        "sd": (float(d.std(ddof=1)) * 1e-3, "µs"),
-        "peaks": (stats.peak_rate(d, PEAK_FACTOR), "per million calls"),
-        "max": (float(d.max()) * 1e-3, "µs"),
-    }
-    return [
+    spreads = {"sd": (float(d.std(ddof=1)) * 1e-3, "µs"), "max": (float(d.max()) * 1e-3, "µs")}
+    out = [
         replace(mean, metric=stats.spread_metric(mean.metric, name), value=value, unit=unit, inner=())
         for name, (value, unit) in spreads.items()
         if value > 0
     ]
+    peaks = stats.peak_count(d, PEAK_FACTOR)
+    rate = peaks / d.size * PEAKS_PER
+    metric = stats.spread_metric(mean.metric, "peaks")
+    return [*out, replace(mean, metric=metric, value=rate, unit=PEAKS_UNIT, inner=(), count=peaks, exposure=d.size)]

@@ -145,10 +145,10 @@ def statistics(steady: Sequence[np.ndarray], keys: Sequence | None = None) -> St
     return Stats(summary, peaks, loop_means, tuple(k for k, _ in named))
 
 
-def paired(numerator: Stats, denominator: Stats, level: float = LEVEL) -> stats.Ratio:
+def paired(numerator: Stats, denominator: Stats, level: float = LEVEL) -> stats.Interval:
     """numerator/denominator paired by loop: a loop of each, same bundle and repetition, ran in the same step (two
-    configurations) or in the same interleaved round (two variants or cases); unpaired for loops of separate runs
-    (stats.ratio_over_runs)."""
+    configurations) or in the same interleaved round (two variants or cases), the t interval on the log ratios;
+    Welch's t on logs for loops of separate runs (stats.ratio_over_runs)."""
     num = dict(zip(numerator.loop_keys, numerator.loop_means, strict=True))
     return stats.ratio_over_runs(num, dict(zip(denominator.loop_keys, denominator.loop_means, strict=True)), level)
 
@@ -210,7 +210,7 @@ class Overhead:
     variant: str
     configuration: str
     overhead: float  # µs: mean - baseline mean (pooled means)
-    ratio: stats.Ratio  # over the baseline, paired by loop (paired())
+    ratio: stats.Interval  # over the baseline, paired by loop (paired())
 
 
 def overheads(results: list[Result], level: float = LEVEL) -> list[Overhead]:

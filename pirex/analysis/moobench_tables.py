@@ -248,7 +248,7 @@ def overhead_table(results: list[Result], digits: int = 1) -> Table:
                 label(o.configuration),
                 T.number(r.stats.mean, digits),
                 T.number(o.overhead, digits),
-                T.ratio_text(o.ratio, "loops"),
+                T.ratio_text(o.ratio),
             ]
         )
         records.append(
@@ -265,8 +265,8 @@ def overhead_table(results: list[Result], digits: int = 1) -> Table:
         )
     note = (
         f"× baseline: per loop, the configuration's mean over the baseline's in the same step; their geometric "
-        f"mean with a 95 % interval over loops (t or BCa on log ratios; no interval below {stats.MIN_RUNS} "
-        "loops)."
+        f"mean with a 95 % interval over loops (t on the log ratios; Welch's t on logs for loops of separate runs; "
+        f"no interval below {stats.MIN_RUNS} loops)."
     )
     return Table(
         "Monitoring overhead over the baseline of the same device and variant",

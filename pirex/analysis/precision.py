@@ -9,7 +9,7 @@ noise floor, and the grouping of RunValue lists (pirex/analysis/interface.py) th
   repetitions fixes the sd s of the log ratios once, and n = max(k, ceil((t(1-a/2, k-1) s / d)^2))
   repetitions reach half-width d = log(1 + P) on the log scale; no look at the result in between.
 - aa_interval(): a variant against its own second copy, `<variant>-aa`: the noise floor.
-- run_means(), nested(), paired_interval(): RunValue lists grouped by (device, bundle, repetition).
+- run_means(), run_counts(), nested(), paired_interval(): RunValue lists grouped by (device, bundle, repetition).
 """
 
 from __future__ import annotations
@@ -327,6 +327,24 @@ def run_means(values: Iterable[RunValue], metric: str, variant: str) -> dict[tup
     return {k: sum(g) / len(g) for k, g in groups.items()}
 
 
+def run_counts(values: Iterable[RunValue], metric: str, variant: str) -> dict[tuple, stats.Count]:
+    """(device, bundle, repetition) -> the events its runs counted and the exposure they were counted over, summed
+    (RunValue.count, .exposure): what stats.rate_ratio takes. {} when the values carry no counts; ValueError when
+    only some of them do (a count metric's every run has one)."""
+    chosen = _select(values, metric, variant)
+    with_count = [v for v in chosen if v.count is not None]
+    if not with_count:
+        return {}
+    if len(with_count) < len(chosen):
+        raise ValueError(f"{metric!r} of {variant!r}: {len(chosen) - len(with_count)} run value(s) without a count")
+    counts: dict[tuple, int] = defaultdict(int)
+    exposures: dict[tuple, float] = defaultdict(float)
+    for v in with_count:
+        counts[_key(v)] += v.count
+        exposures[_key(v)] += v.exposure
+    return {k: stats.Count(counts[k], exposures[k]) for k in counts}
+
+
 def run_halves(values: Iterable[RunValue], metric: str, variant: str) -> dict[tuple, int]:
     """(device, bundle, repetition) -> the CPU half the variant ran on in that repetition of a duet (+1 the first,
     -1 the second: RunValue.half), only where it ran on one; {} for runs of one step at a time."""
@@ -373,8 +391,6 @@ def paired_interval(
     numerator: str,
     denominator: str,
     level: float = 0.95,
-    method: str = "auto",
-    seed: int = 0,
 ) -> stats.Interval:
     """stats.paired_ratio of numerator/denominator for one metric, paired by (device, bundle, repetition).
     For a higher-is-better metric (throughput) the ratio is still numerator/denominator: read it so.
@@ -385,24 +401,17 @@ def paired_interval(
         den = in_bundles_of(run_means(values, metric, denominator), num)
         return stats.design_ratio(num, den, halves, level, names=(numerator, denominator))
     return stats.paired_ratio(
-        num,
-        in_bundles_of(run_means(values, metric, denominator), num),
-        level,
-        method,
-        seed,
-        names=(numerator, denominator),
+        num, in_bundles_of(run_means(values, metric, denominator), num), level, names=(numerator, denominator)
     )
 
 
-def aa_interval(
-    values: Iterable[RunValue], metric: str, variant: str, level: float = 0.95, seed: int = 0
-) -> stats.Interval | None:
+def aa_interval(values: Iterable[RunValue], metric: str, variant: str, level: float = 0.95) -> stats.Interval | None:
     """`<variant>-aa` / `<variant>` paired: the noise floor beside every ratio; None when the
     bundles hold no A/A copy of the variant."""
     values = list(values)
     if not any(v.variant == aa_name(variant) and v.metric == metric for v in values):
         return None
-    return paired_interval(values, metric, aa_name(variant), variant, level, seed=seed)
+    return paired_interval(values, metric, aa_name(variant), variant, level)
 
 
 def aa_check(interval: stats.Interval | None) -> str | None:

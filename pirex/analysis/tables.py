@@ -35,12 +35,12 @@ def bounds(low_high: tuple[float, float], digits: int = 1, sep: str = "; ") -> s
     return "n/a" if math.isnan(low) else f"[{number(low, digits)}{sep}{number(high, digits)}]"
 
 
-def ratio_text(r: stats.Ratio, what: str = "runs", digits: int = 3, sep: str = "; ") -> str:
-    """A ratio over independent `what` with its bootstrap interval, "1.003 [0.991; 1.015]", or with
-    the reason there is none, "1.003 (no interval: 3 runs, 5 needed)"."""
+def ratio_text(r: stats.Interval, digits: int = 3, sep: str = "; ") -> str:
+    """A ratio with its interval, "1.003 [0.991; 1.015]", or with the reason there is none,
+    "1.003 (no interval: 3 paired repetitions, 5 needed)"."""
     value = f"{r.value:,.{digits}f}"
     if not r.has_interval:
-        return f"{value} ({stats.too_few(min(r.n_num, r.n_den), what) or 'no interval'})"
+        return f"{value} ({r.reason or 'no interval'})"
     return f"{value} {bounds((r.low, r.high), digits, sep)}"
 
 

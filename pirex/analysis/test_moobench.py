@@ -352,9 +352,23 @@ def test_a_loops_spread_is_a_run_value_of_its_own(tmp_path):
         steady = np.array(calls[10:], dtype=float) + r
         sd, peaks, top = (values[(r, f"kieker-text {s}")] for s in ("sd", "peaks", "max"))
         assert sd.value == pytest.approx(np.std(steady, ddof=1) / 1000) and sd.unit == "µs"
-        assert peaks.value == pytest.approx((1 + 0.5) / 10 * 1e6) and peaks.unit == "per million calls"
+        assert peaks.value == pytest.approx(1 / 10 * 1e6) and peaks.unit == "per million calls"  # nothing added
+        assert (peaks.count, peaks.exposure) == (1, 10)  # what stats.rate_ratio compares
         assert top.value == pytest.approx((100_000 + r) / 1000) and not top.inner
         assert sd.setup == values[(r, "kieker-text")].setup  # a loop's spread never pools two setups either
+        assert sd.count is None and top.count is None
+
+
+def test_a_loop_without_peaks_counts_0_and_keeps_its_value(tmp_path):
+    """No peak in a loop is a count of 0 over its calls, not a missing value nor half a peak."""
+
+    def files(v, r):
+        return [None] * 5 if r is None else {"kieker-text": [1000 + (c % 3) for c in range(20)]}
+
+    values = {(v.repetition, v.metric): v for v in moobench.run_values([make_bundle(tmp_path, files)])}
+    for r in range(5):
+        peaks = values[(r, "kieker-text peaks")]
+        assert (peaks.value, peaks.count, peaks.exposure) == (0.0, 0, 10)
 
 
 def test_bundles_of_two_depths_are_two_setups(tmp_path):

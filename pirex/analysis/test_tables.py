@@ -15,6 +15,7 @@ def test_numbers_and_bounds():
 
 
 def test_a_ratio_says_why_it_has_no_interval():
-    assert T.ratio_text(stats.Ratio(1.0034, 0.99, 1.015, 5, 6)) == "1.003 [0.990; 1.015]"
-    assert T.ratio_text(stats.Ratio(1.0034, 0.99, 1.015, 5, 6), sep=" ; ") == "1.003 [0.990 ; 1.015]"
-    assert T.ratio_text(stats.Ratio(1.5, None, None, 3, 7), "loops") == "1.500 (no interval: 3 loops, 5 needed)"
+    assert T.ratio_text(stats.Interval(1.0034, 0.99, 1.015, 5, 0.95, "t-log")) == "1.003 [0.990; 1.015]"
+    assert T.ratio_text(stats.Interval(1.0034, 0.99, 1.015, 5, 0.95, "t-log"), sep=" ; ") == "1.003 [0.990 ; 1.015]"
+    short = stats.Interval(1.5, None, None, 3, 0.95, "none", stats.too_few(3, "loops"))
+    assert T.ratio_text(short) == "1.500 (no interval: 3 loops, 5 needed)"
