@@ -7,13 +7,14 @@ jmh.json's (the printed one is rounded). Within a repetition, each numerator ite
 denominator iteration that overlapped it most (one to one, at least half the shorter of the two); the repetition's
 ratio is then the geometric mean of its pairs' ratios.
 
-Both intervals are over repetitions, the independent units: iterations of one JVM are not independent (its JIT
-decides them all), so no interval is ever taken over them. Under that rule the pairing itself changes nothing: the
-mean log ratio over one-to-one pairs is the difference of the two sides' mean logs over the paired iterations,
-whichever is paired with which. What it does is restrict the comparison to the moments both sides ran (the
-iterations without a partner drop out), which narrows the interval only when the sides' runs covered different
-moments. The correlation of the paired iterations (each side's fork mean removed) says how much the two sides
-varied together at all.
+Both intervals are over repetitions, the independent units, with the CPU half each repetition's numerator ran on
+as a factor of their model (stats.design_ratio, the duet's swapped halves): iterations of one JVM are not
+independent (its JIT decides them all), so no interval is ever taken over them. Under that rule the pairing itself
+changes nothing: the mean log ratio over one-to-one pairs is the difference of the two sides' mean logs over the
+paired iterations, whichever is paired with which. What it does is restrict the comparison to the moments both
+sides ran (the iterations without a partner drop out), which narrows the interval only when the sides' runs covered
+different moments. The correlation of the paired iterations (each side's fork mean removed) says how much the two
+sides varied together at all.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pirex.analysis import stats
 from pirex.analysis.bundles import open_bundle
 from pirex.bundle import DUET, Step, read_json, reading
 from pirex.errors import PirexError
+from pirex.runner import duet
 
 MIN_OVERLAP = 0.5  # of the shorter iteration: pairs that overlapped less are not the same moment
 _UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
@@ -158,6 +160,8 @@ def in_time(bundle_path: Path, numerator: str, denominator: str, level: float = 
             sides[(step.variant, step.repetition)] = windows(step)
     if not any(v == numerator for v, _ in sides) or not any(v == denominator for v, _ in sides):
         raise PirexError(f"{bundle_path} has no {numerator} and {denominator} steps to pair")
+    on = duet.step_halves(b)  # the numerator's CPU half per repetition: a factor of both ratios' model
+    halves = {rep: on.get((numerator, rep), 0) for v, rep in sides if v == numerator}
     out = []
     keys = sorted({k for w in sides.values() for k in w})
     for key in keys:
@@ -189,8 +193,8 @@ def in_time(bundle_path: Path, numerator: str, denominator: str, level: float = 
         out.append(
             InTime(
                 _label(key, keys),
-                stats.paired_ratio(num_mean, den_mean, level, method="t", names=(numerator, denominator)),
-                stats.paired_ratio(num_pairs, den_pairs, level, method="t", names=(numerator, denominator)),
+                stats.design_ratio(num_mean, den_mean, halves, level, names=(numerator, denominator)),
+                stats.design_ratio(num_pairs, den_pairs, halves, level, names=(numerator, denominator)),
                 pairs,
                 measured,
                 _correlation(xs, ys),
