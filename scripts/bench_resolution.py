@@ -437,12 +437,14 @@ def generic_report(path: Path, metric: str) -> list[str]:
             continue
         out += [f"  {x}:"] + [f"    {line}" for line in d.lines()]
     if "docker" in variants and "native" in variants:
-        _, d, _ = stats.log_ratios(
+        keys, d, _ = stats.log_ratios(
             precision.run_means(values, metric, "docker"), precision.run_means(values, metric, "native")
         )
         if d.size >= 2:
             per_rep = sum(sum(step[x]) / len(step[x]) for x in ("docker", "native"))
-            p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=per_rep)
+            on = precision.run_halves(values, metric, "docker")  # a duet's: the plan from its model, n even
+            halves = [on[k] for k in keys] if on else None
+            p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=per_rep, halves=halves)
             out.append(f"plan (this run as Stein's pilot, docker + native {per_rep:.0f} s per repetition): {p.text()}")
     return out
 
