@@ -10,9 +10,16 @@ By default the designs side by side on one budget, each its own pirex run (its o
                repetition; twice the kj allocation's repetitions, since a pair takes one step's time, not two
   duet-aa      the duet's A/A: native against native-aa, as many repetitions as the duet
 
-and at the end one line per design: the docker/native ratio and its 95 % half-width, the A/A's, the minutes, and
-whether the duet's ratio lies inside the interleaved design's interval (a duet must not bias the ratio: shared
-caches, memory bandwidth and the JIT's threads on the other half could). The pairing is by repetition for both
+and at the end, per benchmark, one line per design: the docker/native ratio and its 95 % half-width (a duet's
+with the CPU half as a factor of its model, stats.duet_ratio, and without it beside), the A/A's, the minutes; and a
+difference test of the two designs' ratios, z = (log r1 - log r2) / sqrt(se1^2 + se2^2) (stats.difference_test):
+"no detectable difference" or "differ" at 5 % (a duet must not bias the ratio: shared caches, memory bandwidth, a
+disk or a sink both sides use, the JIT's threads on the other half could). Not "the duet's ratio inside the
+interleaved interval": with no bias at all that is outside 16.6 % of the time. --benchmarks runs others beside B1
+(b5_fileWrite and b6_tcpSend share a disk and a sink between a duet's sides). --noisy-neighbour ON,OFF runs a
+CPU hog beside every run, busy ON seconds and idle OFF seconds in turn (NoisyNeighbour: its own process group,
+stopped on every exit path, Ctrl-C included), to see which design stays narrow on a machine that is not quiet.
+The pairing is by repetition for both
 designs (a duet's repetition is a pair of simultaneous runs); a duet's bundle is also paired by the iterations that
 overlapped in time within each repetition (pirex/analysis/in_time.py, from each step's stdout.times), to show what
 that buys. MooBench's per-call file has durations but no times, so its calls are not paired in time.
@@ -38,6 +45,8 @@ forks x (warm-up + measured iterations) x iteration time), runs
     .venv/bin/python scripts/bench_resolution.py                              # the designs, about 45 minutes
     .venv/bin/python scripts/bench_resolution.py --designs duet,duet-aa --allocation small   # a smoke run of the duet
     .venv/bin/python scripts/bench_resolution.py --scale 0.4                  # the designs in about 17 minutes
+    .venv/bin/python scripts/bench_resolution.py --scale 0.4 --noisy-neighbour 5,5   # beside a phased CPU hog
+    .venv/bin/python scripts/bench_resolution.py --scale 0.4 --benchmarks b1_default,b5_fileWrite,b6_tcpSend
     .venv/bin/python scripts/bench_resolution.py --allocations paper,short    # paper and short allocations
     .venv/bin/python scripts/bench_resolution.py --allocations short,forks --variants native,docker
     .venv/bin/python scripts/bench_resolution.py --allocations small          # smoke run: about 2 minutes
@@ -57,6 +66,7 @@ forks + 1 (the host JVM and each forked one).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -74,6 +84,7 @@ sys.path.insert(0, str(REPO))
 
 from pirex.analysis import in_time, precision, stats  # noqa: E402
 from pirex.errors import PirexError  # noqa: E402
+from pirex.runner import duet, host  # noqa: E402
 
 BENCHMARK = "b1_default"  # the JMH method of ICPE'18's B1 (images/jmh RecursionBenchmark)
 PATTERN = "RecursionBenchmark.b1_default"  # JMH's include regex, matched against the benchmark's full name
@@ -172,6 +183,18 @@ class Bundle:
     def variants(self) -> list[str]:
         return list(self.forks)
 
+    def halves(self, variant: str) -> dict[int, int]:
+        """A duet's: repetition -> the CPU half (+1, -1) the variant ran on (duet.half_of, run.json's halves, else
+        the lower CPU's first); {} for a bundle of one step at a time."""
+        mine = (self.cpus or {}).get(variant, {})
+        if not mine:
+            return {}
+        run = self.path / "run.json"
+        split = (json.loads(run.read_text()).get("duet") or {}).get("halves") if run.exists() else None
+        every = {c for by_rep in (self.cpus or {}).values() for c in by_rep.values()}
+        split = split or sorted(every, key=lambda c: min(host.parse_cpus(c)))
+        return {rep: duet.half_of(c, split) for rep, c in mine.items()}
+
 
 def read_bundle(path: Path, benchmark: str = BENCHMARK) -> Bundle:
     manifest = json.loads((path / "manifest.json").read_text())
@@ -238,6 +261,10 @@ def ratio_line(label: str, b: Bundle, num: str, den: str) -> list[str]:
             f"  {label:<18} {lv:>6}: {iv.text(4)}  {iv.percent(2)} ({iv.method}, {iv.n} paired)"
             + (f"; {iv.note}" if iv.note else "")
         )
+        if b.halves(num):  # a duet: the same pairs with the CPU half a factor of the model
+            m = ratio(b, num, den, level)
+            half = f"; the CPU half's effect {m.half.text(4)}" if getattr(m, "half", None) else ""
+            out.append(f"  {'  half modelled':<18} {lv:>6}: {_with_percent(m)} ({m.method}){half}")
     return out
 
 
@@ -327,12 +354,14 @@ def _with_percent(iv: stats.Interval) -> str:
 
 def plan_lines(b: Bundle) -> list[str]:
     """Stein's second stage with this run as the pilot, and what the paper's budget reaches."""
-    _, d, _ = stats.log_ratios(run_means(b, "docker"), run_means(b, "native"))
+    keys, d, _ = stats.log_ratios(run_means(b, "docker"), run_means(b, "native"))
     if d.size < 2:
         return ["plan: fewer than 2 paired repetitions, no variance to plan from"]
     pair = per_repetition(b, ("docker", "native"))
-    p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=pair, budget=PAPER_BUDGET)
-    how = "at once" if b.design == "duet" else "docker + native"
+    on = b.halves("docker")  # a duet's plan: from the model with the CPU half, n even
+    halves = [on[k] for k in keys] if on else None
+    p = precision.plan(d, TARGET, 0.95, seconds_per_repetition=pair, budget=PAPER_BUDGET, halves=halves)
+    how = ("at once, the CPU half modelled," if halves else "at once") if b.design == "duet" else "docker + native"
     return [
         f"plan (this run as Stein's pilot, {how} {pair:.0f} s per repetition; budget: the "
         f"paper's for B1, 10 JVMs x 40 s x 2 variants): {p.text()}"
@@ -340,44 +369,73 @@ def plan_lines(b: Bundle) -> list[str]:
 
 
 def half_width(b: Bundle, num: str, den: str, level: float = 0.95):
-    """The paired ratio num/den of a bundle, or None when it lacks a variant."""
+    """The paired ratio num/den of a bundle (t on the log ratios, the half left in a duet's spread), or None when
+    it lacks a variant."""
     if num not in b.variants or den not in b.variants:
         return None
-    return stats.paired_ratio(run_means(b, num), run_means(b, den), level, names=(num, den))
+    return stats.paired_ratio(run_means(b, num), run_means(b, den), level, method="t", names=(num, den))
 
 
-def summary(results: dict[str, Bundle]) -> list[str]:
-    """One line per design: docker/native and the A/A with their 95 % half-widths, the minutes spent; then whether
-    the duet's ratio lies inside the interleaved design's interval."""
-    out = ["== designs side by side (95 %, paired by repetition)"]
-    ratios = {}
+def ratio(b: Bundle, num: str, den: str, level: float = 0.95):
+    """The ratio num/den as the design calls for (stats.design_ratio): a duet's with its CPU half as a factor of
+    the model, else paired t on logs; None when the bundle lacks a variant."""
+    if num not in b.variants or den not in b.variants:
+        return None
+    return stats.design_ratio(run_means(b, num), run_means(b, den), b.halves(num), level, names=(num, den))
+
+
+ALPHA = 0.05  # the difference test's level
+
+
+def difference_line(a_name: str, a: stats.Interval, b_name: str, b: stats.Interval, alpha: float = ALPHA) -> str:
+    """Whether two designs' ratios of one benchmark differ: stats.difference_test's z and p, and the verdict at
+    `alpha`: "differ" (the designs measure different ratios: a bias of one) or "no detectable difference"."""
+    if not (a.has_interval and b.has_interval):
+        return f"  {a_name} against {b_name}: no test (a ratio without an interval)"
+    z, p = stats.difference_test(a, b)
+    verdict = "differ" if p < alpha else "no detectable difference"
+    return (
+        f"  {a_name} {a.value:.4f} against {b_name} {b.value:.4f}: z = {z:+.2f}, p = {p:.3g}: {verdict} "
+        f"(difference test on logs at {100 * alpha:g} %)"
+    )
+
+
+def summary(results: dict[str, Bundle], benchmark: str = BENCHMARK) -> list[str]:
+    """One line per design: docker/native (a duet's with its CPU half modelled, and without) and the A/A with
+    their 95 % half-widths, the minutes spent; then the half-widths side by side and the difference test of the
+    interleaved design's ratio against the duet's."""
+    out = [f"== designs side by side, {benchmark} (95 %, paired by repetition)"]
+    ratios, plain = {}, {}
     for name, b in results.items():
-        dn, aa = half_width(b, "docker", "native"), half_width(b, precision.aa_name("native"), "native")
+        dn, aa = ratio(b, "docker", "native"), ratio(b, precision.aa_name("native"), "native")
         parts = [f"{name:<12} {b.wall / 60:5.1f} min"]
         if dn is not None:
-            ratios[name] = dn
+            ratios[name], plain[name] = dn, half_width(b, "docker", "native")
             pair = per_repetition(b, ("docker", "native")) * dn.n / 60  # the pair's own share of the run
             parts.append(f"docker/native {dn.text(4)} {dn.percent(2)} ({dn.n} pairs, {pair:.1f} min of steps)")
+            if getattr(dn, "half", None) is not None:
+                parts.append(f"CPU half {dn.half.text(4)}")
         if aa is not None:
             parts.append(f"A/A {aa.text(4)} {aa.percent(2)} ({aa.n} pairs)")
+            if why := precision.aa_check(aa):
+                parts.append(why)
         out.append("  " + "; ".join(parts))
-    one_at_a_time = next((r for n, b in results.items() if b.design != "duet" and (r := ratios.get(n))), None)
-    at_once = next((r for n, b in results.items() if b.design == "duet" and (r := ratios.get(n))), None)
-    if one_at_a_time is not None and at_once is not None and one_at_a_time.has_interval:
-        inside = one_at_a_time.low <= at_once.value <= one_at_a_time.high
-        out.append(
-            f"  the duet's ratio {at_once.value:.4f} lies {'inside' if inside else 'OUTSIDE'} the interleaved "
-            f"design's interval [{one_at_a_time.low:.4f}, {one_at_a_time.high:.4f}]"
-            + (
-                ""
-                if inside
-                else ": chance (one in twenty at 95 %) or a bias of the duet (shared caches, memory "
-                "bandwidth, the JIT's threads on the other half): run it again before concluding"
-            )
-        )
-        if at_once.has_interval and one_at_a_time.relative_half_width and at_once.relative_half_width:
-            gain = one_at_a_time.relative_half_width / at_once.relative_half_width
-            spent = ", ".join(f"{n} {b.wall / 60:.1f} min" for n, b in results.items() if n in ratios)
+    one_at_a_time = next((n for n, b in results.items() if b.design != "duet" and n in ratios), None)
+    at_once = next((n for n, b in results.items() if b.design == "duet" and n in ratios), None)
+    widths = [f"{one_at_a_time} {ratios[one_at_a_time].percent(2)}"] if one_at_a_time else []
+    if at_once:
+        widths += [
+            f"{at_once} with the CPU half modelled {ratios[at_once].percent(2)}",
+            f"{at_once} unmodelled {plain[at_once].percent(2)}",
+        ]
+    if widths:
+        out.append(f"  {benchmark} 95 % half-widths: " + ", ".join(widths))
+    if one_at_a_time and at_once:
+        out.append(difference_line(at_once, ratios[at_once], one_at_a_time, ratios[one_at_a_time]))
+        a, b = ratios[one_at_a_time], ratios[at_once]
+        if a.relative_half_width and b.relative_half_width:
+            gain = a.relative_half_width / b.relative_half_width
+            spent = ", ".join(f"{n} {r.wall / 60:.1f} min" for n, r in results.items() if n in ratios)
             out.append(f"  interleaved's half-width / the duet's: {gain:.2f} ({spent} in all)")
     return out
 
@@ -494,6 +552,7 @@ def pirex_command(
     seed: int,
     cpus: str | None = None,
     design: str = "interleaved",
+    pattern: str = PATTERN,
 ) -> list[str]:
     cmd = [
         sys.executable,
@@ -510,7 +569,7 @@ def pirex_command(
         "--results-dir",
         str(results),
         "--set",
-        f"benchmarks={PATTERN}",
+        f"benchmarks={pattern}",
     ]
     for s in a.sets():
         cmd += ["--set", s]
@@ -550,6 +609,116 @@ def run_pirex(cmd: list[str], limit: float) -> int | None:
     return proc.returncode
 
 
+# --- a phased noisy neighbour: a CPU hog beside the runs
+
+HOG = """
+import os, sys, time
+on, off, workers, parent, start = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(
+    sys.argv[5]
+)
+for _ in range(workers - 1):  # one busy process per worker, all in this process group
+    if os.fork() == 0:
+        break
+def parent_alive():
+    try:
+        os.kill(parent, 0)
+        return True
+    except ProcessLookupError:
+        return False
+while parent_alive():  # the benchmark gone (even by SIGKILL), the hog goes too, within a tenth of a second
+    phase = (time.time() - start) % (on + off)
+    if phase < on:  # busy until the phase ends
+        end = time.monotonic() + min(on - phase, 0.1)
+        while time.monotonic() < end:
+            pass
+    else:
+        time.sleep(min(on + off - phase, 0.1))
+"""
+
+
+def phases(text: str) -> tuple[float, float, int]:
+    """--noisy-neighbour ON,OFF[,WORKERS]: seconds busy, seconds idle, busy processes (default: one per CPU)."""
+    parts = [x.strip() for x in text.split(",")]
+    try:
+        on, off = float(parts[0]), float(parts[1])
+        workers = int(parts[2]) if len(parts) > 2 else os.cpu_count() or 1
+    except (ValueError, IndexError):
+        raise SystemExit(f"bench-resolution: --noisy-neighbour {text!r}: expected ON,OFF[,WORKERS], e.g. 5,5") from None
+    if len(parts) > 3 or on <= 0 or off < 0 or workers < 1:
+        raise SystemExit(f"bench-resolution: --noisy-neighbour {text!r}: ON > 0 s, OFF >= 0 s, WORKERS >= 1")
+    return on, off, workers
+
+
+class NoisyNeighbour:
+    """A CPU hog that is busy `on` seconds and idle `off` seconds in turn (phases on the wall clock, so that all its
+    workers switch together), started and stopped by the benchmark itself: its own process group, stopped on
+    every exit path (the with block's end, an exception, Ctrl-C; SIGTERM to the benchmark is turned into SystemExit
+    while it runs, and the hog's workers end of themselves when the benchmark is gone)."""
+
+    def __init__(self, on: float, off: float, workers: int):
+        self.on, self.off, self.workers = on, off, workers
+        self.proc: subprocess.Popen | None = None
+        self._sigterm = None
+
+    def text(self) -> str:
+        plural = "es" if self.workers > 1 else ""
+        return f"a CPU hog of {self.workers} process{plural}, {self.on:g} s busy, {self.off:g} s idle"
+
+    def __enter__(self) -> NoisyNeighbour:
+        self._sigterm = signal.signal(signal.SIGTERM, _terminate)
+        args = [str(x) for x in (self.on, self.off, self.workers, os.getpid(), time.time())]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", HOG, *args], start_new_session=True, stdin=subprocess.DEVNULL
+        )
+        print(f"bench-resolution: noisy neighbour: {self.text()} (process group {self.proc.pid})", flush=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """SIGTERM to the whole group, SIGKILL after 5 s; the leader reaped; the SIGTERM handler restored."""
+        try:
+            if self.proc is not None:
+                for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 30)):
+                    try:
+                        os.killpg(self.proc.pid, sig)
+                    except ProcessLookupError:
+                        break
+                    try:
+                        self.proc.wait(timeout=wait)
+                    except subprocess.TimeoutExpired:
+                        continue
+                    if not group_members(self.proc.pid):
+                        break
+        finally:
+            if self._sigterm is not None:
+                signal.signal(signal.SIGTERM, self._sigterm)
+                self._sigterm = None
+
+
+def _terminate(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of a process group, from /proc."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def neighbour(args) -> contextlib.AbstractContextManager:
+    """The noisy neighbour --noisy-neighbour asks for, or nothing."""
+    return NoisyNeighbour(*phases(args.noisy_neighbour)) if args.noisy_neighbour else contextlib.nullcontext()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -582,7 +751,27 @@ def main(argv: list[str] | None = None) -> int:
         choices=("interleaved", "duet"),
         help="with --experiment: pirex run --design (duet: --variants of two, e.g. native,docker)",
     )
+    ap.add_argument(
+        "--benchmarks",
+        default=BENCHMARK,
+        help="with --designs: JMH methods, comma-separated (e.g. b1_default,b5_fileWrite,b6_tcpSend), each judged",
+    )
+    ap.add_argument(
+        "--noisy-neighbour",
+        default=None,
+        metavar="ON,OFF[,WORKERS]",
+        help="a CPU hog beside the runs, ON seconds busy and OFF idle in turn (default workers: one per CPU)",
+    )
     args = ap.parse_args(argv)
+    if args.noisy_neighbour:
+        phases(args.noisy_neighbour)  # refused before anything runs
+    if args.dry_run or args.bundle:
+        return _main(args)
+    with neighbour(args):
+        return _main(args)
+
+
+def _main(args) -> int:
     if args.experiment != "jmh":
         if not args.metric:
             raise SystemExit("bench-resolution: --experiment needs --metric (e.g. kieker-text, read)")
@@ -627,22 +816,27 @@ def run_designs(args) -> int:
             f"allocations: {', '.join(ALLOCATIONS)}"
         )
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    results: dict[str, Bundle] = {}
+    benchmarks = [x.strip() for x in args.benchmarks.split(",") if x.strip()]
+    pattern = PATTERN if benchmarks == [BENCHMARK] else "|".join(benchmarks)
+    paths: dict[str, Path] = {}
     for name in names:
         d = DESIGNS[name]
         a = ALLOCATIONS[args.allocation or d.allocation]
-        a = dataclasses.replace(a, repetitions=max(2, round(a.repetitions * args.scale)))
+        reps = max(2, round(a.repetitions * args.scale))
+        at_once = d.design == "duet"
+        a = dataclasses.replace(a, repetitions=reps + reps % 2 if at_once else reps)  # a duet: as many on each half
         out = args.results_dir / f"{stamp}-{name}"
-        cmd = pirex_command(a, d.variants, out, args.tag, args.seed, args.cpus, d.design)
+        cmd = pirex_command(a, d.variants, out, args.tag, args.seed, args.cpus, d.design, pattern)
         if args.dry_run:
             print(f"{name} ({a.text()}, {d.design}): {' '.join(cmd)}")
             continue
         print(f"bench-resolution: {name}: {a.text()}, {d.design}, variants {d.variants}", flush=True)
-        at_once = d.design == "duet"
-        results[name] = read_bundle(run_allocation(a, cmd, out, 1 if at_once else len(d.variants.split(","))))
-        print("\n".join(report(results[name], name)), flush=True)
-    if results:
-        print("\n".join(summary(results)), flush=True)
+        paths[name] = run_allocation(a, cmd, out, 1 if at_once else len(d.variants.split(",")))
+    for benchmark in benchmarks if paths else []:
+        results = {name: read_bundle(path, benchmark) for name, path in paths.items()}
+        for name, b in results.items():
+            print("\n".join(report(b, f"{name} {benchmark}")), flush=True)
+        print("\n".join(summary(results, benchmark)), flush=True)
     return 0
 
 

@@ -8,7 +8,10 @@ noise floor, and the grouping of RunValue lists (pirex/analysis/interface.py) th
   whose power is independent of the variance", Ann. Math. Statist. 16(3)): a pilot of k paired
   repetitions fixes the sd s of the log ratios once, and n = max(k, ceil((t(1-a/2, k-1) s / d)^2))
   repetitions reach half-width d = log(1 + P) on the log scale; no look at the result in between.
-- aa_interval(): a variant against its own second copy, `<variant>-aa`: the noise floor.
+- aa_interval(): a variant against its own second copy, `<variant>-aa`: the noise floor; aa_check(): an A/A
+  interval that excludes 1 says the machine was not steady (the verdicts of its bundle stay inconclusive).
+- A duet's (pirex/runner/duet.py) ratios take its CPU half as a factor (run_halves, stats.duet_ratio), and its
+  plan the model's residual sd on k - 2 df with n even (duet_sd, even).
 - run_means(), run_counts(), nested(), paired_interval(): RunValue lists grouped by (device, bundle, repetition).
 """
 

@@ -609,8 +609,8 @@ def duet_ratio(
     mu, delta = float(coef[0]), float(coef[1])
     counts = f"{int((h == 1).sum())} on the first half, {int((h == -1).sum())} on the second"
     lo, hi = np.exp(coef - q * se), np.exp(coef + q * se)
-    half = Interval(math.exp(delta), float(lo[1]), float(hi[1]), n, level, "duet-half-t", None, counts)
-    return DuetInterval(math.exp(mu), float(lo[0]), float(hi[0]), n, level, "duet-half-t", None, note, half=half)
+    half = Interval(math.exp(delta), float(lo[1]), float(hi[1]), n, level, "duet-half-t", None, counts, df)
+    return DuetInterval(math.exp(mu), float(lo[0]), float(hi[0]), n, level, "duet-half-t", None, note, df, half)
 
 
 def design_ratio(
