@@ -93,7 +93,10 @@ def test_bundles_with_colliding_run_ids_and_hostnames_merge_one_column_per_devic
 def test_too_few_runs_give_no_interval_per_device(tmp_path):
     a, b = jmh_bundle(tmp_path, "pi-a", "x", [1.0, 2.0]), jmh_bundle(tmp_path, "srv", "y", [3.0, 4.0])
     cells = devices.table(jmh.run_values([a, b])).rows[0][2:]
-    assert cells == ["1.500 (no interval: 2 runs, 5 needed), n=2", "3.500 (no interval: 2 runs, 5 needed), n=2"]
+    assert cells == [
+        "1.500 (no interval: 2 repetitions, 5 needed), n=2",
+        "3.500 (no interval: 2 repetitions, 5 needed), n=2",
+    ]
     assert [devices.digits(x) for x in (18_881_298.4, 1.5, 0.0012345, 0.0)] == [0, 3, 6, 0]
 
 

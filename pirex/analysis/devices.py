@@ -1,9 +1,13 @@
-"""One column per device, for any experiment: the values of independent runs that every analysis
-module offers (run_values, pirex/analysis/interface.py), per metric and variant, side by side for
-each device the bundles came from (a fleet's Pis and a server, each named from its record:
-pirex.analysis.tidy.device_of). Each cell is the mean over that device's runs with its interval
-over them, or how many runs there are and are needed. Runs of different setups (RunValue.setup)
-are never pooled: a row per setup, which the variant's cell names when there are several."""
+"""One column per device, for any experiment: the run values every analysis module offers (run_values,
+pirex/analysis/interface.py), per metric and variant, side by side for each device the bundles came from (a
+fleet's Pis and a server, each named from its record: pirex.analysis.tidy.device_of). Each cell is the mean
+over that device's repetitions with its interval over them, or how many repetitions there are and are needed.
+The repetition is the unit: the runs inside one (JMH forks, MooBench loops) share its JVM start, its moment and
+its machine state, so they are averaged first (precision.run_means) and the interval and its n are over
+repetitions, never over forks (counting forks as independent runs is pseudo-replication: Kalibera & Jones 2013,
+"Rigorous benchmarking in reasonable time", ISMM; Hurlbert 1984, "Pseudoreplication and the design of ecological
+field experiments", Ecol. Monogr. 54(2)). Runs of different setups (RunValue.setup) are never pooled: a row per
+setup, which the variant's cell names when there are several."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pirex.analysis import stats
+from pirex.analysis import precision, stats
 from pirex.analysis.interface import RunValue
 from pirex.analysis.tables import Table
 
@@ -29,25 +33,34 @@ def devices(values: Sequence[RunValue]) -> list[str]:
     return sorted({v.device for v in values})
 
 
+def repetition_means(values: Sequence[RunValue], metric: str, variant: str) -> dict[str, list[float]]:
+    """device -> the mean of each of its repetitions (one per bundle and repetition): the independent units."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for (device, _bundle, _repetition), mean in precision.run_means(values, metric, variant).items():
+        out[device].append(mean)
+    return dict(out)
+
+
 def table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
-    """Rows: metric, variant (and setup); columns: one per device (mean over runs [interval over runs])."""
+    """Rows: metric, variant (and setup); columns: one per device (mean over repetitions [interval over them])."""
     devs = devices(values)
     several = len({v.setup for v in values}) > 1
-    groups: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    runs: dict[tuple[str, str, str], list[RunValue]] = defaultdict(list)
     units: dict[str, str] = {}
     lower: dict[str, bool] = {}
     for v in values:
-        groups[(v.metric, v.variant, v.setup)][v.device].append(v.value)
+        runs[(v.metric, v.variant, v.setup)].append(v)
         units[v.metric], lower[v.metric] = v.unit, v.lower_is_better
     rows, records = [], []
-    for (metric, variant, setup), by_device in groups.items():
+    for (metric, variant, setup), chosen in runs.items():
+        by_device = repetition_means(chosen, metric, variant)
         row = [metric + (f" ({units[metric]})" if units[metric] else ""), f"{variant}, {setup}" if several else variant]
         for dev in devs:
             xs = by_device.get(dev)
             if not xs:
                 row.append("")
                 continue
-            i = stats.mean_interval(xs, level, positive=all(x > 0 for x in xs))
+            i = stats.mean_interval(xs, level, positive=all(x > 0 for x in xs), what="repetitions")
             row.append(f"{i.text(digits(i.value))}, n={i.n}")
             records.append(
                 {
@@ -55,7 +68,7 @@ def table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
                     "variant": variant,
                     **({"setup": setup} if several else {}),
                     "device": dev,
-                    "runs": i.n,
+                    "repetitions": i.n,
                     "mean": i.value,
                     "low": i.low,
                     "high": i.high,
@@ -65,12 +78,13 @@ def table(values: Sequence[RunValue], level: float = LEVEL) -> Table:
             )
         rows.append(row)
     notes = [
-        f"Each cell: the mean over the device's independent runs (forks, loops or repetitions) with its "
-        f"{stats.level_text(level)} interval over them; below {stats.MIN_RUNS} runs no interval. Devices are "
-        "named by their inventory name where a fleet run recorded one."
+        f"Each cell: the mean over the device's repetitions (the runs inside one, forks or loops, averaged "
+        f"first: they are not independent) with its {stats.level_text(level)} interval over them, n = "
+        f"repetitions; below {stats.MIN_RUNS} repetitions no interval. Devices are named by their inventory "
+        "name where a fleet run recorded one."
     ]
     return Table(
-        f"Per device: mean over runs ({len(devs)} devices)",
+        f"Per device: mean over repetitions ({len(devs)} devices)",
         ["Metric", "Variant", *devs],
         rows,
         records,

@@ -194,3 +194,77 @@ def test_decompose_devices_equals_the_reml_mixed_model_on_a_balanced_design():
     assert float(fit.vcomp[0]) == pytest.approx(rep, rel=1e-4)
     assert float(fit.scale) == pytest.approx(run, rel=1e-4)
     assert dec.grand_mean == pytest.approx(float(fit.fe_params.iloc[0]), rel=1e-9)
+
+
+# --- the top level's share, never bare
+
+
+def test_the_device_share_from_two_devices_is_not_estimable_and_from_three_spans_a_factor_of_146():
+    two = across.top_share(across.decompose_devices(_values(HAND), "B1", "native"))
+    assert two.k == 2 and two.low is None and two.high is None
+    assert two.share == pytest.approx(79 / (79 + 22.5 + 3.5))  # the point estimate of HAND, by hand above
+    assert two.factor == pytest.approx(5116, rel=1e-3)  # chi2(0.975, 1) / chi2(0.025, 1)
+    assert two.text().startswith("75 % (from 2 devices: not estimable") and "factor of about 5,116" in two.text()
+    three = {**HAND, "C": [[30, 31], [33, 36]]}
+    t = across.top_share(across.decompose_devices(_values(three), "B1", "native"))
+    assert t.k == 3 and t.factor == pytest.approx(145.8, rel=1e-3)  # the issue's "a factor of ~150"
+    assert 0 <= t.low < t.share < t.high <= 1
+    assert t.text() == (
+        f"{100 * t.share:.0f} % [{100 * t.low:.0f} %; {100 * t.high:.0f} %] (95 % interval from 3 devices, "
+        "2 degrees of freedom)"
+    )
+
+
+def test_the_device_share_interval_is_the_exact_f_interval_worked_by_hand():
+    from scipy import stats as sps
+
+    # 3 devices x 2 repetitions x 2 runs: S_k^2 (device means), W = S_r^2 / 2, the lower components T_r^2 + T_1^2
+    data = {**HAND, "C": [[30, 31], [33, 36]]}
+    d = across.decompose_devices(_values(data), "B1", "native")
+    device, rep, run = d.levels
+    w = rep.s2 / 2
+    ratio, c = device.s2 / w, (rep.t2 + run.t2) / w
+    lam_low = max(ratio / sps.f.ppf(0.975, 2, 3) - 1, 0)
+    lam_high = ratio / sps.f.ppf(0.025, 2, 3) - 1
+    t = across.top_share(d)
+    assert t.low == pytest.approx(lam_low / (lam_low + c)) and t.high == pytest.approx(lam_high / (lam_high + c))
+
+
+def test_the_device_share_interval_covers_at_its_level():
+    """2,000 simulated nested designs (3 devices x 5 repetitions x 3 runs, components 1, 1, 0.25: a true share of
+    0.44): the 95 % interval covers the true share within [93.5 %, 96.5 %] (3 standard errors). The chi-square
+    interval with the lower levels taken as known, tried first, covered about 93 % in this design."""
+    from pirex.analysis import precision
+
+    rng = np.random.default_rng(35)
+    k, r, f, n = 3, 5, 3, 2000
+    y = 100 + rng.normal(0, 1.0, (n, k, 1, 1)) + rng.normal(0, 1.0, (n, k, r, 1)) + rng.normal(0, 0.5, (n, k, r, f))
+    covered = 0
+    for one in y:
+        t = across.top_share(precision.decompose(one, ["device", "repetition", "run"]))
+        covered += t.low <= 1 / (1 + 1 + 0.25) <= t.high
+    assert 0.935 <= covered / n <= 0.965, covered / n
+
+
+def test_the_devices_table_counts_repetitions_not_forks():
+    """Three forks per repetition share the repetition's JVM start and moment: averaged first, n = repetitions
+    and the interval over repetition means (it counted 15 runs per device, a narrower interval, before)."""
+    from pirex.analysis import devices, stats
+
+    rng = np.random.default_rng(7)
+    data = {
+        dev: [list(centre * (1 + rng.normal(0, 0.02)) * (1 + rng.normal(0, 0.002, 3))) for _ in range(5)]
+        for dev, centre in (("pi-a", 100.0), ("pi-b", 120.0))
+    }
+    values = _values(data)
+    t = devices.table(values)
+    for dev, cell, record in zip(("pi-a", "pi-b"), t.rows[0][2:], t.records, strict=True):
+        means = [float(np.mean(forks)) for forks in data[dev]]
+        want = stats.mean_interval(means, 0.95, what="repetitions")
+        assert cell.endswith(", n=5") and record["repetitions"] == 5
+        assert (record["mean"], record["low"], record["high"]) == pytest.approx((want.value, want.low, want.high))
+        pooled = stats.mean_interval([x for forks in data[dev] for x in forks])  # the pseudo-replicated one
+        assert pooled.n == 15 and pooled.high - pooled.low < 0.7 * (want.high - want.low)
+    short = devices.table(_values({"pi-a": [[1.0, 2.0]] * 2}))
+    assert short.rows[0][2] == "1.500 (no interval: 2 repetitions, 5 needed), n=2"
+    assert "mean over the device's repetitions" in short.notes[0]

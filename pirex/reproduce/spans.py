@@ -170,9 +170,14 @@ def _agreement(claim: Claim, found: list[Group], values: dict, level: float, ind
     return Verdict(claim, INCONCLUSIVE, text, None, indicative, detail=detail)
 
 
-def _decomposition(claim: Claim, found: list[Group], values: dict, metric: str, variant: str) -> str:
+def _decomposition(
+    claim: Claim, found: list[Group], values: dict, metric: str, variant: str, level: float = across.LEVEL_OF_SHARE
+) -> str:
     """Where the variance is, with the device (storage) level on top of the repetition level; "" when the design
-    cannot be decomposed (a single repetition somewhere)."""
+    cannot be decomposed (a single repetition somewhere). The shares are of the variance of one value of the
+    lowest level (an iteration where the runs have inner samples, else a run): Kalibera & Jones's components of a
+    single measurement, not of a repetition's mean. The top level's share is never printed bare: with its
+    interval (across.top_share), or, from 2 devices, said to be not estimable."""
     top = "device" if claim.across == "devices" else "storage"
     # each group's values labelled with its name: two storages of one machine are two units of the top level
     labelled = [dataclasses.replace(v, device=g.name) for g in found for v in values[g.name]]
@@ -180,10 +185,9 @@ def _decomposition(claim: Claim, found: list[Group], values: dict, metric: str, 
         d = across.decompose_devices(labelled, metric, variant, (top, "repetition", "run", "iteration"))
     except ValueError:
         return ""
-    lv = d.levels[0]
     return (
-        f"{metric}: the {top} level holds {100 * lv.share:.0f} % of one repetition's variance "
-        f"({' / '.join(f'{x.name} {100 * x.share:.0f} %' for x in d.levels)})."
+        f"{metric}: the {top} level holds {across.top_share(d, level).text()} of the variance of one "
+        f"{d.levels[-1].name}'s value; by level: {' / '.join(f'{x.name} {100 * x.share:.0f} %' for x in d.levels)}."
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import html5lib
@@ -289,3 +290,22 @@ def test_a_partial_bundle_is_still_read_by_pirex_table(tmp_path):
     code, out, err = _pirex("table", "jmh", str(partial), "--out", str(tmp_path / "t"))
     assert code == 0, err
     assert (tmp_path / "t" / "table1.csv").is_file()
+
+
+def test_the_device_share_is_printed_with_its_interval_or_as_not_estimable_and_of_one_iterations_value(tmp_path):
+    from pirex.analysis import jmh
+    from pirex.reproduce import claims, spans
+
+    (claim,) = [c for c in claims.load("icpe18").claims if c.id == "t1-devices-agree"]
+    given = [jmh_bundle(tmp_path / h, record(h), speed=1 + 0.01 * i, seed=i) for i, h in enumerate(("a", "b", "c"))]
+    found = spans.groups(given, "devices")
+    values = {g.name: jmh.run_values(list(g.bundles)) for g in found}
+    text = spans._decomposition(claim, found, values, "B1", "native")
+    assert re.fullmatch(
+        r"B1: the device level holds \d+ % \[\d+ %; \d+ %\] \(95 % interval from 3 devices, 2 degrees of freedom\) "
+        r"of the variance of one iteration's value; by level: device \d+ % / repetition \d+ % / iteration \d+ %\.",
+        text,
+    ), text
+    two = spans._decomposition(claim, found[:2], values, "B1", "native")
+    assert "(from 2 devices: not estimable, a 95 % interval of the device variance would span a factor of about" in two
+    assert "one repetition's variance" not in text + two  # what is decomposed is one iteration's value
