@@ -52,7 +52,7 @@ def _welch(a: Sequence[float], b: Sequence[float], names: tuple[str, str]) -> tu
 
 @dataclass(frozen=True)
 class Tost:
-    """Two one-sided tests of a/b within [1 - margin, 1 + margin]. interval: between() at 1 - 2 alpha;
+    """Two one-sided tests of a/b within [1/(1 + margin), 1 + margin]. interval: between() at 1 - 2 alpha;
     p_low, p_high: the one-sided p-values against the lower and the upper bound; p: their max.
     equivalent: the interval lies inside the margin (p < alpha); outside: it lies wholly outside it.
     reason: why there is no test (too few runs), else None."""
@@ -78,11 +78,12 @@ def tost(
     of average bioavailability", J. Pharmacokinet. Biopharm. 15(6)). With alpha = 1 - level and d, se, df
     of between():
 
-        p_low  = P(T_df > (d - log(1 - margin)) / se)    H0: a/b <= 1 - margin
+        p_low  = P(T_df > (d + log(1 + margin)) / se)    H0: a/b <= 1/(1 + margin)
         p_high = P(T_df < (d - log(1 + margin)) / se)    H0: a/b >= 1 + margin
 
     a and b are equivalent iff both are below alpha, i.e. iff the (1 - 2 alpha) interval of between()
-    lies inside [1 - margin, 1 + margin] (level 0.95: the 90 % interval)."""
+    lies inside [1/(1 + margin), 1 + margin] (level 0.95: the 90 % interval). The band is symmetric on the log
+    scale, so tost(a, b) and tost(b, a) decide alike."""
     if not 0 < margin < 1:
         raise ValueError(f"margin {margin}: expected a relative margin between 0 and 1, e.g. 0.05 for ±5 %")
     alpha = 1 - level
@@ -90,14 +91,20 @@ def tost(
     if not interval.has_interval:
         return Tost(interval, math.nan, math.nan, math.nan, False, False, interval.reason)
     d, se, df = _welch(a, b, names)
-    low, high = math.log1p(-margin), math.log1p(margin)
+    low, high = -math.log1p(margin), math.log1p(margin)  # [1/(1+m), 1+m]: symmetric on the log scale
     if se > 0:
         p_low, p_high = float(sps.t.sf((d - low) / se, df)), float(sps.t.cdf((d - high) / se, df))
     else:  # no spread: each null hypothesis is either certainly false or not rejected at all
         p_low, p_high = float(d <= low), float(d >= high)
-    equivalent = interval.low > 1 - margin and interval.high < 1 + margin
-    outside = interval.high < 1 - margin or interval.low > 1 + margin
+    equivalent = interval.low >= 1 / (1 + margin) and interval.high <= 1 + margin
+    outside = interval.high < 1 / (1 + margin) or interval.low > 1 + margin
     return Tost(interval, p_low, p_high, max(p_low, p_high), equivalent, outside)
+
+
+def p_outside(t: Tost) -> float:
+    """The one-sided p-value of "wholly outside the band" (the smaller of "above 1+m" and "below 1/(1+m)"): one
+    minus the equivalence test's p against that bound. What Holm's adjustment orders the pairs by."""
+    return min(1 - t.p_low, 1 - t.p_high) if not math.isnan(t.p) else 1.0
 
 
 # --- many devices
@@ -121,14 +128,18 @@ class Agreement:
     odd: tuple[str, ...]
 
 
-def agree(groups: Mapping[str, Sequence[float]], margin: float, level: float = 0.95) -> Agreement:
+def agree(
+    groups: Mapping[str, Sequence[float]], margin: float, level: float = 0.95, family: int | None = None
+) -> Agreement:
     """Whether all devices give the same result within ±margin: tost() of every pair of devices (names
     sorted, a before b). "holds" needs every pair equivalent: an intersection-union test, so each pair at
     level alpha keeps the overall test at alpha, with no multiplicity correction (Berger & Hsu 1996,
     "Bioequivalence trials, intersection-union tests and equivalence confidence sets", Statistical
     Science 11(4)). "differs" when some pair's interval lies wholly outside the margin; `odd` then names
     the devices found in every such pair (the one slow Pi among three; with two devices, both).
-    A device below MIN_RUNS makes it "inconclusive", its name in the reason."""
+    A device below MIN_RUNS makes it "inconclusive", its name in the reason. "differs" is Holm-adjusted over
+    `family` tests (default: the pairs; a claim on several metrics passes pairs x metrics: the step-down within
+    one metric's pairs against the whole family's count is still a valid Holm bound, and conservative)."""
     names = sorted(groups)
     if len(names) < 2:
         raise ValueError(f"agreement across devices needs at least 2 devices, got {len(names)}: {names}")
@@ -140,7 +151,7 @@ def agree(groups: Mapping[str, Sequence[float]], margin: float, level: float = 0
     short = stats.too_few_of(
         {name: int(np.count_nonzero(~np.isnan(np.asarray(groups[name], float)))) for name in names}
     )
-    outside = [p for p in pairs if p.tost.outside]
+    outside = _holm_outside([p for p in pairs if p.tost.outside], 1 - level, family or len(pairs))
     odd = tuple(sorted(set.intersection(*({p.a, p.b} for p in outside)))) if outside else ()
     within = f"±{100 * margin:g} %"
     if short:
@@ -154,6 +165,17 @@ def agree(groups: Mapping[str, Sequence[float]], margin: float, level: float = 0
     unsure = [p for p in pairs if not p.tost.equivalent]
     text = f"{_and([f'{p.a}/{p.b}' for p in unsure])} neither within nor wholly outside {within}"
     return Agreement("inconclusive", f"{text} ({_intervals(unsure, level)})", pairs, ())
+
+
+def _holm_outside(outside: list[PairResult], alpha: float, family: int) -> list[PairResult]:
+    """The pairs whose "wholly outside" survives Holm's step-down (Holm 1979, Scand. J. Statist. 6(2)) at alpha
+    over `family` tests: the smallest p against alpha/family, the next alpha/(family-1), ..., until one fails."""
+    kept = []
+    for step, p in enumerate(sorted(outside, key=lambda p: p_outside(p.tost))):
+        if p_outside(p.tost) >= alpha / (family - step):
+            break
+        kept.append(p)
+    return kept
 
 
 def _differs(outside: list[PairResult], odd: tuple[str, ...], within: str, level: float) -> str:

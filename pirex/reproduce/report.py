@@ -35,7 +35,9 @@ COLOUR = {HOLDS: "#1a7f37", DIFFERS: "#cf222e", INCONCLUSIVE: "#9a6700", NOT_RUN
 COLUMNS = ["Claim", "Where", "Published", "Ours (interval over repetitions)", "A/A", "Verdict", "Why"]
 METHOD = (
     "Intervals are over independent repetitions, each the ratio of the two sides' run means in the same "
-    f"repetition (paired by the interleaved plan; t or BCa on log ratios); none below {MIN_REPETITIONS} repetitions. "
+    f"repetition (paired by the plan; t on log ratios, a duet's with its CPU half in the model, counts as rate "
+    f"ratios of their events); none below {MIN_REPETITIONS} repetitions. Each verdict is read off the interval at "
+    "1 - 2 alpha (90 % at alpha = 5 %), the A/A check off the 95 % one. "
     "A/A: the same variant run twice under two names, the noise floor of this machine. Device-dependent claims "
     "are judged by their direction only."
 )
