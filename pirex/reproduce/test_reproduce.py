@@ -554,6 +554,30 @@ def test_a_reproduction_runs_only_the_metrics_its_claims_compare_and_an_aa_copy_
     assert all("native-aa" not in n.variants for n in chosen)  # no A/A unless asked
 
 
+def test_a_reused_bundle_that_fails_verification_is_left_out_and_run_again_or_with_reuse_only_not_judged(tmp_path):
+    results = tmp_path / "results"
+    bundle = _jmh_bundle(results, 5)
+    f = bundle / "docker" / "3" / "jmh.json"
+    f.write_text(f.read_text().replace("1", "2", 1))  # one byte of a throughput, the size unchanged
+    ran = []
+
+    def run_one(need, opts):
+        ran.append(need.key)
+        raise PirexError("not here")
+
+    out = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
+    assert "jmh@quick" in ran  # not reused: run again
+    state = json.loads((out / "state.json").read_text())
+    assert list(state["left_out"]) == [str(bundle)] and str(f) in state["left_out"][str(bundle)]
+    out = reproduction.reproduce(
+        reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None, echo=lambda *_: None
+    )
+    state = json.loads((out / "state.json").read_text())
+    assert state["verdicts"]["icpe18:t1-b1-docker"] == NOT_RUN  # nothing judged from it
+    report = (out / "REPORT.md").read_text()
+    assert f"- `{bundle}`: {f}: changed: its sha256 differs from the manifest's" in report
+
+
 def test_reuse_only_judges_bundles_with_fewer_repetitions_than_a_run_would_make(tmp_path):
     results = tmp_path / "results"
     _jmh_bundle(results, 3)  # make run's quick bundle: 3 repetitions
