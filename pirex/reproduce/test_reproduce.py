@@ -558,7 +558,7 @@ def test_a_reused_bundle_that_fails_verification_is_left_out_and_run_again_or_wi
     results = tmp_path / "results"
     bundle = _jmh_bundle(results, 5)
     f = bundle / "docker" / "3" / "jmh.json"
-    f.write_text(f.read_text().replace("1", "2", 1))  # one byte of a throughput, the size unchanged
+    f.write_text(f.read_text().replace("1", "2", 1))  # one byte (b1_default becomes b2_default), same size
     ran = []
 
     def run_one(need, opts):
