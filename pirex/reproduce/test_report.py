@@ -47,7 +47,7 @@ def _verdicts() -> list[Verdict]:
         judge(b1, ours(b1, _values(1.0, 8), 0.95), None, True),  # holds: a narrow interval around 1
         judge(b3, ours(b3, _values(1.3, 8), 0.95), None, True),  # differs: the paper's side is below 1
         judge(t3, ours(t3, _values(1.0, 6, sd=0.2), 0.95), None, True),  # inconclusive: too wide
-        Verdict(by_id["t4-specj"], NOT_RUN, "needs the SPECjEnterprise 2010 kit (licensed)"),
+        Verdict(by_id["t2-spass-docker"], NOT_RUN, "needs SPASS-meter (bring-your-own: its jar)"),
     ]
 
 
@@ -136,7 +136,7 @@ def test_a_group_with_an_interval_has_its_figure_embedded_and_one_without_says_w
     assert len(figures) == 2  # Table 1 and Table 3; Table 4 has no interval
     for img in figures:
         assert base64.b64decode(img.get("src").split(",", 1)[1]).startswith(b"\x89PNG")
-    assert "No interval to draw here: needs the SPECjEnterprise 2010 kit" in page
+    assert "No interval to draw here: needs SPASS-meter" in page
     assert "![icpe18, Table 1: our intervals against the paper's](figures/icpe18-table-1.png)" in md
 
 
