@@ -14,12 +14,12 @@ kernel version (ipi_types in arch/arm/kernel/smp.c and arch/arm64/kernel/smp.c):
     rescheduling   Rescheduling interrupts    RES   IPI2                           IPI0
     function-call  Function call interrupts   CAL   IPI3                           IPI1
 
-"timer" is each CPU's own timer (x86's local APIC timer, ARM's generic timer, every arch_timer line counted): the
-tick and high-resolution timers, not x86's legacy IRQ 0 nor the "Timer broadcast interrupts" IPI. "work" is the Pi's
-only line of that word, "IRQ work interrupts": section 5.4 names "USB/SD card interrupts and work interrupts" beside
-the timer's, and since Linux 4.6 the ondemand governor (Raspbian's default) queues an IRQ work per sample of a busy
-CPU (drivers/cpufreq/cpufreq_governor.c), so they grow with the ticks; a machine without cpufreq (a VM) takes almost
-none. Function-call IPIs (work handed to another CPU) are the fourth kind.
+"timer" is each CPU's own timer (x86's local APIC timer, ARM's generic timer, every arch_timer line counted): the tick
+and high-resolution timers, not x86's legacy IRQ 0 nor the "Timer broadcast interrupts" IPI. "work" is the Pi's only
+line of that word (/proc/interrupts: `IRQ work interrupts`): section 5.4 names "USB/SD card interrupts and work
+interrupts" beside the timer's, and since Linux 4.6 the ondemand governor (Raspbian's default) queues an IRQ work per
+sample of a busy CPU (drivers/cpufreq/cpufreq_governor.c), so they grow with the ticks; a machine without cpufreq (a
+VM) takes almost none. Function-call IPIs (work handed to another CPU) are the fourth kind.
 
 Run values (run_values): a kind's interrupts during a step, all CPUs summed, per 1,000 MooBench calls of the step,
 as "<configuration> interrupts <kind>"; each carries its count and its exposure (the step's calls), so that claims
