@@ -104,9 +104,12 @@ def test_the_boundaries_are_the_published_ones_and_scipys():
 def test_nominal_levels_and_the_grid():
     g = budget.grid(40)
     assert g == (5, 8, 12, 18, 27, 40)
-    p = budget.nominal(np.array(g) / 40, ALPHA)
-    assert p[0] < 1e-7 and (np.diff(p) > 0).all()
-    assert 0.04 < p[-1] < ALPHA  # the last look is nearly a fixed-n test's
+    p = budget.nominal(np.array(g) / 40, ALPHA)  # bonferroni: the increments, which add up to alpha
+    assert p[0] < 1e-7 and (np.diff(p) > 0).all() and p.sum() == pytest.approx(ALPHA)
+    exact = budget.nominal(np.array(g) / 40, ALPHA, method=budget.EXACT)
+    assert (exact >= p - 1e-12).all() and 0.04 < exact[-1] < ALPHA  # the last exact look: nearly a fixed-n test's
+    with pytest.raises(PirexError, match="boundary method"):
+        budget.nominal(np.array(g) / 40, ALPHA, method="pocock")
     assert budget.grid(5) == (5,) and budget.grid(6) == (5, 6)  # not 5, 6 with a look one apart then another
     with pytest.raises(PirexError, match="below the pilot"):
         budget.grid(4)
@@ -229,16 +232,18 @@ def simulate(
     naive: bool = False,
     every_look: bool = False,
     errors: str = "log-normal",
-    n_cap: int = 60,
+    n_max: list[int] | None = None,
+    method: str = budget.BONFERRONI,
 ):
     """Budgeted reproductions: a pilot of every run, then rounds of allocation (unless every_look: every run to its
     n_max, read at every grid point). Returns per claim holds[draws], differs[draws], and the seconds spent."""
     runs = len(seconds)
     pilot = budget.PILOT * sum(seconds)
-    n_max = [min(n_cap, budget.PILOT + int((total - pilot) // s)) for s in seconds]
+    if n_max is None:
+        n_max = list(budget.n_max_for(total, dict(enumerate(seconds))).values())
     grids = [np.array(budget.grid(n)) for n in n_max]
     ps = [
-        np.full(g.size, ALPHA) if naive else budget.nominal(g / n, ALPHA, shape)
+        np.full(g.size, ALPHA) if naive else budget.nominal(g / n, ALPHA, shape, method)
         for g, n in zip(grids, n_max, strict=True)
     ]
     factors = [budget.half_width_factors(g, p) for g, p in zip(grids, ps, strict=True)]
@@ -252,7 +257,8 @@ def simulate(
         var = (np.cumsum(d * d, axis=1)[:, g - 1] - g * mean**2) / (g - 1)
         sd = np.sqrt(np.maximum(var, 0))
         half = factors[s.run] * sd
-        holds, differs = regions(s.claim, np.exp(mean - half), np.exp(mean + half))
+        with np.errstate(over="ignore"):
+            holds, differs = regions(s.claim, np.exp(mean - half), np.exp(mean + half))
         decided = holds | differs
         first = np.where(decided.any(axis=1), np.argmax(decided, axis=1), g.size)
         per.append((mean, sd, first, holds, differs))
@@ -303,32 +309,57 @@ def _edge_cases() -> list[Sim]:
     return sims
 
 
-@pytest.mark.parametrize(
-    "looks, errors",
-    [("every look to n_max", "log-normal"), ("every look to n_max", "normal"), ("allocated", "log-normal")],
-)
-def test_budgeted_wrong_verdicts_at_every_edge_are_at_most_alpha(looks, errors):
+def _edge_rates(looks: str, errors: str, n_max: int, method: str = budget.BONFERRONI):
+    """The simulated edge cases: per claim at an edge, its name and the rates of a wrong holds and a wrong differs
+    under the design, and the worst rate of the naive 90 % interval re-read at every look."""
     sims = _edge_cases()
     seconds = [10.0] * (len(sims) // 2)
-    total = budget.PILOT * sum(seconds) + 35 * 10 * len(seconds) / 2  # n_max 40 a run; half of it for allocation
-    res, _ = simulate(
-        sims, seconds, total, EDGE_DRAWS, f"edge/{looks}/{errors}", every_look=looks != "allocated", errors=errors
-    )
-    naive, _ = simulate(sims, seconds, total, EDGE_DRAWS, f"naive/{looks}/{errors}", naive=True, every_look=True)
-    worst_naive = 0.0
+    total = budget.PILOT * sum(seconds) + (n_max - budget.PILOT) * 10 * len(seconds) / 2  # half to allocate
+    kw = {"errors": errors, "n_max": [n_max] * len(seconds)}
+    key = f"{looks}/{errors}/{n_max}/{method}"
+    res, _ = simulate(sims, seconds, total, EDGE_DRAWS, key, every_look=looks != "allocated", method=method, **kw)
+    naive, _ = simulate(sims, seconds, total, EDGE_DRAWS, f"naive/{key}", naive=True, every_look=True, **kw)
+    rates, worst_naive = [], 0.0
     for s, (h, f), (nh, nf) in zip(sims, res, naive, strict=True):
-        if not s.at_edge:
-            continue
-        hr, fr = float(h.mean()), float(f.mean())
-        worst_naive = max(worst_naive, float(nh.mean()), float(nf.mean()))
-        name = next(k for k, v in RULES.items() if v is s.claim)
-        ROWS.append(f"| {name} | {s.truth:.4g} | {looks} | {errors} | {100 * hr:.2f} % | {100 * fr:.2f} % |")
-        assert hr <= LIMIT and fr <= LIMIT, f"{name} at {s.truth:g}: holds {hr:.4f}, differs {fr:.4f}"
-    if looks != "allocated":
+        if s.at_edge:
+            name = next(k for k, v in RULES.items() if v is s.claim)
+            rates.append((name, s.truth, float(h.mean()), float(f.mean())))
+            worst_naive = max(worst_naive, float(nh.mean()), float(nf.mean()))
+    looks = f"{looks}, {method}, n_max {n_max} ({len(budget.grid(n_max))} looks)"
+    ROWS.extend(f"| {n} | {e:.4g} | {looks} | {errors} | {100 * h:.2f} % | {100 * f:.2f} % |" for n, e, h, f in rates)
+    if looks.startswith("every"):
         ROWS.append(
             f"| (the worst of them, naive 90 % at every look) | | {looks} | {errors} | {100 * worst_naive:.2f} % | |"
         )
+    return rates, worst_naive
+
+
+@pytest.mark.parametrize(
+    "looks, errors, n_max",
+    [
+        ("every look", "log-normal", 40),
+        ("every look", "normal", 40),
+        ("every look", "log-normal", 10),
+        ("allocated", "log-normal", 40),
+    ],
+)
+def test_budgeted_wrong_verdicts_at_every_edge_are_at_most_alpha(looks, errors, n_max):
+    """Every look: each run goes to n_max and the verdict is read at every grid point (the worst case for the
+    error rates: no stopping for want of budget); allocated: the runs the allocation chooses. Each rate at most
+    alpha + 0.5 %; and the naive rule (the 90 % interval at every look) wrong more than twice as often."""
+    rates, worst_naive = _edge_rates(looks, errors, n_max)
+    for name, edge, h, f in rates:
+        assert h <= LIMIT and f <= LIMIT, f"{name} at {edge:g}: holds {h:.4f}, differs {f:.4f}"
+    if looks == "every look" and n_max == 40:
         assert worst_naive > 2 * ALPHA  # optional stopping: the fixed interval re-read at six looks
+
+
+def test_exact_boundaries_with_t_statistics_are_slightly_above_alpha():
+    """Why "bonferroni" is the default: the exact z boundaries read with t quantiles spend the whole alpha and a
+    little more at these n (5.2-5.3 % measured; not asserted below alpha, asserted near it)."""
+    rates, _ = _edge_rates("every look", "log-normal", 10, budget.EXACT)
+    mean = float(np.mean([r for _, _, h, f in rates for r in (h, f)]))
+    assert ALPHA - 0.002 < mean < ALPHA + 0.006
 
 
 def _mix() -> tuple[list[Sim], list[float]]:
@@ -389,16 +420,28 @@ def _row(name: str, sims, res, spent) -> float:
 
 
 def test_decided_per_unit_of_budget_against_fixed_five_and_twenty():
+    """The table of docs/statistics.md. Asserted: the default design (O'Brien-Fleming, n_max the even share)
+    decides more claims in 15 min than five fixed repetitions do, and more with more budget."""
     sims, seconds = _mix()
     five = _row("fixed 5 repetitions (90 % interval)", sims, *_fixed(sims, seconds, 5, "five"))
     _row("fixed 20 repetitions (90 % interval)", sims, *_fixed(sims, seconds, 20, "twenty"))
     got = {}
-    for shape in budget.SHAPES:
-        for minutes in (15, 30):
-            res, spent = simulate(sims, seconds, 60.0 * minutes, MIX_DRAWS, f"mix/{shape}/{minutes}", shape=shape)
-            got[shape, minutes] = _row(f"budget {minutes} min, {shape}", sims, res, spent)
-            assert float(np.max(spent)) <= 60 * minutes + 1e-9
-    # more budget decides more; and a budget decides at least what its pilot (fixed 5) would at the same alpha
-    assert got[budget.POCOCK, 30] > got[budget.POCOCK, 15]
-    assert got[budget.OBRIEN_FLEMING, 30] > got[budget.OBRIEN_FLEMING, 15]
-    assert five > 0
+    for shape, minutes in [(budget.OBRIEN_FLEMING, m) for m in (15, 30, 60)] + [(budget.POCOCK, 15)]:
+        res, spent = simulate(sims, seconds, 60.0 * minutes, MIX_DRAWS, f"mix/{shape}/{minutes}", shape=shape)
+        got[shape, minutes] = _row(f"budget {minutes} min, {shape}", sims, res, spent)
+        assert float(np.max(spent)) <= 60 * minutes + 1e-9
+    whole = [min(60, budget.PILOT + int((900 - 500) // s)) for s in seconds]  # what the budget buys of each run
+    res, spent = simulate(sims, seconds, 900.0, MIX_DRAWS, "mix/whole", n_max=whole)
+    wasteful = _row("budget 15 min, obrien-fleming, n_max what the budget buys of the run", sims, res, spent)
+    assert got[budget.OBRIEN_FLEMING, 15] > five + 2 and got[budget.OBRIEN_FLEMING, 15] > wasteful + 5
+    assert got[budget.OBRIEN_FLEMING, 60] > got[budget.OBRIEN_FLEMING, 30] > got[budget.OBRIEN_FLEMING, 15]
+
+
+def test_n_max_is_the_even_share_of_the_budget():
+    assert budget.n_max_for(900, {"jmh": 20, "fio": 80}) == {"jmh": 9, "fio": 9}
+    assert budget.n_max_for(900, {"jmh": 10, "fio": 10}) == {"jmh": 45, "fio": 45}
+    assert budget.n_max_for(600, {"jmh": 20, "fio": 80}) == {"jmh": 6, "fio": 6}  # 100 s left: one more of jmh
+    with pytest.raises(PirexError, match="does not buy the pilot"):
+        budget.n_max_for(400, {"jmh": 20, "fio": 80})
+    with pytest.raises(PirexError, match="run fio: expected its seconds"):
+        budget.n_max_for(400, {"jmh": 20, "fio": 0})
