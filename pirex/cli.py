@@ -97,7 +97,12 @@ def cli(verbose: bool) -> None:
     help="Two stages: a pilot, then the repetitions that reach this half-width of the first two variants' "
     "ratio (e.g. 1%).",
 )
-@click.option("--confidence", default="95%", show_default=True, help="With --precision: the confidence level.")
+@click.option(
+    "--confidence",
+    default="95%",
+    show_default=True,
+    help="1 - alpha of every verdict (each a test at alpha; intervals read at 1 - 2 alpha) and of --precision.",
+)
 @click.option("--budget", default=None, help="With --precision: at most this long in all (e.g. 13m, 2h).")
 def run(
     experiments,

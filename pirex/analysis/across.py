@@ -97,14 +97,22 @@ def tost(
     else:  # no spread: each null hypothesis is either certainly false or not rejected at all
         p_low, p_high = float(d <= low), float(d >= high)
     equivalent = interval.low >= 1 / (1 + margin) and interval.high <= 1 + margin
-    outside = interval.high < 1 / (1 + margin) or interval.low > 1 + margin
+    # outside: above the band OR below it, each side at alpha/2 (Bonferroni): read off the 1 - 2 alpha interval,
+    # the two sides would together err up to 2 alpha
+    outside = _union_p(p_low, p_high) < alpha
     return Tost(interval, p_low, p_high, max(p_low, p_high), equivalent, outside)
 
 
+def _union_p(p_low: float, p_high: float) -> float:
+    """The p-value of "wholly outside the band": twice the smaller of "below 1/(1+m)" (1 - p_low) and "above 1+m"
+    (1 - p_high), at most 1."""
+    return min(1.0, 2 * min(1 - p_low, 1 - p_high))
+
+
 def p_outside(t: Tost) -> float:
-    """The one-sided p-value of "wholly outside the band" (the smaller of "above 1+m" and "below 1/(1+m)"): one
-    minus the equivalence test's p against that bound. What Holm's adjustment orders the pairs by."""
-    return min(1 - t.p_low, 1 - t.p_high) if not math.isnan(t.p) else 1.0
+    """The p-value of "wholly outside the band" (tost's `outside` is p_outside < alpha): what Holm's adjustment
+    orders the pairs by."""
+    return _union_p(t.p_low, t.p_high) if not math.isnan(t.p) else 1.0
 
 
 # --- many devices
@@ -164,6 +172,8 @@ def agree(
         return Agreement("differs", _differs(outside, odd, within, level), pairs, odd)
     unsure = [p for p in pairs if not p.tost.equivalent]
     text = f"{_and([f'{p.a}/{p.b}' for p in unsure])} neither within nor wholly outside {within}"
+    if any(p.tost.outside for p in pairs):  # outside on its own, but not after Holm's adjustment
+        text += f" after Holm's adjustment over {family or len(pairs)} tests"
     return Agreement("inconclusive", f"{text} ({_intervals(unsure, level)})", pairs, ())
 
 

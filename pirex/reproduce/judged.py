@@ -12,7 +12,7 @@ from pirex import experiment
 from pirex.analysis.interface import NamedTable
 from pirex.analysis.tables import Table
 from pirex.reproduce import claims, report, spans
-from pirex.reproduce.verdict import Verdict, on_values
+from pirex.reproduce.verdict import Verdict, holm, on_values, verdict_level
 
 LEVEL = 0.95
 
@@ -36,9 +36,11 @@ def verdicts(
         if c.across:  # across devices or storages: over all the bundles' groups
             out.append(spans.judge_across(c, grouped[c.across], read, level, None, False))
             continue
+        per_device = []
         for g in devices:  # a claim on one machine: on each device's own bundles
             v = on_values(c, read(g.bundles), level, None, False)
-            out.append(dataclasses.replace(v, device=g.name) if len(devices) > 1 else v)
+            per_device.append(dataclasses.replace(v, device=g.name) if len(devices) > 1 else v)
+        out += holm(per_device, level)  # as pirex reproduce: one claim's "differs" over its devices, Holm-adjusted
     return out
 
 
@@ -65,8 +67,9 @@ def tables(exp: experiment.Experiment, mod: ModuleType, bundles: Sequence[Path],
         NamedTable(
             "claims",
             Table(
-                f"The papers' claims on {exp.id}, judged on these bundles "
-                f"({100 * LEVEL:g} % intervals over repetitions)",
+                f"The papers' claims on {exp.id}, judged on these bundles ({100 * verdict_level(LEVEL):g} % "
+                f"intervals over repetitions, each verdict a test at {100 * (1 - LEVEL):g} %; the A/A at "
+                f"{100 * LEVEL:g} %)",
                 report.COLUMNS,
                 rows,
                 records,

@@ -36,8 +36,9 @@ COLUMNS = ["Claim", "Where", "Published", "Ours (interval over repetitions)", "A
 METHOD = (
     "Intervals are over independent repetitions, each the ratio of the two sides' run means in the same "
     f"repetition (paired by the plan; t on log ratios, a duet's with its CPU half in the model, counts as rate "
-    f"ratios of their events); none below {MIN_REPETITIONS} repetitions. Each verdict is read off the interval at "
-    "1 - 2 alpha (90 % at alpha = 5 %), the A/A check off the 95 % one. "
+    f"ratios of their events); none below {MIN_REPETITIONS} repetitions. Each verdict is a test at alpha (5 % at the "
+    "default 95 % confidence): the interval shown is the 1 - 2 alpha one (90 %), read for one side of an edge or "
+    "inside a band; wholly outside a band is read off the 1 - alpha one; the A/A check too. "
     "A/A: the same variant run twice under two names, the noise floor of this machine. Device-dependent claims "
     "are judged by their direction only."
 )

@@ -138,8 +138,10 @@ def _between(
 ) -> Ours:
     a = _means(values[num.name], num_metric, claim.numerator.variant)
     b = _means(values[den.name], den_metric, claim.denominator.variant)
-    # the regions are read off the 1 - 2 alpha interval, as on one machine (verdict.verdict_level)
-    return Ours(across.between(a, b, verdict_level(level), (num.name, den.name)), num_metric, ())
+    # the regions are read off the 1 - 2 alpha interval and, where two-sided, the 1 - alpha one (verdict.regions)
+    names = (num.name, den.name)
+    wide = across.between(a, b, level, names)
+    return Ours(across.between(a, b, verdict_level(level), names), num_metric, (), wide=wide)
 
 
 def _agreement(claim: Claim, found: list[Group], values: dict, level: float, indicative: bool) -> Verdict:

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from pirex.analysis import stats
 from pirex.analysis.interface import RunValue
@@ -211,3 +212,41 @@ def test_a_duets_ratio_takes_the_cpu_half_out():
     assert o.interval.method == "duet-half-t" and o.interval.relative_half_width < 0.01
     assert o.halves == (1, -1, 1, -1, 1, -1)
     assert judge(c, o).verdict == HOLDS
+
+
+def _t_interval(value: float, se: float, df: int, level: float) -> stats.Interval:
+    """A t interval on logs exp(log value -/+ t se), as paired_ratio makes it (df = n - 1)."""
+    half = stats.t_quantile(level, df) * se
+    return stats.Interval(value, value * math.exp(-half), value * math.exp(half), df + 1, level, "t-log", df=df)
+
+
+def test_the_p_of_differs_outside_a_band_is_the_near_edges_and_counts_both_sides():
+    """1.06 [1.0376; 1.0828] against equivalence within 3 %: the "differs" is "above 1.03", p = 0.0227 one-sided;
+    either side may err, so the region's p is twice it (0.045), and over three devices Holm keeps none."""
+    c = _claim("equivalent", margin=0.03)
+    narrow, wide = _t_interval(1.06, 0.01, 4, 0.90), _t_interval(1.06, 0.01, 4, 0.95)
+    one = float(sps.t.sf((math.log(1.06) - math.log(1.03)) / 0.01, 4))
+    assert one == pytest.approx(0.0227, abs=1e-4)
+    v = judge(c, Ours(narrow, "B1", (), wide=wide))
+    assert v.verdict == DIFFERS and v.p_differs == pytest.approx(2 * one)
+    out = holm([dataclasses.replace(v, device=d) for d in "abc"])
+    assert [x.verdict for x in out] == [INCONCLUSIVE] * 3
+
+
+def test_a_band_is_left_wholly_only_when_the_wider_interval_leaves_it():
+    """Wholly outside a band is either of two sides: read off the 1 - alpha interval (alpha/2 a side)."""
+    c = _claim("different", margin=0.05)
+    narrow, wide = _t_interval(1.0757, 0.01, 4, 0.90), _t_interval(1.0757, 0.01, 4, 0.95)
+    assert narrow.low > 1.05 > wide.low  # outside at 90 %, not at 95 %
+    assert judge(c, Ours(narrow, "B1", (), wide=wide)).verdict == INCONCLUSIVE
+    clear = Ours(_t_interval(1.10, 0.01, 4, 0.90), "B1", (), wide=_t_interval(1.10, 0.01, 4, 0.95))
+    assert judge(c, clear).verdict == HOLDS
+
+
+def test_a_count_claims_differs_keeps_its_exact_p_through_holm():
+    """40 against 5 events per repetition on each of two devices: 8.0, far past 1; its exact p survives Holm."""
+    c = _claim("direction", direction="less", published=0.5)
+    o = ours(c, _counts([40] * 5, [5] * 5))
+    v = judge(c, o)
+    assert v.verdict == DIFFERS and v.p_differs < 1e-20
+    assert [x.verdict for x in holm([dataclasses.replace(v, device=d) for d in "ab"])] == [DIFFERS, DIFFERS]

@@ -12,11 +12,12 @@ Every rule is three disjoint regions of the interval (../shared/STATISTICS.md, "
     beyond (edge e)    past e                                       on the other side of e
     otherwise inconclusive.
 
-Margins are symmetric on the log scale (claims.Claim.band), so a/b and b/a give the same verdict. Each region is a
-one-sided test at alpha = 1 - confidence (5 % by default), so every region is read off the 1 - 2 alpha interval (90 %):
-for an equivalence that is Schuirmann's two one-sided tests; for "wholly on one side" a one-sided test at alpha. The
-regions are written once, in `regions()`, which takes numbers or numpy arrays: the calibration test
-(pirex/analysis/test_calibration.py) simulates intervals at the region edges through this very function.
+Margins are symmetric on the log scale (claims.Claim.band), so a/b and b/a give the same verdict. Each conclusion is
+a test at alpha = 1 - confidence (5 % by default): a region that is one side of an edge, or inside a band (two
+one-sided tests, Schuirmann's), is read off the 1 - 2 alpha interval (90 %); a region that is either of two sides
+(wholly outside a band) off the 1 - alpha interval (95 %), alpha/2 a side. The regions are written once, in
+`regions()`, which takes numbers or numpy arrays: the calibration test (pirex/reproduce/test_rule_calibration.py)
+simulates intervals at the region edges through this very function.
 
 A precision goal (--precision) only plans repetitions: it never turns a decided verdict into an inconclusive one.
 An A/A run is a check: where its 1 - alpha interval excludes 1 the machine was not steady, and the verdict stays
@@ -62,6 +63,10 @@ class Ours:
     log_ratios: tuple[float, ...]  # per paired repetition: what a two-stage plan is computed from
     aa: stats.Interval | None = None  # the A/A copy's interval at the confidence level: the steadiness check
     halves: tuple[int, ...] = ()  # a duet's: the numerator's CPU half per log ratio (+1/-1), for its plan
+    # the 1 - alpha interval (alpha/2 a side): what a region that is a union of two sides is read off (wholly outside
+    # a band: above it or below it); None: `interval` itself (constructed examples)
+    wide: stats.Interval | None = None
+    events: tuple[float, float, float, float] | None = None  # a count's Y_n, E_n, Y_d, E_d: its exact p-values
 
 
 @dataclass(frozen=True)
@@ -101,23 +106,31 @@ def edges(claim: Claim) -> tuple[float, ...]:
     return tuple(sorted({band[0], band[1]}))
 
 
-def regions(claim: Claim, low, high):
-    """(holds, differs) for an interval [low, high] (floats, or numpy arrays of many intervals) under the claim's
-    rule. The two are never both true. Not for crossover or agreement claims (judged per size, per pair)."""
+def regions(claim: Claim, low, high, wide_low=None, wide_high=None):
+    """(holds, differs) for an interval [low, high] at 1 - 2 alpha (floats, or numpy arrays of many intervals) under
+    the claim's rule. A region that is the union of two sides (wholly outside a band: above it OR below it; the
+    other side of 1 OR past the edge) is read off the wider 1 - alpha interval [wide_low, wide_high] instead, each
+    side at alpha/2: read off the narrow one, its two sides would each err alpha and together up to 2 alpha
+    (Bonferroni).
+    Regions that are one side, or the intersection of two (inside a band: two one-sided tests), use [low, high].
+    The two are never both true (the narrow interval lies inside the wide one). Not for crossover or agreement claims
+    (judged per size, per pair)."""
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    wlow = low if wide_low is None else np.asarray(wide_low, dtype=float)
+    whigh = high if wide_high is None else np.asarray(wide_high, dtype=float)
     r, greater = claim.rule, claim.direction == "greater"
     if r == "direction":
         above, below = low > 1, high < 1
         return (above, below) if greater else (below, above)
     a, b = claim.band
     if r in ("equivalent", "within"):
-        return (a <= low) & (high <= b), (high < a) | (low > b)
+        return (a <= low) & (high <= b), (whigh < a) | (wlow > b)
     if r == "different":
-        return (high < a) | (low > b), (a <= low) & (high <= b)
+        return (whigh < a) | (wlow > b), (a <= low) & (high <= b)
     if r == "direction-at-most":  # band (1, 1+m) for greater, (1/(1+m), 1) for less
         if greater:
-            return (low > 1) & (high <= b), (high < 1) | (low > b)
-        return (high < 1) & (low >= a), (low > 1) | (high < a)
+            return (low > 1) & (high <= b), (whigh < 1) | (wlow > b)
+        return (high < 1) & (low >= a), (wlow > 1) | (whigh < a)
     if r == "beyond":
         return ((low > a), (high < a)) if a > 1 else ((high < a), (low > a))
     raise ValueError(f"rule {r!r} has no regions")
@@ -155,14 +168,15 @@ def ours(claim: Claim, values: Sequence[RunValue], confidence: float = CONFIDENC
         return f"the bundles ran {len(setups)} setups ({ran}): give the bundles of one setup"
     level = verdict_level(confidence)
     metric = num_m if num_m == den_m else f"{num_m} / {den_m}"
-    if counts := _rate_ratio(values, claim, num_m, den_m, level):
-        return Ours(counts[0], metric, counts[1])
+    if counts := _rate_ratio(values, claim, num_m, den_m, confidence):
+        return counts
     num = _per_repetition(values, claim.numerator, num_m)
     den = _per_repetition(values, claim.denominator, den_m)
     paired = prec.in_bundles_of(den, num)
     # a duet's repetitions say the CPU half each side ran on: the half is a factor of the model (stats.duet_ratio)
     halves = prec.run_halves(values, num_m, claim.numerator.variant)
     interval = stats.design_ratio(num, paired, halves, level)
+    wide = stats.design_ratio(num, paired, halves, 1 - alpha_of(confidence))
     keys, d, _ = stats.log_ratios(num, paired)
     aa = None
     aa_side = Side((den_m,), claim.denominator.variant + AA_SUFFIX)
@@ -170,12 +184,10 @@ def ours(claim: Claim, values: Sequence[RunValue], confidence: float = CONFIDENC
         aa_halves = prec.run_halves(values, den_m, aa_side.variant)
         aa = stats.design_ratio(copy, prec.in_bundles_of(den, copy), aa_halves, confidence)
     plan_halves = tuple(halves.get(k, 0) for k in keys) if halves else ()
-    return Ours(interval, metric, tuple(float(x) for x in d), aa, plan_halves)
+    return Ours(interval, metric, tuple(float(x) for x in d), aa, plan_halves, wide)
 
 
-def _rate_ratio(
-    values: Sequence[RunValue], claim: Claim, num_m: str, den_m: str, level: float
-) -> tuple[stats.Interval, tuple[float, ...]] | None:
+def _rate_ratio(values: Sequence[RunValue], claim: Claim, num_m: str, den_m: str, confidence: float) -> Ours | None:
     """A count metric's ratio (peaks, interrupts: RunValue.count): the rate ratio of the counts with their exposures
     (stats.rate_ratio), never a ratio of rates with something added to the counts; None for other metrics."""
     num = prec.run_counts(values, num_m, claim.numerator.variant)
@@ -184,13 +196,24 @@ def _rate_ratio(
         return None
     ran = {k[:2] for k in num}
     den = {k: c for k, c in den.items() if k[:2] in ran}
-    interval = stats.rate_ratio(num, den, level)
+    interval = stats.rate_ratio(num, den, verdict_level(confidence))
+    wide = stats.rate_ratio(num, den, 1 - alpha_of(confidence))
+    shared = sorted(set(num) & set(den), key=repr) or None  # paired by repetition, else the two sides' totals
+    n_side = [num[k] for k in shared] if shared else list(num.values())
+    d_side = [den[k] for k in shared] if shared else list(den.values())
+    events = (
+        float(sum(c.count for c in n_side)),
+        float(sum(c.exposure for c in n_side)),
+        float(sum(c.count for c in d_side)),
+        float(sum(c.exposure for c in d_side)),
+    )
     logs = tuple(
         math.log((num[k].count / num[k].exposure) / (den[k].count / den[k].exposure))
-        for k in sorted(set(num) & set(den), key=repr)
+        for k in shared or ()
         if num[k].count > 0 and den[k].count > 0
     )  # what Stein's plan can take: the repetitions with events on both sides
-    return interval, logs
+    metric = num_m if num_m == den_m else f"{num_m} / {den_m}"
+    return Ours(interval, metric, logs, wide=wide, events=events)
 
 
 def on_values(
@@ -223,7 +246,8 @@ def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: boo
             o,
             indicative,
         )
-    holds, differs = (bool(x) for x in regions(claim, i.low, i.high))
+    w = o.wide if o.wide is not None and o.wide.has_interval else i
+    holds, differs = (bool(x) for x in regions(claim, i.low, i.high, w.low, w.high))
     level = f"{stats.level_text(i.level)} interval"
     if holds:
         return Verdict(claim, HOLDS, f"our {level} {_region_text(claim, HOLDS, i)}", o, indicative)
@@ -234,7 +258,7 @@ def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: boo
             f"our {level} {_region_text(claim, DIFFERS, i)}",
             o,
             indicative,
-            p_differs=p_differs(claim, i),
+            p_differs=p_differs(claim, i, o.events),
         )
     return Verdict(
         claim, INCONCLUSIVE, f"our {level} {_crossing_text(claim)} ({_more(claim, o, precision)})", o, indicative
@@ -326,24 +350,69 @@ def _se_df(i: stats.Interval) -> tuple[float, float] | None:
     return math.log(i.high / i.low) / (2 * q), float(df)
 
 
-def p_differs(claim: Claim, i: stats.Interval) -> float | None:
-    """The one-sided p-value of the "differs" conclusion (the largest over the edges it must clear), for t intervals
-    on logs; None for other methods (a Holm adjustment then falls back on Bonferroni's for that verdict)."""
+def differs_parts(claim: Claim) -> tuple[str, tuple[tuple[float, str], ...]]:
+    """The "differs" region as one-sided pieces (edge, "above" | "below"), and how they combine: "one" (a single
+    side), "union" (either side, each at alpha/2), "inside" (both: above the low edge and below the high one)."""
+    r, greater = claim.rule, claim.direction == "greater"
+    if r == "direction":
+        return "one", ((1.0, "below" if greater else "above"),)
+    if r == "beyond":
+        e = claim.edge
+        return "one", ((e, "above" if e < 1 else "below"),)
+    a, b = claim.band
+    if r in ("equivalent", "within"):
+        return "union", ((b, "above"), (a, "below"))
+    if r == "different":
+        return "inside", ((a, "above"), (b, "below"))
+    if r == "direction-at-most":
+        return "union", (((1.0, "below"), (b, "above")) if greater else ((1.0, "above"), (a, "below")))
+    raise ValueError(f"rule {r!r} has no regions")
+
+
+def p_differs(claim: Claim, i: stats.Interval, events: tuple[float, float, float, float] | None = None) -> float | None:
+    """The p-value of the "differs" conclusion, such that it is below alpha exactly when the verdict's interval lies
+    in the differs region: one side, its one-sided p; a union of two sides, twice the smaller (Bonferroni, as
+    regions() reads them off the 1 - alpha interval); inside a band, the larger of the two. Each side's p from the
+    interval's t (its standard error and df recovered from the bounds), or for counts (events: Y_n, E_n, Y_d, E_d)
+    the exact conditional binomial tail of Y_n given the total at the edge's rate ratio, which Clopper-Pearson's
+    interval inverts. None where neither is known (holm() then keeps no "differs" of it)."""
+    kind, parts = differs_parts(claim)
+    side_p = _side_p_counts(events) if events else _side_p_t(i)
+    if side_p is None:
+        return None
+    ps = [side_p(e, way) for e, way in parts]
+    if kind == "one":
+        return ps[0]
+    return min(1.0, 2 * min(ps)) if kind == "union" else max(ps)
+
+
+def _side_p_t(i: stats.Interval):
     sd = _se_df(i)
     if sd is None:
         return None
     se, df = sd
-    if se == 0:
-        return 0.0
     m = math.log(i.value)
-    # differs wholly above an edge e: p = P(T > (m - log e)/se); wholly below: P(T < (m - log e)/se)
-    ps = []
-    for e in edges(claim):
-        z = (m - math.log(e)) / se
-        ps.append(float(min(sps.t.sf(z, df), sps.t.cdf(z, df))))
-    # the differs region is past one edge (direction, beyond, equivalent's outside) or between two (different's
-    # inside): for an inside region both one-sided tests must reject (intersection-union): the larger p
-    return max(ps) if claim.rule == "different" else min(ps)
+
+    def p(edge: float, way: str) -> float:
+        if se == 0:
+            return 0.0 if (m > math.log(edge) if way == "above" else m < math.log(edge)) else 1.0
+        z = (m - math.log(edge)) / se
+        return float(sps.t.sf(z, df) if way == "above" else sps.t.cdf(z, df))
+
+    return p
+
+
+def _side_p_counts(events: tuple[float, float, float, float]):
+    yn, en, yd, ed = events
+    total = int(round(yn + yd))
+    if total == 0:
+        return None
+
+    def p(edge: float, way: str) -> float:
+        p0 = en * edge / (en * edge + ed)  # the numerator's share of the events were the ratio at the edge
+        return float(sps.binom.sf(yn - 1, total, p0) if way == "above" else sps.binom.cdf(yn, total, p0))
+
+    return p
 
 
 def holm(verdicts: Sequence[Verdict], confidence: float = CONFIDENCE) -> list[Verdict]:
