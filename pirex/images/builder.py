@@ -26,12 +26,19 @@ from pirex.images.daemon import Daemon
 REMOTE = "pirex-remote"
 CONTAINER = "pirex-container"
 
+# The build cache is what lets a commit that leaves images/ alone rebuild nothing (issue 40). BuildKit 0.18 reads
+# every size with go-units: the former bare `gckeepstorage = 20000` meant 20,000 BYTES, so its garbage collector cut
+# the cache to almost nothing after each build and every `make build` re-ran most steps, the emulated apt-get runs
+# among them. Now: keep up to 40 GB (the collection for three platforms takes a few), less when the disk has under
+# 10 GB free, never under 10 GB (reservedSpace, maxUsedSpace, minFreeSpace: BuildKit 0.17 and later).
 CONFIG = """\
 # written by pirex
 [worker.oci]
   enabled = true
   gc = true
-  gckeepstorage = 20000
+  reservedSpace = "10GB"
+  maxUsedSpace = "40GB"
+  minFreeSpace = "10GB"
 [worker.containerd]
   enabled = false
 [registry."{registry}"]
