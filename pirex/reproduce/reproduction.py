@@ -267,8 +267,9 @@ def multiplicity_note(verdicts: list[Verdict], confidence: float, precision_: fl
     judged = sum(1 for v in verdicts if v.verdict in (HOLDS, DIFFERS) or (v.ours and v.ours.interval.has_interval))
     level, chance = 100 * verdict_level(confidence), expected_false_differs(judged, confidence)
     text = (
-        f"Each verdict is a one-sided test at alpha = {100 * alpha:g} %, read off the {level:g} % interval (every "
-        f"band: two one-sided tests). {judged} verdict{'s' * (judged != 1)} judged: were no effect real and every "
+        f"Each verdict is a test at alpha = {100 * alpha:g} %: one side of an edge or inside a band (two one-sided "
+        f"tests) read off the {level:g} % interval, either of two sides (wholly outside a band) off the "
+        f"{100 * (1 - alpha):g} % one. {judged} verdict{'s' * (judged != 1)} judged: were no effect real and every "
         f'estimate at the edge of its rule, chance alone would give about {chance:.1f} false "differs" among them '
         '(and as many false "holds"); the "differs" of one claim across its devices, sizes, pairs and metrics are '
         "Holm-adjusted"
