@@ -178,14 +178,10 @@ def agree(
 
 
 def _holm_outside(outside: list[PairResult], alpha: float, family: int) -> list[PairResult]:
-    """The pairs whose "wholly outside" survives Holm's step-down (Holm 1979, Scand. J. Statist. 6(2)) at alpha
-    over `family` tests: the smallest p against alpha/family, the next alpha/(family-1), ..., until one fails."""
-    kept = []
-    for step, p in enumerate(sorted(outside, key=lambda p: p_outside(p.tost))):
-        if p_outside(p.tost) >= alpha / (family - step):
-            break
-        kept.append(p)
-    return kept
+    """The pairs whose "wholly outside" survives Holm's step-down at alpha over `family` tests (stats.holm)."""
+    ordered = sorted(outside, key=lambda p: p_outside(p.tost))  # the surviving pairs named smallest p first
+    kept = stats.holm([p_outside(p.tost) for p in ordered], alpha, family)
+    return [p for p, keep in zip(ordered, kept, strict=True) if keep]
 
 
 def _differs(outside: list[PairResult], odd: tuple[str, ...], within: str, level: float) -> str:

@@ -653,9 +653,31 @@ def difference_test(a: Interval, b: Interval) -> tuple[float, float]:
     return z, float(2 * sps.t.sf(abs(z), df))
 
 
-def _log_se(iv: Interval) -> tuple[float, int]:
-    """The standard error on the log scale an interval exp(m -/+ q se) was built with, and its degrees of freedom."""
-    df = getattr(iv, "df", None) or {"t-log": iv.n - 1, "duet-half-t": iv.n - 2}.get(iv.method)
-    if df is None:
+def _log_se(iv: Interval) -> tuple[float, float]:
+    if (found := log_se(iv)) is None:
         raise ValueError(f"difference_test: a {iv.method!r} interval does not say its standard error")
-    return math.log(iv.high / iv.low) / (2 * t_quantile(iv.level, df)), df
+    return found
+
+
+def log_se(iv: Interval) -> tuple[float, float] | None:
+    """The standard error on the log scale a t interval exp(m -/+ q se) was built with, and its degrees of freedom
+    (the interval's df where it says them, else n - 1 for "t-log", n - 2 for "duet-half-t"); None for an interval
+    that is not a t interval on logs (an exact one for counts), or has no bounds."""
+    df = iv.df if iv.df is not None else {"t-log": iv.n - 1, "duet-half-t": iv.n - 2}.get(iv.method)
+    if df is None or df < 1 or not iv.has_interval or iv.low <= 0:
+        return None
+    return math.log(iv.high / iv.low) / (2 * t_quantile(iv.level, df)), float(df)
+
+
+def holm(pvalues: Sequence[float], alpha: float, family: int | None = None) -> list[bool]:
+    """Which of the p-values Holm's step-down rejects at alpha over `family` tests (default: these; more when they
+    are part of a larger family): the smallest against alpha/family, the next alpha/(family-1), ..., until one fails,
+    and it and all larger are kept (Holm 1979, "A simple sequentially rejective multiple test procedure", Scand. J.
+    Statist. 6(2)). Valid whatever the dependence between the tests."""
+    family = len(pvalues) if family is None else family
+    rejected = [False] * len(pvalues)
+    for step, j in enumerate(sorted(range(len(pvalues)), key=lambda j: pvalues[j])):
+        if pvalues[j] >= alpha / (family - step):
+            break
+        rejected[j] = True
+    return rejected

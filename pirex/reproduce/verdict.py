@@ -339,17 +339,6 @@ def _more(claim: Claim, o: Ours, precision: float | None) -> str:
 # --- p-values and multiplicity
 
 
-def _se_df(i: stats.Interval) -> tuple[float, float] | None:
-    """The log-scale standard error and degrees of freedom behind a t interval on logs, from its bounds."""
-    df = getattr(i, "df", None)
-    if df is None:
-        df = {"t-log": i.n - 1, "duet-half-t": i.n - 2}.get(i.method)
-    if df is None or df < 1 or not i.has_interval or i.low <= 0:
-        return None
-    q = stats.t_quantile(i.level, df)
-    return math.log(i.high / i.low) / (2 * q), float(df)
-
-
 def differs_parts(claim: Claim) -> tuple[str, tuple[tuple[float, str], ...]]:
     """The "differs" region as one-sided pieces (edge, "above" | "below"), and how they combine: "one" (a single
     side), "union" (either side, each at alpha/2), "inside" (both: above the low edge and below the high one)."""
@@ -387,7 +376,7 @@ def p_differs(claim: Claim, i: stats.Interval, events: tuple[float, float, float
 
 
 def _side_p_t(i: stats.Interval):
-    sd = _se_df(i)
+    sd = stats.log_se(i)
     if sd is None:
         return None
     se, df = sd
@@ -427,22 +416,18 @@ def holm(verdicts: Sequence[Verdict], confidence: float = CONFIDENCE) -> list[Ve
     if k < 2:  # the tests made: verdicts read off an interval (not those not run, nor those with too few runs)
         return list(verdicts)
     alpha = alpha_of(confidence)
-    order = sorted(
-        (j for j, v in enumerate(verdicts) if v.verdict == DIFFERS),
-        key=lambda j: verdicts[j].p_differs if verdicts[j].p_differs is not None else 1.0,
-    )
-    out, stopped = list(verdicts), False
-    for step, j in enumerate(order):
-        v = verdicts[j]
-        p = v.p_differs if v.p_differs is not None else 1.0
-        threshold = alpha / (k - step)
-        if stopped or p >= threshold:
-            stopped = True
-            out[j] = dataclasses.replace(
-                v,
+    differs = [j for j, v in enumerate(verdicts) if v.verdict == DIFFERS]
+    ps = [verdicts[j].p_differs if verdicts[j].p_differs is not None else 1.0 for j in differs]
+    rank = {j: r for r, j in enumerate(sorted(range(len(ps)), key=lambda j: ps[j]))}  # stats.holm's order
+    out = list(verdicts)
+    for n, kept in enumerate(stats.holm(ps, alpha, k)):
+        if not kept:
+            threshold = alpha / (k - rank[n])
+            out[differs[n]] = dataclasses.replace(
+                verdicts[differs[n]],
                 verdict=INCONCLUSIVE,
-                reason=f"{v.reason}; but not after Holm's adjustment over the claim's {k} verdicts "
-                f"(p = {p:.3g}, needs < {threshold:.3g})",
+                reason=f"{verdicts[differs[n]].reason}; but not after Holm's adjustment over the claim's {k} verdicts "
+                f"(p = {ps[n]:.3g}, needs < {threshold:.3g})",
             )
     return out
 
