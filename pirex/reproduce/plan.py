@@ -47,6 +47,7 @@ class Need:
     steps: int = 0
     storage: Path | None = None  # --storage: the run's work directory on this mount (the claims across storages)
     design: str = INTERLEAVED  # --design duet: the two variants at once, each on half of the CPUs
+    continues: int = 0  # --budget's extension of a run: the repetitions before it (a duet continues its alternation)
 
     @property
     def key(self) -> str:
@@ -397,7 +398,7 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
         if not _same_machine(b, machine):
             continue
         done = b.steps()
-        walls = [s for s in map(_step_seconds, done) if s is not None]
+        walls = [s for s in map(step_seconds, done) if s is not None]
         steps += walls
         whole = _wall(b.manifest["started"], b.manifest["ended"])
         if b.status == "complete" and not b.manifest["resumed"] and whole and len(walls) == len(done):
@@ -408,7 +409,7 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
     return Measured(statistics.median(steps), statistics.median(runs) if runs else None)
 
 
-def _step_seconds(step: Step) -> float | None:
+def step_seconds(step: Step) -> float | None:
     """A step's wall time: from the manifest's times, else its step.json (None when neither tells)."""
     try:
         return _wall(step.started, step.ended) or step.seconds

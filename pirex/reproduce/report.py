@@ -646,6 +646,8 @@ def _detail_text(v: Verdict, needs: Sequence[Need], precision: float | None) -> 
     parts = [f"{c.says}.", f"Published: {c.source}." if c.source else "", f"Rule: {rule_text(v, precision)}."]
     if v.detail:
         parts.append(v.detail)
+    if v.look:  # a budgeted reproduction's: the look of its group-sequential design the verdict was read at
+        parts.append(f"Read at {v.look}.")
     if c.device_dependent:
         parts.append(f"Judged by direction only: {c.device_dependent}.")
     if n:

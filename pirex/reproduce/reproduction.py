@@ -23,8 +23,9 @@ from pirex.analysis import modules
 from pirex.bundle import from_iso
 from pirex.errors import PirexError
 from pirex.paths import PAPERS, git_version
+from pirex.reproduce import budgeted, plan, report, sources, spans
 from pirex.reproduce import claims as claims_mod
-from pirex.reproduce import plan, report, sources, spans
+from pirex.reproduce.budget import Design
 from pirex.reproduce.verdict import (
     DIFFERS,
     HOLDS,
@@ -47,7 +48,7 @@ class Options:
     level: str = "kick-the-tires"
     precision: float | None = None
     confidence: float = 0.95
-    budget: float | None = None  # seconds
+    budget: float | None = None  # seconds of runs: the pilot, then rounds (budgeted.py); with --inventory, a cap
     results_dir: Path = Path("results")
     tag: str = "dev"
     resume: Path | None = None
@@ -164,29 +165,45 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     echo(_plan_text(papers, claims, needs, missing, opts, elsewhere))
     out.mkdir(parents=True, exist_ok=True)
     attempts, partial = _earlier_attempts(state, needs, opts.results_dir, here)
-    state = {
-        "papers": [str(p.path) if p.path.parent.parent != PAPERS else p.id for p in papers],
-        "level": opts.level,
-        "sets": opts.sets,
-        "aa": opts.aa,
-        "experiments": opts.experiments,
-        "inventory": str(opts.inventory) if opts.inventory else None,
-        "given": [str(b) for b in opts.bundles],
-        "storages": [str(s) for s in opts.storages],
-        "design": opts.design,
-        "fleets": state.get("fleets", {}),  # need -> its fleet run (--inventory): resumed, never started again
-        "hosts_failed": state.get("hosts_failed", {}),
-        "commit": commit,
-        "failed": {},
-        "score": score,
-        # a resumed reproduction keeps the first plan's estimates of the runs an earlier attempt finished
-        "estimates": {**{n.key: n.seconds for n in needs if not n.bundles}, **state.get("estimates", {})},
-        "bundles": {n.key: [str(b) for b in n.bundles] for n in needs if n.bundles},
-        "ran": state.get("ran", {}),
-        "attempts": [*attempts, {"started": round(time(), 1), "ended": round(time(), 1)}],
-        "partial": partial,  # seconds a run spent in attempts killed before it finished
-        "running": None,  # the run under way, and when it started: what a killed attempt leaves behind
-    }
+    previous, state = (
+        state,
+        {
+            "papers": [str(p.path) if p.path.parent.parent != PAPERS else p.id for p in papers],
+            "level": opts.level,
+            "sets": opts.sets,
+            "aa": opts.aa,
+            "experiments": opts.experiments,
+            "inventory": str(opts.inventory) if opts.inventory else None,
+            "given": [str(b) for b in opts.bundles],
+            "storages": [str(s) for s in opts.storages],
+            "design": opts.design,
+            "fleets": state.get("fleets", {}),  # need -> its fleet run (--inventory): resumed, never started again
+            "hosts_failed": state.get("hosts_failed", {}),
+            "commit": commit,
+            "failed": {},
+            "score": score,
+            # a resumed reproduction keeps the first plan's estimates of the runs an earlier attempt finished
+            "estimates": {**{n.key: n.seconds for n in needs if not n.bundles}, **state.get("estimates", {})},
+            "bundles": {n.key: [str(b) for b in n.bundles] for n in needs if n.bundles},
+            "ran": state.get("ran", {}),
+            "attempts": [*attempts, {"started": round(time(), 1), "ended": round(time(), 1)}],
+            "partial": partial,  # seconds a run spent in attempts killed before it finished
+            "running": None,  # the run under way, and when it started: what a killed attempt leaves behind
+        },
+    )
+    design, entry = budgeted.load(previous), None  # a budgeted reproduction's design: its looks are read again
+    if opts.budget and not (opts.inventory or given or opts.reuse_only):  # runs of this machine: the pilot, rounds
+        entry = budgeted.start(state, opts.budget, previous.get(budgeted.KEY))
+        design = design or Design(alpha=alpha_of(opts.confidence))
+        budgeted.register(design, needs, claims, opts.budget)  # n_max from the estimates, before any data
+        budgeted.save(entry, design)
+        echo(
+            f"budget: {opts.budget / 60:.1f} min of runs: the runs above first (the pilot), then rounds that extend "
+            "the runs whose claims are closest to a verdict (a group-sequential design: docs/statistics.md)"
+        )
+    elif previous.get(budgeted.KEY):
+        state[budgeted.KEY] = previous[budgeted.KEY]
+    reading = budgeted.Reading(design, opts.confidence, opts.precision) if design else None
     _save(out, state)
     failed: dict[str, str] = state["failed"]  # filled in place, saved with the state
     left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
@@ -212,18 +229,53 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             took = monotonic() - started
             if left is not None:
                 left -= took
+            if entry is not None:
+                entry["spent"] = round(entry["spent"] + took, 1)
         state["running"] = None
         if n.bundles:
             state["ran"][n.key] = round(took + partial.pop(n.key, 0.0), 1)
         _save(out, state)
 
     lost = {h: why for hosts_ in state["hosts_failed"].values() for h, why in hosts_.items()}
-    verdicts = judge_all(claims, needs, missing, failed, opts, requirements, lost)
+    if entry is not None and reading is not None and left is not None:
+
+        def extend(n: plan.Need, extra: int, before: int) -> None:
+            ext = dataclasses.replace(n, overrides={**n.overrides, "repetitions": extra}, bundles=[], continues=before)
+            state["running"] = {"key": n.key, "started": round(time(), 1)}
+            _save(out, state)
+            started = monotonic()
+            try:
+                got = sources.intact([run_one(ext, opts)], verifier, left_out, digests=False)
+            finally:
+                state["running"] = None
+                extended = state.setdefault("extended", {})  # apart from "ran": the plan's estimates are the pilot's
+                extended[n.key] = round(extended.get(n.key, 0.0) + monotonic() - started, 1)
+            n.bundles = [*n.bundles, *got]
+            state["bundles"][n.key] = [str(b) for b in n.bundles]
+            _save(out, state)
+
+        left = budgeted.spend(
+            left,
+            needs,
+            reading,
+            lambda: judge_all(claims, needs, missing, failed, opts, requirements, lost, reading),
+            extend,
+            entry,
+            lambda: _save(out, state),
+            echo,
+        )
+    verdicts = judge_all(claims, needs, missing, failed, opts, requirements, lost, reading)
+    if reading is not None:
+        verdicts = budgeted.explain(verdicts, needs, reading, left or 0.0, f"pirex reproduce --resume {out}")
+        state.setdefault(budgeted.KEY, {"given": [], "spent": 0.0, "rounds": 0})
+        budgeted.save(state[budgeted.KEY], reading.design)
     found = report.sections(needs, claims, out)  # the tables behind the verdicts (pirex table prints them), figures
     notes = [
         f"{e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()
     ]  # the level's details
     notes.append(multiplicity_note(verdicts, opts.confidence, opts.precision))
+    if reading is not None:
+        notes.append(budgeted.note(state[budgeted.KEY], reading.design, verdicts))
     if opts.design == plan.DUET:
         notes.append(plan.design_note(needs))
     if opts.experiments:
@@ -321,6 +373,7 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
             cases=tuple(need.cases) or None,
             work_dir=need.storage,
             design=need.design,
+            duet_first=need.continues,
         )
     )
 
@@ -378,11 +431,13 @@ def judge_all(
     opts: Options,
     requirements: dict[str, claims_mod.Requirement] | None = None,
     lost: dict[str, str] | None = None,
+    reading: budgeted.Reading | None = None,
 ) -> list[Verdict]:
     """A verdict per claim; where the bundles are of several devices (--inventory, --bundles), a claim on one
     machine gets one per device (judged on that device's bundles, with that device's capabilities), and a claim
     across devices or storages is judged over all of them (spans.py). `lost`: the devices of --inventory that
-    failed or were unreachable (inventory name -> why): a column of their own says so."""
+    failed or were unreachable (inventory name -> why): a column of their own says so. `reading`: a budgeted
+    reproduction's, which reads each claim on this machine at its looks (budgeted.py)."""
     by_claim: dict[str, list[plan.Need]] = {}
     for n in needs:
         for cid in n.claims:
@@ -433,11 +488,12 @@ def judge_all(
         per_device = []
         for g in found:
             lacks = plan.blocked(c, plan.missing(g.record, requirements or {}, here=False)) if elsewhere else None
-            v = (
-                Verdict(c, NOT_RUN, lacks)
-                if lacks
-                else on_values(c, read(g.bundles), opts.confidence, opts.precision, indicative)
-            )
+            if lacks:
+                v = Verdict(c, NOT_RUN, lacks)
+            elif reading is not None:
+                v = reading(c, mine[0], read(g.bundles), indicative)
+            else:
+                v = on_values(c, read(g.bundles), opts.confidence, opts.precision, indicative)
             per_device.append(dataclasses.replace(v, device=g.name) if len(found) > 1 else v)
         out += holm(per_device, opts.confidence)  # one claim on several devices: "differs" Holm-adjusted
         for host, why in (lost or {}).items():

@@ -79,6 +79,7 @@ class Verdict:
     device: str = ""  # a claim on one machine judged on one of several devices' bundles: which
     detail: str = ""  # what the report adds below the reason (a claim across devices: the variance per level)
     p_differs: float | None = None  # the one-sided p-value of "differs" (Holm's adjustment orders by it)
+    look: str = ""  # a budgeted reproduction's: the look that decided it, or the last one read (budgeted.py)
 
     @property
     def published_text(self) -> str:
@@ -149,9 +150,12 @@ def _metric(values: Sequence[RunValue], side: Side) -> str | None:
     return next((m for m in side.metrics if m in present), None)
 
 
-def ours(claim: Claim, values: Sequence[RunValue], confidence: float = CONFIDENCE) -> Ours | str:
-    """Our ratio for the claim at verdict_level(confidence), with the A/A check at `confidence`; or why there is
-    none."""
+def ours(
+    claim: Claim, values: Sequence[RunValue], confidence: float = CONFIDENCE, aa_confidence: float | None = None
+) -> Ours | str:
+    """Our ratio for the claim at verdict_level(confidence), with the A/A check at `aa_confidence` (default
+    `confidence`: a budgeted look reads the ratio at its own, higher level, and the steadiness check at the
+    reproduction's); or why there is none."""
     num_m, den_m = _metric(values, claim.numerator), _metric(values, claim.denominator)
     if num_m is None or den_m is None:
         missing = claim.numerator if num_m is None else claim.denominator
@@ -182,7 +186,7 @@ def ours(claim: Claim, values: Sequence[RunValue], confidence: float = CONFIDENC
     aa_side = Side((den_m,), claim.denominator.variant + AA_SUFFIX)
     if claim.numerator.variant != claim.denominator.variant and (copy := _per_repetition(values, aa_side, den_m)):
         aa_halves = prec.run_halves(values, den_m, aa_side.variant)
-        aa = stats.design_ratio(copy, prec.in_bundles_of(den, copy), aa_halves, confidence)
+        aa = stats.design_ratio(copy, prec.in_bundles_of(den, copy), aa_halves, aa_confidence or confidence)
     plan_halves = tuple(halves.get(k, 0) for k in keys) if halves else ()
     return Ours(interval, metric, tuple(float(x) for x in d), aa, plan_halves, wide)
 
@@ -222,9 +226,10 @@ def on_values(
     confidence: float,
     precision: float | None,
     indicative: bool,
+    aa_confidence: float | None = None,
 ) -> Verdict:
     """A claim on one machine judged on run values: inconclusive with the reason where there is no ratio."""
-    o = ours(claim, values, confidence)
+    o = ours(claim, values, confidence, aa_confidence)
     return Verdict(claim, INCONCLUSIVE, o) if isinstance(o, str) else judge(claim, o, precision, indicative)
 
 

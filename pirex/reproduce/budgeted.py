@@ -1,0 +1,318 @@
+"""`pirex reproduce --budget 15m` (issue 37): the pilot, then rounds that spend what is left of the budget on the
+runs whose claims are closest to a verdict, read through budget.py's group-sequential design so that the verdicts
+keep their error rates although the number of repetitions depends on the data.
+
+One round: every budgeted claim is read at its looks (the design's grid points its run has passed, in order, each
+on the run's first n repetitions and at that look's level; the first look that decides is the verdict, and a
+decided claim is looked at no more); the undecided ones say what would decide them (budget.need); budget.allocate()
+chooses which runs to extend to which grid point (a run shared by several claims counts for all of them); each
+chosen run gets a bundle of the repetitions it lacks (a duet's alternation of its CPU halves continued). It stops
+when the budget is spent or nothing decidable is left.
+
+Budgeted: the claims on one machine whose runs this reproduction starts here. Not budgeted (read at the fixed level,
+as without --budget, and their runs never extended): claims across devices or storages, and every claim of
+--inventory or --bundles. The design, its looks and the alpha they spent are saved in state.json after every
+round, so that --resume continues with a new budget and counts them once."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from time import monotonic
+
+import numpy as np
+
+from pirex.analysis import precision as prec
+from pirex.analysis.interface import RunValue
+from pirex.bundle import DUET, Bundle
+from pirex.errors import PirexError
+from pirex.reproduce import budget, plan
+from pirex.reproduce.claims import Claim
+from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, Verdict, edges, on_values
+
+KEY = "budget"  # state.json's entry: {"given": [s, ...], "spent": s, "rounds": n, "design": {...}}
+CAP = 4  # a run's n_max is at most CAP times its pilot (register)
+TINY = 1e-12  # a look whose one-sided level is below this decides nothing a float can tell apart (1 - p == 1)
+
+
+def key_of(c: Claim) -> str:
+    """A claim's key in the design: paper:claim (the verdict's key on one machine)."""
+    return f"{c.paper}:{c.id}"
+
+
+def budgeted(c: Claim, need: plan.Need) -> bool:
+    """Whether the claim is read through the design: on one machine, on a run of this machine's own."""
+    return not c.across and need.storage is None
+
+
+# --- the design's state, in state.json
+
+
+def load(state: dict) -> budget.Design | None:
+    """The design a budgeted reproduction saved, or None for one without --budget."""
+    saved = state.get(KEY)
+    return budget.Design.from_json(json.dumps(saved["design"])) if saved and saved.get("design") else None
+
+
+def start(state: dict, seconds: float, earlier: dict | None) -> dict:
+    """state.json's budget entry for this attempt: a new one, or the resumed one with this attempt's budget added."""
+    if not seconds > 0:
+        raise PirexError(f"--budget {seconds:g} s: expected a duration above zero, e.g. 15m")
+    entry = dict(earlier) if earlier else {"given": [], "spent": 0.0, "rounds": 0, "design": None}
+    entry["given"] = [*entry["given"], round(seconds, 1)]
+    state[KEY] = entry
+    return entry
+
+
+def save(entry: dict, design: budget.Design) -> None:
+    entry["design"] = json.loads(design.to_json())
+
+
+def register(design: budget.Design, needs: Sequence[plan.Need], claims: Sequence[Claim], seconds: float) -> None:
+    """Fix the n_max of every budgeted claim not yet in the design, before its first look: what this attempt's
+    budget buys of its run when spread evenly over the runs (budget.n_max_for), from the plan's seconds per
+    repetition (estimates, not data), and at most CAP times the run's pilot: where one run has the whole budget
+    (`make run EXPERIMENTS=jmh BUDGET=30m`: n_max 76), the O'Brien-Fleming shape would leave the pilot's look 4e-15
+    of alpha and decide nothing there, not even a ratio of 0.5; at a quarter of n_max it spends 9e-5 (a t_4 interval
+    of about +-5.4 sd). A claim registered by an earlier attempt keeps its n_max (Design.register)."""
+    by_id = {c.id: c for c in claims}
+    runs = [n for n in needs if n.seconds and any(budgeted(by_id[i], n) for i in n.claims if i in by_id)]
+    per_rep = {n.key: n.seconds / planned_repetitions(n) for n in runs}
+    if not per_rep:
+        return
+    try:
+        n_max = budget.n_max_for(seconds, per_rep, design.pilot)
+    except PirexError:  # the budget does not buy every run's pilot: those that run stop at it
+        n_max = dict.fromkeys(per_rep, design.pilot)
+    for n in runs:
+        cap = CAP * max(design.pilot, planned_repetitions(n))
+        for cid in n.claims:
+            c = by_id.get(cid)
+            if c and budgeted(c, n) and key_of(c) not in design.claims:
+                design.register(key_of(c), max(design.pilot, min(n_max[n.key], cap)))
+
+
+def planned_repetitions(n: plan.Need) -> int:
+    columns = len(n.cases) if n.cases else len(n.variants)
+    return max(n.steps // max(columns, 1), 1)
+
+
+# --- reading a claim at its looks
+
+
+def repetitions(values: Sequence[RunValue], bundles: Sequence[str]) -> list[tuple[str, int]]:
+    """The run's repetitions, (bundle, repetition), in the order they ran: its bundles in order, then within each."""
+    rank = {b: i for i, b in enumerate(bundles)}
+    keys = {(v.bundle, v.repetition) for v in values}
+    return sorted(keys, key=lambda k: (rank.get(k[0], len(rank)), k[0], k[1]))
+
+
+def first(values: Sequence[RunValue], reps: Sequence[tuple[str, int]], n: int) -> list[RunValue]:
+    """The values of the run's first n repetitions: what a look at n reads."""
+    keep = set(reps[:n])
+    return [v for v in values if (v.bundle, v.repetition) in keep]
+
+
+@dataclass
+class Reading:
+    """Reads each budgeted claim at its looks; judge_all calls it in place of verdict.on_values. Records the looks a
+    claim's run has newly passed (in the design), and what each run's repetitions are (for the allocation)."""
+
+    design: budget.Design
+    confidence: float
+    precision: float | None
+    counts: dict[str, int] = field(default_factory=dict)  # need key -> repetitions there are
+
+    def __call__(self, c: Claim, need: plan.Need, values: list[RunValue], indicative: bool) -> Verdict:
+        key = key_of(c)
+        if not budgeted(c, need) or key not in self.design.claims:  # not in the design: its run is never extended
+            return on_values(c, values, self.confidence, self.precision, indicative)
+        reps = repetitions(values, [b.name for b in need.bundles])
+        self.counts[need.key] = len(reps)
+        looks = self.design.claims[key]["looks"]
+        last = None
+        for n in list(looks):  # the looks taken before: read again, never recorded twice
+            last = self._at(c, key, values, reps, n, indicative)
+            if last.verdict in (HOLDS, DIFFERS):
+                return last
+        for n in self.design.looks_between(key, looks[-1] if looks else 0, len(reps)):
+            self.design.look(key, n)
+            last = self._at(c, key, values, reps, n, indicative)
+            if last.verdict in (HOLDS, DIFFERS):
+                return last
+        if last is None:
+            return Verdict(
+                c,
+                INCONCLUSIVE,
+                f"{len(reps)} repetitions, fewer than the design's first look at {self.design.pilot}",
+                indicative=indicative,
+            )
+        return last
+
+    def _at(self, c: Claim, key: str, values, reps, n: int, indicative: bool) -> Verdict:
+        grid = self.design.grid_of(key)
+        p = self.design.levels(key)[n]
+        where = f"look {grid.index(n) + 1} of {len(grid)} at {n} repetitions"
+        if p < TINY:
+            return Verdict(c, INCONCLUSIVE, f"{where}: the design spends no alpha there", indicative=indicative)
+        v = on_values(c, first(values, reps, n), 1 - p, self.precision, indicative, aa_confidence=self.confidence)
+        spent = budget.spent(n / self.design.n_max_of(key), self.design.alpha, self.design.shape)
+        return dataclasses.replace(
+            v, look=f"{where}, alpha spent by then {100 * spent:.2g} % of {100 * self.design.alpha:g} %"
+        )
+
+    # --- what is undecided, and what would decide it
+
+    def pending(self, verdicts: Sequence[Verdict], needs: Sequence[plan.Need]) -> list[budget.Pending]:
+        """The budgeted claims still undecided that more repetitions of their run could decide."""
+        by_claim = {cid: n for n in needs for cid in n.claims}
+        out = []
+        for v in verdicts:
+            n, key = by_claim.get(v.claim.id), key_of(v.claim)
+            if v.verdict != INCONCLUSIVE or n is None or key not in self.design.claims or n.key not in self.counts:
+                continue
+            o = v.ours
+            if o is None or not o.interval.has_interval or prec.aa_check(o.aa) or len(o.log_ratios) < 2:
+                continue  # no interval, an unsteady machine, or nothing to plan from: more of the same won't do
+            try:
+                e = edges(v.claim)
+            except ValueError:
+                continue
+            sd = float(np.std(o.log_ratios, ddof=1))
+            out.append(budget.Pending(key, n.key, o.interval.value, sd, self.counts[n.key], e))
+        return out
+
+
+def cost_per_repetition(n: plan.Need) -> float | None:
+    """What one more repetition of the run costs here: the wall time of its steps per repetition in its bundles (a
+    duet's two steps at once: the longer), else the plan's estimate per repetition."""
+    per: dict[tuple[str, int], list[float]] = {}
+    for b in n.bundles:
+        for s in Bundle.open(b).steps():
+            if (t := plan.step_seconds(s)) is not None:
+                per.setdefault((b.name, s.repetition), []).append(t)
+    if per:
+        at_once = n.design == DUET
+        return sum(max(x) if at_once else sum(x) for x in per.values()) / len(per)
+    return n.seconds / planned_repetitions(n) if n.seconds else None
+
+
+# --- the rounds
+
+
+def spend(
+    left: float,
+    needs: Sequence[plan.Need],
+    reading: Reading,
+    judge: Callable[[], list[Verdict]],
+    extend: Callable[[plan.Need, int, int], None],
+    entry: dict,
+    checkpoint: Callable[[], None],
+    echo: Callable[[str], None],
+) -> float:
+    """Rounds until the budget left (seconds) is spent or nothing decidable is left: judge, allocate, extend.
+    `extend(need, extra, before)` runs `extra` more repetitions of the need after its `before` ones (a bundle),
+    raising PirexError when it fails; `checkpoint()` saves the state. Returns the seconds left."""
+    broken: set[str] = set()  # runs whose extension failed: not chosen again in this attempt
+    while left > 0:
+        verdicts = judge()
+        save(entry, reading.design)
+        checkpoint()
+        pending = [p for p in reading.pending(verdicts, needs) if p.run not in broken]
+        seconds = {p.run: s for p in pending if (s := cost_per_repetition(_need(needs, p.run)))}
+        pending = [p for p in pending if p.run in seconds]
+        alloc = budget.allocate(pending, seconds, left, reading.design)
+        if not alloc.targets:
+            break
+        entry["rounds"] += 1
+        echo(
+            f"budget round {entry['rounds']}: {_minutes(left)} left; extending "
+            + ", ".join(f"{k} to {n} repetitions" for k, n in alloc.targets.items())
+            + f" (about {_minutes(alloc.seconds)}), which would decide {len(alloc.decides)} claim(s) at their estimates"
+        )
+        run_of = {p.key: p.run for p in pending}
+        gain = {r: sum(run_of[k] == r for k in alloc.decides) / seconds[r] for r in alloc.targets}
+        for run, target in sorted(alloc.targets.items(), key=lambda kv: -gain[kv[0]]):  # the most decided per second
+            if left <= 0:
+                break
+            n = _need(needs, run)
+            before = reading.counts[run]
+            started = monotonic()
+            try:
+                extend(n, target - before, before)
+            except PirexError as e:
+                broken.add(run)
+                echo(f"reproduce: extending {run} failed: {str(e).splitlines()[0]}")
+            finally:
+                took = monotonic() - started
+                left -= took
+                entry["spent"] = round(entry["spent"] + took, 1)
+                checkpoint()
+    return left
+
+
+def _need(needs: Sequence[plan.Need], key: str) -> plan.Need:
+    return next(n for n in needs if n.key == key)
+
+
+# --- what the report says
+
+
+def explain(
+    verdicts: list[Verdict], needs: Sequence[plan.Need], reading: Reading, left: float, resume: str
+) -> list[Verdict]:
+    """Each budgeted claim left inconclusive says why in the user's terms, with the command that would decide it."""
+    pending = reading.pending(verdicts, needs)
+    seconds = {p.run: s for p in pending if (s := cost_per_repetition(_need(needs, p.run)))}
+    pending = [p for p in pending if p.run in seconds]
+    why = {x.key: x for x in budget.allocate(pending, seconds, max(left, 0.0), reading.design).needs}
+    by_key = {p.key: p for p in pending}
+    out = []
+    for v in verdicts:
+        key = key_of(v.claim)
+        x = why.get(key)
+        if v.verdict != INCONCLUSIVE or x is None or not v.reason.endswith(")"):
+            out.append(v)
+            continue
+        text = _why(x, by_key[key], reading.design, resume)
+        out.append(dataclasses.replace(v, reason=f"{v.reason[: v.reason.rfind(' (')]} ({text})"))
+    return out
+
+
+def _why(x: budget.Need, p: budget.Pending, design: budget.Design, resume: str) -> str:
+    if x.n is None:
+        return x.reason
+    d = 100 * math.expm1(budget.distance(p.estimate, p.edges))
+    head = f"the estimate is {d:.1f} % from the nearest edge of the rule"
+    more = max(x.n - p.n, 0)
+    minutes = max(1, math.ceil((x.seconds or 0) / 60))
+    n_max = design.n_max_of(p.key)
+    if x.n > n_max:
+        return (
+            f"{head}: about {x.n} repetitions would decide it, beyond this design's {n_max} where its alpha is spent; "
+            f"a new reproduction with a larger --budget would, e.g. {minutes + 5} min or more"
+        )
+    return f"{head}: about {x.n} repetitions, {more} more, {minutes} min, would decide it: {resume} --budget {minutes}m"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def note(entry: dict, design: budget.Design, verdicts: Sequence[Verdict]) -> str:
+    """The report's note on the budget: the method, what was spent, the looks taken, each verdict's level."""
+    given = " + ".join(_minutes(s) for s in entry["given"])
+    looks = sum(len(v["looks"]) for v in design.claims.values())
+    decided = sum(1 for v in verdicts if v.look and v.verdict in (HOLDS, DIFFERS))
+    shape = "O'Brien-Fleming" if design.shape == budget.OBRIEN_FLEMING else "Pocock"
+    return (
+        f"Budget {given} of runs, {_minutes(entry['spent'])} spent after the pilot in {entry['rounds']} round(s): each "
+        f"claim on this machine is a group-sequential test (alpha = {100 * design.alpha:g} % per conclusion, spent by "
+        f"a Lan-DeMets function of {shape} shape, {design.method} over the looks), looked at on the fixed grid "
+        f"{', '.join(map(str, budget.grid(max(design.n_max, design.pilot), design.pilot)))}... repetitions up to its "
+        f"run's n_max; {looks} looks taken over {len(design.claims)} claims; {decided} verdict(s) decided at a look, "
+        "each read off that look's interval level (in its reason), with the alpha spent by then"
+    )
