@@ -63,9 +63,12 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 EXPERIMENTS ?=
 
 .PHONY: run
-run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then reproduce every paper at LEVEL (kick-the-tires: at least five repetitions of the quick profiles), only the claims on EXPERIMENTS if set: a verdict per claim this machine can judge, the summary and report.html.
+run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then reproduce every paper at LEVEL (kick-the-tires: at least five repetitions of the quick profiles) within BUDGET, only the claims on EXPERIMENTS if set: a verdict per claim this machine can judge, the summary and report.html.
 	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e))
-	$(PIREX) reproduce all --level $(LEVEL) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e))
+	$(PIREX) reproduce all --level $(LEVEL) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(if $(BUDGET),--budget $(BUDGET))
+
+#: minutes of runs make run spends: the runs once, then rounds on the claims closest to a verdict (empty: the runs once, no rounds)
+BUDGET ?= 15m
 
 #: a paper of analysis/ (icpe18, ssp17, fork24) or all (make reproduce)
 PAPER ?= all

@@ -535,6 +535,8 @@ def _duration(text: str | None) -> float | None:
     if not text.strip() or not m:
         raise PirexError(f"--budget {text!r}: expected a duration like 3h, 90m or 1h30m")
     h, mi, s = (int(x or 0) for x in m.groups())
+    if not h * 3600 + mi * 60 + s:
+        raise PirexError(f"--budget {text!r}: expected a duration above zero, e.g. 15m")
     return h * 3600 + mi * 60 + s
 
 
@@ -565,7 +567,9 @@ def _fraction(text: str | None, what: str) -> float | None:
 @click.option(
     "--budget",
     default=None,
-    help="At most this long in all (e.g. 3h): a run that would not fit, or of unknown duration, is not started.",
+    help="Minutes of runs to spend (e.g. 15m, 3h): the runs once (the pilot), then rounds that extend the runs whose "
+    "claims are closest to a verdict, read by a group-sequential design; with --resume, this attempt's budget. A run "
+    "that would not fit, or of unknown duration, is not started (with --inventory: only that).",
 )
 @click.option(
     "--resume",

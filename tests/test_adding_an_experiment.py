@@ -168,11 +168,21 @@ def test_pirex_run_and_the_generic_table_take_the_experiment(built, checkout, tm
 def test_make_run_takes_it(built, checkout):
     """`make run` derives its steps from experiments/: limited to foo (EXPERIMENTS, a setting of the
     Makefile that names no experiment) it builds foo's image alone and runs foo, with this session's tag
-    (HOST_SETUP=0: the host is set up; VENV: this checkout's, whose Python runs the copy's pirex)."""
+    (HOST_SETUP=0: the host is set up; VENV: this checkout's, whose Python runs the copy's pirex; BUDGET=: foo has
+    no measured durations yet, and a budgeted reproduction starts no run of unknown length)."""
     tag = f"{built.tag}-foo"
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1"}
     r = subprocess.run(
-        ["make", "run", "EXPERIMENTS=foo", f"TAG={tag}", "HOST_SETUP=0", f"VENV={REPO / '.venv'}", "OFFLINE=1"],
+        [
+            "make",
+            "run",
+            "EXPERIMENTS=foo",
+            "BUDGET=",
+            f"TAG={tag}",
+            "HOST_SETUP=0",
+            f"VENV={REPO / '.venv'}",
+            "OFFLINE=1",
+        ],
         cwd=checkout,
         env=env,
         capture_output=True,

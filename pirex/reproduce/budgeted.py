@@ -21,13 +21,14 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from time import monotonic
 
 import numpy as np
 
 from pirex.analysis import precision as prec
 from pirex.analysis.interface import RunValue
-from pirex.bundle import DUET, Bundle
+from pirex.bundle import DUET, Bundle, from_iso
 from pirex.errors import PirexError
 from pirex.reproduce import budget, plan
 from pirex.reproduce.claims import Claim
@@ -98,6 +99,29 @@ def register(design: budget.Design, needs: Sequence[plan.Need], claims: Sequence
 def planned_repetitions(n: plan.Need) -> int:
     columns = len(n.cases) if n.cases else len(n.variants)
     return max(n.steps // max(columns, 1), 1)
+
+
+def orphans(
+    n: plan.Need,
+    results_dir: Path,
+    machine: dict,
+    running: dict | None,
+    have: Sequence[Path],
+    statuses: tuple[str, ...] = ("complete",),
+) -> list[Path]:
+    """The bundles of the need that a killed attempt started after it started the run (`running`, from state.json)
+    and did not save: complete ones (finished, then killed before the save), which the reuse of matching bundles
+    never finds for an extension of fewer repetitions than a plain run; or with statuses ("partial", "running"),
+    those it left unfinished, which the resume finishes first, so that no step's container or mounts are left
+    behind. In the order they started."""
+    if not running or running.get("key") != n.key:
+        return []
+    out = []
+    for b in plan.matching_bundles(n, results_dir, None, machine, statuses, any_repetitions=True):
+        started = Bundle.open(b).manifest.get("started")
+        if b not in have and started and from_iso(started).timestamp() >= running["started"] - 1:
+            out.append(b)
+    return sorted(out, key=lambda b: b.name)
 
 
 # --- reading a claim at its looks

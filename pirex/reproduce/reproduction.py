@@ -40,6 +40,7 @@ from pirex.reproduce.verdict import (
 
 log = logging.getLogger(__name__)
 STATE = "state.json"
+UNFINISHED = ("partial", "running")
 
 
 @dataclass
@@ -140,6 +141,10 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         n.bundles = sources.intact(
             [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))], verifier, left_out
         )
+        if state.get(budgeted.KEY) and not opts.inventory:  # an extension a kill finished but did not save
+            n.bundles += sources.intact(
+                budgeted.orphans(n, opts.results_dir, here, state.get("running"), n.bundles), verifier, left_out
+            )
         if opts.inventory:  # a fleet's runs are this reproduction's own: resumed from its state, never reused
             plan.estimate(n, experiment.load(n.experiment), score, None)
             continue
@@ -244,16 +249,29 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             state["running"] = {"key": n.key, "started": round(time(), 1)}
             _save(out, state)
             started = monotonic()
-            try:
-                got = sources.intact([run_one(ext, opts)], verifier, left_out, digests=False)
-            finally:
+
+            def took() -> None:
                 state["running"] = None
                 extended = state.setdefault("extended", {})  # apart from "ran": the plan's estimates are the pilot's
                 extended[n.key] = round(extended.get(n.key, 0.0) + monotonic() - started, 1)
+
+            try:
+                got = sources.intact([run_one(ext, opts)], verifier, left_out, digests=False)
+            except PirexError:
+                took()
+                raise
+            # interrupted otherwise (Ctrl-C): "running" stays, so that the resume finds what the run left (orphans)
+            took()
             n.bundles = [*n.bundles, *got]
             state["bundles"][n.key] = [str(b) for b in n.bundles]
             _save(out, state)
 
+        for n in needs:  # a killed attempt's unfinished extension: finished first (its containers, mounts reaped)
+            for b in budgeted.orphans(n, opts.results_dir, here, previous.get("running"), n.bundles, UNFINISHED):
+                try:
+                    extend(n, int(bundle_mod.Bundle.open(b).param("repetitions")), 0)  # the runner resumes it
+                except PirexError as e:
+                    echo(f"reproduce: finishing {b.name} failed: {str(e).splitlines()[0]}")
         left = budgeted.spend(
             left,
             needs,
@@ -342,7 +360,9 @@ def over_budget(need: plan.Need, left: float) -> str | None:
     """Why a run does not fit in what is left of --budget, or None. A run of unknown duration does
     not fit: a budget is a promise, and its length is only known once it has run."""
     if need.seconds is None:
-        return "time unknown (no measured duration) and --budget is set: run it once without --budget"
+        return (
+            "time unknown (no measured duration) and --budget is set: run it once without --budget (make run BUDGET=)"
+        )
     if need.seconds > left:
         return f"over the budget (about {need.seconds / 60:.0f} min, {max(left, 0) / 60:.0f} min of it left)"
     return None

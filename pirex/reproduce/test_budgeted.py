@@ -39,6 +39,7 @@ class Lab:
     def __init__(self, results, monkeypatch, seed=5):
         self.results, self.clock, self.ran, self.rng = results, [0.0], [], np.random.default_rng(seed)
         self.kill_at: int | None = None  # the call that is "killed" (SIGKILL: nothing after it runs)
+        self.kill_after: int | None = None  # the call killed once its bundle is complete, before it returns
         monkeypatch.setattr(reproduction, "monotonic", lambda: self.clock[0])
         monkeypatch.setattr(budgeted, "monotonic", lambda: self.clock[0])
 
@@ -48,7 +49,10 @@ class Lab:
         reps = need.overrides.get("repetitions") or plan.repetitions(experiment.load("jmh"), need.profile)
         self.ran.append((need.key, reps, need.continues))
         self.clock[0] += reps * len(need.variants) * SECONDS_PER_STEP
-        return self._bundle(reps, need.variants)
+        path = self._bundle(reps, need.variants)
+        if self.kill_after is not None and len(self.ran) - 1 == self.kill_after:
+            raise KeyboardInterrupt("killed")
+        return path
 
     def _bundle(self, reps, variants):
         record = machine.record(self.results, docker=False)
@@ -141,6 +145,21 @@ def test_killed_in_a_round_and_resumed_with_a_new_budget_counts_each_look_once(t
         assert v["looks"] == sorted(set(v["looks"])) and v["alpha_spent"] <= entry["design"]["alpha"]
         assert v["n_max"] == saved["design"]["claims"][k]["n_max"]  # fixed at the first attempt
     assert "icpe18:t1-b5-docker" in _state(out)["verdicts"]
+
+
+def test_an_extension_finished_but_not_saved_when_killed_is_judged_after_the_resume(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    lab.kill_after = 1  # the first extension's bundle is complete; the kill comes before the state is saved
+    with pytest.raises(KeyboardInterrupt):
+        reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
+    (out,) = (results / "reproduce").iterdir()
+    assert len(_state(out)["bundles"]["jmh@quick"]) == 1  # the pilot's only: the extension was not saved
+    lab.kill_after = None
+    reproduction.reproduce(_opts(results, budget=600.0, resume=out), lab, echo=lambda *_: None)
+    judged = _state(out)["bundles"]["jmh@quick"]
+    every = sorted(str(m.parent) for m in results.glob("jmh/*/manifest.json"))
+    assert sorted(judged) == every  # the orphaned extension adopted, none run twice
 
 
 def test_a_claim_beyond_the_budget_says_what_would_decide_it():
