@@ -452,6 +452,29 @@ def estimate(need: Need, exp: experiment.Experiment, score: float, here: Measure
     need.estimate_from = f"measured on {machine}, x{scale:.2f} for this one"
 
 
+def add_first_exports(needs: Sequence[Need], exported=None) -> None:
+    """A machine's first run of an experiment exports its image's filesystem for the native variant (runner/native.py;
+    later runs reuse it): where this host has no export of that image, the first need estimated from the reference
+    (not from bundles of this machine) that runs natively gets the experiment's `durations: first` seconds, once per
+    image. `exported`: native.exported, or a stand-in."""
+    if exported is None:
+        from pirex.runner import native
+
+        exported = native.exported
+    seen: set[str] = set()
+    for n in needs:
+        if n.bundles or n.seconds is None or n.estimate_from == "bundles of this machine":
+            continue
+        exp = experiment.load(n.experiment)
+        first = exp.durations.get("first")
+        natively = n.view is not None or any(v.startswith("native") for v in n.variants)
+        if not first or not natively or exp.image in seen or exported(exp.image):
+            continue
+        seen.add(exp.image)
+        n.seconds += first
+        n.estimate_from += f"; and the first export of {exp.image} for native, {first:g} s"
+
+
 def measured_durations(needs: list[Need], results_dir: Path, machine: dict, score: float) -> dict[str, dict]:
     """What this machine measured, per experiment: a `durations:` block for its experiment.yaml
     (the median step of each profile in this machine's bundles, the run's own part where a bundle

@@ -161,6 +161,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             )
         plan.estimate(n, experiment.load(n.experiment), score, plan.measured_here(n, opts.results_dir, here))
 
+    if not (opts.inventory or given or opts.reuse_only):
+        plan.add_first_exports(needs)  # a fresh machine's first runs export the images for native
     # the needs that bundles of another commit answer (--reuse-only, or a resumed reproduction's earlier runs)
     elsewhere = {
         n.key: (c or "unknown")[:12]

@@ -12,7 +12,7 @@ from pirex import experiment, machine
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 from pirex.paths import git_version
-from pirex.reproduce import budget, budgeted, plan, reproduction
+from pirex.reproduce import budget, budgeted, claims, plan, reproduction
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
 
 # per benchmark: its throughput against B1's, and docker's against native's
@@ -175,3 +175,16 @@ def test_a_claim_beyond_the_budget_says_what_would_decide_it():
 def test_a_budget_that_is_not_a_duration_above_zero_is_refused():
     with pytest.raises(PirexError, match="expected a duration above zero"):
         budgeted.start({}, 0.0, None)
+
+
+def test_a_fresh_machines_plan_adds_the_first_export_of_each_image_once():
+    needs = plan.needs(claims.load("icpe18").claims, "kick-the-tires")
+    exp = experiment.load("moobench")
+    for n in needs:
+        n.seconds, n.estimate_from = 60.0, "measured on a VM"
+    plan.add_first_exports(needs, exported=lambda name: name == "jmh")  # jmh's export is here already
+    moobench = [n for n in needs if n.experiment == "moobench"]
+    added = [n for n in moobench if n.seconds > 60]
+    assert len(added) == 1 and added[0].seconds == 60 + exp.durations["first"]  # once per image, not per run
+    assert f"first export of {exp.image} for native" in added[0].estimate_from
+    assert all(n.seconds == 60 for n in needs if n.experiment == "jmh")

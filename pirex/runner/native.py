@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 # <image id>@<host identity>: an export per image and host. Hosts on one disk (the fleet tests' network
 # namespaces) would otherwise remove and refill one another's export while it runs (lock.host_identity).
 HOST_MARK = "@"
+EXPORT_INFO = ".export.json"  # the image's name and how long its export took
 
 
 def unavailable_reason() -> str | None:
@@ -43,6 +45,7 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
         log.info("exporting %s to %s for the native variant", image_ref, root)
         _remove(root)
         root.mkdir(parents=True)
+        started = time.monotonic()
         cid = proc.run(["docker", "create", *leftovers.docker_args(), image_ref, "true"], timeout=120).stdout.strip()
         try:
             proc.run(
@@ -52,10 +55,31 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
             )
         finally:
             proc.run(["docker", "rm", "-f", cid], timeout=120, check=False)
+        took = round(time.monotonic() - started, 1)  # what a first run's plan adds (exported(), durations: first)
+        (root / EXPORT_INFO).write_text(json.dumps({"image": image_name(image_ref), "seconds": took}) + "\n")
         (root / ".complete").write_text(info["Id"] + "\n")
         _prune(root.parent, keep=root)
     os.utime(root / ".complete")  # the prune keeps the most recently used
     return root, info["Config"]
+
+
+def image_name(image_ref: str) -> str:
+    """An image's name without registry, namespace, tag or digest: localhost:5000/pirex/jmh@sha256:... -> jmh."""
+    return image_ref.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+
+
+def exported(name: str) -> bool:
+    """Whether this host has an export of an image of this name (any build of it): a plan on a machine without
+    one adds the first export's time (plan.estimate)."""
+    directory = paths.cache_dir() / "native"
+    mine = f"{HOST_MARK}{lock.host_identity()}"
+    for info in directory.glob(f"*{mine}/{EXPORT_INFO}") if directory.is_dir() else ():
+        try:
+            if json.loads(info.read_text()).get("image") == name and (info.parent / ".complete").exists():
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 KEEP_EXPORTS = 5  # a run of jpa-rest uses two images at once, make run five in a row
