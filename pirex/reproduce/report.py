@@ -767,6 +767,7 @@ def _row(v: Verdict, cells: list[str], needs: Sequence[Need], precision: float |
         "bundles": [b.name for b in n.bundles] if n else [],
         "decide": decide_text(v),
         "verdict": v.verdict,
+        "look": v.look,
     }
 
 
