@@ -21,7 +21,7 @@ import pytest
 from scipy import stats as sps
 
 from pirex.errors import PirexError
-from pirex.reproduce import budget
+from pirex.reproduce import budget, budgeted
 from pirex.reproduce.claims import Claim, Side
 from pirex.reproduce.verdict import edges, regions
 
@@ -239,8 +239,10 @@ def simulate(
     n_max, read at every grid point). Returns per claim holds[draws], differs[draws], and the seconds spent."""
     runs = len(seconds)
     pilot = budget.PILOT * sum(seconds)
-    if n_max is None:
-        n_max = list(budget.n_max_for(total, dict(enumerate(seconds))).values())
+    if n_max is None:  # as budgeted.register fixes it: the even share, at most CAP pilots
+        n_max = [
+            min(n, budgeted.CAP * budget.PILOT) for n in budget.n_max_for(total, dict(enumerate(seconds))).values()
+        ]
     grids = [np.array(budget.grid(n)) for n in n_max]
     ps = [
         np.full(g.size, ALPHA) if naive else budget.nominal(g / n, ALPHA, shape, method)
@@ -434,7 +436,9 @@ def test_decided_per_unit_of_budget_against_fixed_five_and_twenty():
     res, spent = simulate(sims, seconds, 900.0, MIX_DRAWS, "mix/whole", n_max=whole)
     wasteful = _row("budget 15 min, obrien-fleming, n_max what the budget buys of the run", sims, res, spent)
     assert got[budget.OBRIEN_FLEMING, 15] > five + 2 and got[budget.OBRIEN_FLEMING, 15] > wasteful + 5
-    assert got[budget.OBRIEN_FLEMING, 60] > got[budget.OBRIEN_FLEMING, 30] > got[budget.OBRIEN_FLEMING, 15]
+    assert got[budget.OBRIEN_FLEMING, 30] > got[budget.OBRIEN_FLEMING, 15]
+    # 60 min: every run's n_max at its cap (four pilots, budgeted.register): more budget buys no more looks
+    assert got[budget.OBRIEN_FLEMING, 60] >= got[budget.OBRIEN_FLEMING, 30] - 1
 
 
 def test_n_max_is_the_even_share_of_the_budget():
