@@ -80,6 +80,12 @@ def register(design: budget.Design, needs: Sequence[plan.Need], claims: Sequence
     of alpha and decide nothing there, not even a ratio of 0.5; at a quarter of n_max it spends 9e-5 (a t_4 interval
     of about +-5.4 sd). A claim registered by an earlier attempt keeps its n_max (Design.register)."""
     by_id = {c.id: c for c in claims}
+    serving: dict[str, int] = {}
+    for n in needs:
+        for cid in n.claims:
+            serving[cid] = serving.get(cid, 0) + 1
+    # a claim on two runs (a duet's pair and its A/A pair) is read at the fixed level: its repetitions are not one run's
+    by_id = {i: c for i, c in by_id.items() if serving.get(i) == 1}
     runs = [n for n in needs if n.seconds and any(budgeted(by_id[i], n) for i in n.claims if i in by_id)]
     per_rep = {n.key: n.seconds / planned_repetitions(n) for n in runs}
     if not per_rep:
@@ -150,9 +156,9 @@ class Reading:
     precision: float | None
     counts: dict[str, int] = field(default_factory=dict)  # need key -> repetitions there are
 
-    def __call__(self, c: Claim, need: plan.Need, values: list[RunValue], indicative: bool) -> Verdict:
-        key = key_of(c)
-        if not budgeted(c, need) or key not in self.design.claims:  # not in the design: its run is never extended
+    def __call__(self, c: Claim, runs: Sequence[plan.Need], values: list[RunValue], indicative: bool) -> Verdict:
+        key, need = key_of(c), runs[0]
+        if len(runs) != 1 or not budgeted(c, need) or key not in self.design.claims:  # read at the fixed level
             return on_values(c, values, self.confidence, self.precision, indicative)
         reps = repetitions(values, [b.name for b in need.bundles])
         self.counts[need.key] = len(reps)

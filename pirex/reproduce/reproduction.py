@@ -513,7 +513,7 @@ def judge_all(
             if lacks:
                 v = Verdict(c, NOT_RUN, lacks)
             elif reading is not None:
-                v = reading(c, mine[0], read(g.bundles), indicative)
+                v = reading(c, mine, read(g.bundles), indicative)
             else:
                 v = on_values(c, read(g.bundles), opts.confidence, opts.precision, indicative)
             per_device.append(dataclasses.replace(v, device=g.name) if len(found) > 1 else v)
