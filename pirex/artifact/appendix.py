@@ -1,0 +1,313 @@
+"""ARTIFACT.md, the committees' appendix of one paper: what is inside, getting started (the two commands),
+kick-the-tires (about ten minutes, and what it prints), and one row per claim: the paper's words and where they
+are, the command that judges it, its time on a named machine, the expected result with its rule, and the images.
+
+Every fact of a row is derived, never written by hand: the command from the claim (its experiment, and an
+inventory or two mounts for a claim across devices or storages), the time from the plan (pirex/reproduce/plan.py:
+the runs the command needs, estimated from experiment.yaml's measured durations on the machine they name, the
+first export of each image for the native variant included), the expected result from the report's own rule text
+(pirex/reproduce/report.py), the images' digests from registry.yaml. A claim that lacks one of them is named by
+`problems`, which `pirex artifact --check` reports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pirex import experiment
+from pirex.images.registryfile import Entry
+from pirex.reproduce import plan
+from pirex.reproduce.claims import Claim, Paper
+
+LEVEL = "kick-the-tires"  # pirex reproduce's default --level: its commands leave it out
+INVENTORY = "fleet/hosts.yml"  # the example inventory a claim across devices names (copy it, fill in the devices)
+MOUNTS = (Path("MOUNT_A"), Path("MOUNT_B"))  # a claim across storages: the two storage devices' mounts
+KICK_SECONDS = 600.0  # kick-the-tires: the experiments whose commands fit in about ten minutes, at least one
+
+
+@dataclass(frozen=True)
+class Timed:
+    """What a command runs and how long it takes on the machine its durations were measured on."""
+
+    seconds: float | None
+    machines: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+    of_claim: dict[str, tuple[str, ...]] = field(default_factory=dict)  # claim id -> its own runs among them
+    unmeasured: tuple[str, ...] = ()  # the runs without a measured duration (seconds None)
+
+
+@dataclass(frozen=True)
+class Row:
+    claim: Claim
+    command: str  # "" when no experiment runs the claim
+    time: Timed  # the command's
+    runs: tuple[str, ...]  # the claim's own runs (plan.Need.key), which the command includes
+    published: str  # the paper's value, or its side of 1
+    expected: str  # the rule that decides holds, differs or inconclusive ("" when nothing judges it)
+    images: tuple[str, ...] = ()  # per image of its experiment: name@digest, or why there is none
+
+    @property
+    def problems(self) -> list[str]:
+        """What a committee would miss for this claim (empty: a command, a time and an expected result)."""
+        out = []
+        if not self.command:
+            out.append("no command (no experiment runs it)")
+        elif self.time.seconds is None:
+            out.append(f"no time: experiment.yaml has no measured duration of {', '.join(self.time.unmeasured)}")
+        if not self.expected:
+            out.append("no expected result (no rule judges it)")
+        return out
+
+
+def command(claim: Claim, level: str) -> str:
+    """The command that judges the claim without the paper's other experiments (`pirex reproduce --experiment`)."""
+    if not claim.experiment:
+        return ""
+    words = ["pirex", "reproduce", claim.paper, "--experiment", claim.experiment]
+    if level != LEVEL:
+        words += ["--level", level]
+    if claim.across == "devices":
+        words += ["--inventory", INVENTORY]
+    if claim.across == "storages":
+        words += [w for m in MOUNTS for w in ("--storage", str(m))]
+    return " ".join(words)
+
+
+def estimate(claims: Sequence[Claim], level: str, storages: Sequence[Path] = ()) -> Timed:
+    """The runs `pirex reproduce` makes for these claims at a level on a fresh machine, timed on the machine each
+    experiment's durations were measured on (scale 1: no calibration here); None when a run has no duration."""
+    needs = plan.needs(list(claims), level, aa=level == "full", storages=storages)
+    if not needs:
+        return Timed(None)
+    machines = []
+    for n in needs:
+        exp = experiment.load(n.experiment)
+        measured = (n.view and exp.durations.get(f"{n.view}@{n.profile}")) or exp.durations.get(n.profile)
+        score = (measured or {}).get("score") or exp.durations.get("score") or 0.0
+        plan.estimate(n, exp, score, None)
+        if measured:
+            machines.append(measured.get("machine") or exp.durations.get("machine") or "a reference machine")
+    plan.add_first_exports(needs, exported=lambda image: False)  # a fresh machine exports each image once
+    of_claim: dict[str, tuple[str, ...]] = {}
+    for n in needs:
+        for c in n.claims:
+            of_claim[c] = (*of_claim.get(c, ()), n.key)
+    runs = tuple(n.key for n in needs)
+    unmeasured = tuple(n.key for n in needs if n.seconds is None)
+    if unmeasured:
+        return Timed(None, runs=runs, of_claim=of_claim, unmeasured=unmeasured)
+    return Timed(sum(n.seconds for n in needs), tuple(dict.fromkeys(machines)), runs, of_claim)
+
+
+def images_of(experiment_id: str | None, registry: dict[str, Entry]) -> tuple[str, ...]:
+    if not experiment_id:
+        return ()
+    out = []
+    for name in experiment.load(experiment_id).images:
+        e = registry.get(name)
+        out.append(f"{name}@{e.digest}" if e and e.digest else f"{name}: not published (no digest in registry.yaml)")
+    return tuple(out)
+
+
+def rows(paper: Paper, level: str, registry: dict[str, Entry] | None = None) -> list[Row]:
+    """One row per claim of the paper, in the paper's order."""
+    from pirex.reproduce import report  # the rule's words as the report has them (numpy, scipy: the analysis extra)
+    from pirex.reproduce.verdict import NOT_RUN, Verdict
+
+    timed: dict[tuple, Timed] = {}
+    out = []
+    for c in paper.claims:
+        cmd = command(c, level)
+        storages = MOUNTS if c.across == "storages" else ()
+        t, runs = Timed(None), ()
+        if cmd:
+            key = (c.experiment, c.across == "storages")
+            if key not in timed:
+                timed[key] = estimate([x for x in paper.claims if x.experiment == c.experiment], level, storages)
+            t = timed[key]
+            runs = t.of_claim.get(c.id, ())
+        v = Verdict(c, NOT_RUN, "")
+        expected = report.rule_text(v) if c.judged else ""
+        out.append(Row(c, cmd, t, runs, v.published_text, expected, images_of(c.experiment, registry or {})))
+    return out
+
+
+def kick_the_tires(paper: Paper, rows_: Sequence[Row]) -> tuple[str, Timed]:
+    """The paper's quickest experiments whose kick-the-tires commands add up to about ten minutes (at least one),
+    as one command, and its time."""
+    per: dict[str, float] = {}
+    for r in rows_:
+        if r.claim.experiment and r.claim.across is None and r.time.seconds is not None:
+            per[r.claim.experiment] = r.time.seconds
+    chosen, total = [], 0.0
+    for exp_id, seconds in sorted(per.items(), key=lambda kv: kv[1]):
+        if chosen and total + seconds > KICK_SECONDS:
+            break
+        chosen.append(exp_id)
+        total += seconds
+    if not chosen:
+        return "", Timed(None)
+    words = ["pirex", "reproduce", paper.id] + [w for e in chosen for w in ("--experiment", e)]
+    return " ".join(words), estimate([c for c in paper.claims if c.experiment in chosen], LEVEL)
+
+
+# --- ARTIFACT.md
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+@dataclass
+class Contents:
+    """What pack.py put into the artifact, for ARTIFACT.md to describe."""
+
+    paper: Paper
+    level: str
+    commit: str
+    version: str
+    made_with: str  # the pirex artifact command line
+    dirty: bool = False  # the checkout had uncommitted changes (not in source/)
+    images: str = ""  # the images archive's path inside the artifact, "" when not included
+    platforms: str = ""
+    reproduction: dict = field(default_factory=dict)  # {path, id, level, verdicts: {claim: verdict}, images: [...]}
+
+
+def markdown(contents: Contents, rows_: Sequence[Row]) -> str:
+    p = contents.paper
+    kick, kick_time = kick_the_tires(p, rows(p, LEVEL)) if contents.level != LEVEL else kick_the_tires(p, rows_)
+    machines = sorted({m for r in rows_ for m in r.time.machines} | set(kick_time.machines))
+    lines = [
+        f"# Artifact: {p.title}",
+        "",
+        f"The artifact of the paper `{p.id}`, made by pirex {contents.version} (`{contents.made_with}`) from commit "
+        f"{contents.commit}"
+        + (" (the checkout had uncommitted changes: they are not in source/)" if contents.dirty else "")
+        + ". It follows the artifact appendix of the evaluation committees: getting started, kick the tires, and one "
+        "row per claim with the command that judges it, its time and its expected result.",
+        "",
+        "## Contents",
+        "",
+        "| Path | What |",
+        "|---|---|",
+        f"| source/ | pirex at commit {contents.commit[:12]} (`git archive`): the tool, the experiments, the images' "
+        "Dockerfiles and docker-bake.hcl, the Makefile |",
+        f"| claims/{p.id}/ | the paper's claims (claims.yaml) and the published tables their values are derived from |",
+    ]
+    if contents.reproduction:
+        r = contents.reproduction
+        lines.append(
+            f"| reproduction/ | the reproduction {r['id']} ({r['level']}): REPORT.md, report.html, state.json and the "
+            "result bundles it judged (bundles/<experiment>/<run>/, each with its manifest of sha256 digests) |"
+        )
+    if contents.images:
+        lines.append(
+            f"| {contents.images} | the images of the paper's experiments for {contents.platforms}, by digest, in one "
+            "OCI archive (`pirex images import` loads this machine's platform) |"
+        )
+    lines += [
+        "| CITATION.cff, .zenodo.json | how to cite pirex and the paper; Zenodo's deposit metadata |",
+        "| SHA256SUMS | the SHA-256 of every other file: `sha256sum -c SHA256SUMS`, or `pirex artifact --check` on the "
+        "artifact |",
+        "",
+        "## Getting started",
+        "",
+        "On a Raspberry Pi (Raspberry Pi OS bookworm) or a Debian 12 machine (linux/arm/v7, linux/arm64 or "
+        "linux/amd64), in source/:",
+        "",
+        "    make run     # sets up the host (Docker, the virtualenv), pulls or builds the images, runs and judges",
+        "                 # the papers' claims at kick-the-tires: a verdict per claim, REPORT.md and report.html",
+        "    make test    # lint, then every test (the Docker tests skip without an engine)",
+        "",
+    ]
+    if contents.images:
+        lines += [
+            f"Without a registry, load the images first: `.venv/bin/pirex images import ../{contents.images}` (the "
+            "virtualenv is made by `make runner` or the first `make run`).",
+            "",
+        ]
+    else:
+        lines += [
+            "The images are not in this artifact (made without --images): `make run` pulls them by registry.yaml's "
+            "digests where published, else builds them from source/ (docker-bake.hcl). An artifact for a committee "
+            "should carry them: `pirex artifact PAPER OUT --images all`.",
+            "",
+        ]
+    lines += [
+        "## Kick the tires (about ten minutes)",
+        "",
+        f"    .venv/bin/{kick}" if kick else "    (no experiment of this paper has a measured duration)",
+        "",
+        f"About {duration(kick_time.seconds)} on {', '.join(kick_time.machines) or 'the reference machine'} (the "
+        "plan's estimate from experiment.yaml's measured durations, the first export of each image for the native "
+        "variant included; before it runs anything the plan prints the time on this machine, longer on a Pi). It "
+        "prints the plan (each run with its parameters and time, and what this machine cannot do with the claims "
+        "that leaves unjudged), then the summary: a line per judged claim (the published value, ours with its "
+        "interval, and the verdict: holds, differs or inconclusive, indicative at this level's small counts), the "
+        "claims not run here by reason, the counts per verdict and the path of REPORT.md (report.html beside it).",
+        "",
+        "## Claims",
+        "",
+        f"At {contents.level}. `pirex reproduce {p.id}`"
+        + ("" if contents.level == LEVEL else f" --level {contents.level}")
+        + " judges them all; each command below runs only the runs of its claim's experiment (the claims on it "
+        "share those runs and are judged together), run in source/ as `.venv/bin/pirex ...`. Time: the command's "
+        f"estimate on {', '.join(machines) or 'the reference machine'} (the runs of the claim itself in brackets). "
+        "Expected result: the paper's value and the rule that decides holds, differs or inconclusive (docs/"
+        "statistics.md). A claim across devices needs an inventory of them (fleet/hosts.yml is an example), one "
+        "across storages a mount on each device.",
+        "",
+        "| Claim | The paper's words (where) | Command | Time | Expected result (rule) | Images |",
+        "|---|---|---|---|---|---|",
+    ]
+    verdicts = (contents.reproduction or {}).get("verdicts", {})
+    for r in rows_:
+        c = r.claim
+        needs = f"; needs {', '.join(c.needs)}" if c.needs else ""
+        ran = verdicts.get(f"{c.paper}:{c.id}")
+        ran_text = f" The included reproduction: {ran}." if ran else ""
+        cells = [
+            f"{c.paper}:{c.id}",
+            f"{c.says} ({c.where})",
+            f"`{r.command}`{needs}" if r.command else "none",
+            f"{duration(r.time.seconds)} ({', '.join(r.runs)})",
+            f"{r.published}: {r.expected}.{ran_text}" if r.expected else "not judged",
+            "; ".join(r.images) or "-",
+        ]
+        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    if contents.reproduction:
+        rep = contents.reproduction
+        counts: dict[str, int] = {}
+        for v in verdicts.values():
+            counts[v] = counts.get(v, 0) + 1
+        lines += [
+            "",
+            "## The reproduction inside",
+            "",
+            f"reproduction/ holds {rep['id']} at {rep['level']}: "
+            + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no verdicts recorded")
+            + ". Its images, by the digest the bundles ran: "
+            + ("; ".join(rep.get("images", [])) or "none recorded")
+            + ". A rerun elsewhere judges its own bundles; compare its REPORT.md with reproduction/REPORT.md.",
+        ]
+    lines += [
+        "",
+        "## Citation",
+        "",
+        "CITATION.cff cites pirex and, as references, the papers whose experiments it reproduces; .zenodo.json is the "
+        "same for a Zenodo deposit, which gives the artifact its DOI.",
+        "",
+    ]
+    return "\n".join(lines)

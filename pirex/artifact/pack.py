@@ -1,0 +1,272 @@
+"""`pirex artifact PAPER OUT`: what an artifact evaluation committee takes away, as a folder or (OUT ending in .tar)
+one tar holding a folder of OUT's name:
+
+    source/              pirex at its commit (`git archive HEAD`: committed files only)
+    claims/PAPER/        the paper's claims.yaml and the published tables beside it
+    reproduction/        with --reproduction results/reproduce/<id>: its REPORT.md, report.html (figures/ and
+                         tables/, which REPORT.md shows), state.json and the bundles it judged of the paper's
+                         experiments (bundles/<experiment>/<run>/), each verified before it is copied
+    images/pirex-images.tar   with --images PLATFORMS: the paper's images by digest, one OCI archive
+                         (pirex/images/archive.py; `pirex images import` loads it); a committee's artifact should
+                         have them, so that the rerun needs no registry
+    CITATION.cff, .zenodo.json, ARTIFACT.md (appendix.py), SHA256SUMS (every other file)
+
+Written atomically: everything goes into a temporary folder beside OUT, which becomes OUT in one rename (a tar is
+linked into place), so OUT is whole or absent. An existing OUT is refused, never overwritten."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pirex import __version__, experiment, proc
+from pirex.artifact import appendix
+from pirex.bundle import Bundle, Verifier
+from pirex.errors import PirexError
+from pirex.images import platforms as plat
+from pirex.images import registryfile
+from pirex.paths import REPO
+from pirex.reproduce import claims as claims_mod
+from pirex.reproduce import plan
+
+STATE = "state.json"  # a reproduction's state (pirex/reproduce/reproduction.py: STATE)
+REPORT_FILES = ("REPORT.md", "report.html", STATE)
+REPORT_FOLDERS = ("figures", "tables")  # what REPORT.md links to
+IMAGES = "images/pirex-images.tar"
+SUMS = "SHA256SUMS"
+
+ExportImages = Callable[[Path, list[str], list[plat.Platform]], None]
+
+
+def _git(root: Path, *args: str) -> str:
+    r = proc.run(["git", "-C", root, *args], timeout=120, check=False)
+    if not r.ok:
+        last = ((r.stderr or r.stdout).strip().splitlines() or ["no output"])[-1]
+        raise PirexError(
+            f"git {args[0]} failed in {root}: {last} (pirex artifact packs the source of a git checkout at its commit)"
+        )
+    return r.stdout.strip()
+
+
+def _source(root: Path, into: Path, scratch: Path) -> tuple[str, bool, int]:
+    """source/: the checkout's HEAD (`git archive`); (commit, uncommitted changes left out, commit time)."""
+    commit = _git(root, "rev-parse", "HEAD")
+    dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
+    when = int(_git(root, "log", "-1", "--format=%ct", "HEAD"))
+    tar = scratch / "source.tar"
+    _git(root, "archive", "--format=tar", "-o", str(tar), "HEAD")
+    into.mkdir(parents=True)
+    with tarfile.open(tar) as t:
+        t.extractall(into, filter="data")
+    tar.unlink()
+    return commit, dirty, when
+
+
+def _experiments(paper: claims_mod.Paper) -> list[str]:
+    return list(dict.fromkeys(c.experiment for c in paper.claims if c.experiment))
+
+
+def _state(reproduction: Path, paper: claims_mod.Paper) -> dict:
+    try:
+        state = json.loads((reproduction / STATE).read_text())
+    except (OSError, ValueError):
+        raise PirexError(
+            f"--reproduction {reproduction}: no readable {STATE} there (give a results/reproduce/<id> folder that "
+            "`pirex reproduce` wrote)"
+        ) from None
+    papers = state.get("papers") or []
+    if papers not in ([], ["all"]) and paper.id not in papers:
+        raise PirexError(
+            f"--reproduction {reproduction} reproduced {', '.join(papers)}, not {paper.id}: give a reproduction of "
+            f"{paper.id} (pirex reproduce {paper.id})"
+        )
+    if not (reproduction / "REPORT.md").is_file():
+        raise PirexError(f"--reproduction {reproduction}: no REPORT.md (an unfinished reproduction? resume it first)")
+    return state
+
+
+def _bundles(state: dict, paper: claims_mod.Paper) -> list[Path]:
+    """The bundles the reproduction judged (its runs, and those given by hand) of the paper's experiments, each
+    verified (sizes and sha256 digests): one that fails stops the packing, naming it."""
+    from pirex.reproduce import sources
+
+    left_out = set(state.get("left_out") or {})
+    paths = [Path(b) for bs in (state.get("bundles") or {}).values() for b in bs]
+    if state.get("given"):
+        paths += sources.given_bundles([Path(g) for g in state["given"]])
+    paths = [p for p in dict.fromkeys(paths) if str(p) not in left_out]
+    gone = [p for p in paths if not p.is_dir()]
+    if gone:
+        raise PirexError(f"the reproduction's bundle {gone[0]} is not there any more: run the reproduction again")
+    wanted = set(_experiments(paper))
+    out = [p for p in paths if Bundle.open(p).experiment in wanted]
+    Verifier().refuse(out)
+    return out
+
+
+def _bundle_dest(path: Path) -> Path:
+    """bundles/<experiment>/<run>[/<host>]: the path below results/ where it has one."""
+    parts = path.resolve().parts
+    if "results" in parts:
+        return Path(*parts[len(parts) - parts[::-1].index("results") :])
+    return Path(Bundle.open(path).experiment, path.name)
+
+
+def _reproduction(reproduction: Path, paper: claims_mod.Paper, into: Path) -> dict:
+    """reproduction/: its report, state and bundles; what ARTIFACT.md says of it."""
+    state = _state(reproduction, paper)
+    bundles = _bundles(state, paper)
+    into.mkdir(parents=True)
+    for name in REPORT_FILES:
+        if (reproduction / name).is_file():
+            shutil.copy2(reproduction / name, into / name)
+    for name in REPORT_FOLDERS:
+        if (reproduction / name).is_dir():
+            shutil.copytree(reproduction / name, into / name)
+    images = {}
+    for b in bundles:
+        shutil.copytree(b, into / "bundles" / _bundle_dest(b), symlinks=True)
+        for image in Bundle.open(b).manifest.get("images", {}).values():
+            images[image["digest"]] = f"{image.get('name', '?')}@{image['digest']} ({image.get('platform', '?')})"
+    verdicts = {k: v for k, v in (state.get("verdicts") or {}).items() if k.startswith(f"{paper.id}:")}
+    return {
+        "id": reproduction.name,
+        "level": state.get("level", "?"),
+        "verdicts": verdicts,
+        "images": sorted(images.values()),
+        "bundles": len(bundles),
+    }
+
+
+def export_images(file: Path, names: list[str], platforms: list[plat.Platform]) -> None:
+    """The images into one OCI archive by digest, as `pirex images export` writes it (needs the local registry
+    with this checkout's images, or registry.yaml's published digests)."""
+    from pirex.images import archive, localregistry, sources
+    from pirex.paths import git_version
+
+    with localregistry.local_registry():
+        archive.export(file, names, git_version()[0], platforms, sources.registry_file())
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_sums(top: Path) -> int:
+    files = sorted(p.relative_to(top).as_posix() for p in top.rglob("*") if p.is_file() and not p.is_symlink())
+    files = [f for f in files if f != SUMS]
+    (top / SUMS).write_text("".join(f"{_sha256(top / f)}  {f}\n" for f in files))
+    return len(files)
+
+
+def _tar(top: Path, file: Path, mtime: int) -> None:
+    """A tar of the folder, its members sorted and owned by no one, dated at the commit: the same folder gives the
+    same bytes."""
+
+    def normal(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = mtime
+        return info
+
+    with tarfile.open(file, "w") as tar:
+        tar.add(top, arcname=top.name, recursive=False, filter=normal)
+        for p in sorted(top.rglob("*")):
+            tar.add(p, arcname=f"{top.name}/{p.relative_to(top).as_posix()}", recursive=False, filter=normal)
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() or out.is_symlink():
+        raise PirexError(f"{out} exists: pirex artifact never overwrites; give a new path, or remove it first")
+    if not out.parent.is_dir():
+        raise PirexError(f"{out.parent} is not a directory: create it, or give OUT in an existing one")
+
+
+def _top_name(out: Path) -> str:
+    name = out.name[: -len(".tar")] if out.name.endswith(".tar") else out.name
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise PirexError(f"{out}: a name of letters, digits, '.', '_' and '-' (the folder the committee unpacks)")
+    return name
+
+
+def pack(
+    paper_id: str,
+    out: Path,
+    level: str = appendix.LEVEL,
+    reproduction: Path | None = None,
+    platforms: str = "",
+    root: Path = REPO,
+    export: ExportImages = export_images,
+) -> Path:
+    """Write the artifact of a paper to OUT (a folder, or a tar when OUT ends in .tar); returns OUT."""
+    out = Path(out)
+    paper = claims_mod.load(paper_id)  # a bad PAPER: the error pirex reproduce gives
+    plan.check_level(level)
+    _check_out(out)
+    top_name = _top_name(out)
+    chosen = plat.parse_list(platforms) if platforms else []  # bad input fails before anything is written
+    try:
+        registry = registryfile.load(root / "registry.yaml")
+    except PirexError:
+        registry = {}
+    made_with = " ".join(
+        ["pirex artifact", paper.id, out.name]
+        + (["--level", level] if level != appendix.LEVEL else [])
+        + (["--reproduction", str(reproduction)] if reproduction else [])
+        + (["--images", platforms] if platforms else [])
+    )
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent)).resolve()
+    try:
+        top = scratch / top_name
+        top.mkdir()
+        commit, dirty, when = _source(root, top / "source", scratch)
+        shutil.copytree(paper.path.parent, top / "claims" / paper.id)
+        contents = appendix.Contents(paper, level, commit, __version__, made_with, dirty)
+        if reproduction is not None:
+            contents.reproduction = _reproduction(Path(reproduction), paper, top / "reproduction")
+        if chosen:
+            names = list(dict.fromkeys(i for e in _experiments(paper) for i in experiment.load(e).images))
+            (top / IMAGES).parent.mkdir()
+            export(top / IMAGES, names, chosen)
+            contents.images, contents.platforms = IMAGES, ", ".join(map(str, chosen))
+        for name in ("CITATION.cff", ".zenodo.json"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, top / name)
+        (top / "ARTIFACT.md").write_text(appendix.markdown(contents, appendix.rows(paper, level, registry)))
+        write_sums(top)
+        _place(top, out, scratch, when)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def _place(top: Path, out: Path, scratch: Path, mtime: int) -> None:
+    """The finished folder (or its tar) becomes OUT in one step; OUT made meanwhile by someone else is kept."""
+    if out.name.endswith(".tar"):
+        tmp = scratch / "artifact.tar"
+        _tar(top, tmp, mtime)
+        try:
+            os.link(tmp, out)  # fails when OUT exists: never overwritten
+        except FileExistsError:
+            raise PirexError(f"{out} appeared while the artifact was made: left as it is") from None
+        return
+    if out.exists():
+        raise PirexError(f"{out} appeared while the artifact was made: left as it is")
+    os.rename(top, out)
+
+
+def summary(out: Path) -> Sequence[str]:
+    """What `pirex artifact` prints once OUT is written."""
+    size = out.stat().st_size if out.is_file() else sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    return [f"wrote {out} ({size / 2**20:.1f} MiB)", f"check it: pirex artifact --check {out}"]
