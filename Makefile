@@ -65,10 +65,13 @@ EXPERIMENTS ?=
 .PHONY: run
 run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then reproduce every paper at LEVEL (kick-the-tires: at least five repetitions of the quick profiles) within BUDGET, only the claims on EXPERIMENTS if set: a verdict per claim this machine can judge, the summary and report.html.
 	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e))
-	$(PIREX) reproduce all --level $(LEVEL) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(if $(BUDGET),--budget $(BUDGET))
+	$(PIREX) reproduce all --level $(LEVEL) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(budget_arg)
 
-#: minutes of runs make run spends: the runs once, then rounds on the claims closest to a verdict (empty: the runs once, no rounds)
+#: minutes of runs make run spends: at kick-the-tires every run once (whatever that takes), then rounds on the claims closest to a verdict with what is left; empty: no rounds; LEVEL=full: only if given, then a cap (a run that does not fit is not started)
 BUDGET ?= 15m
+# kick-the-tires: its runs whole (on a Pi they take longer than 15 min), rounds with what is left; LEVEL=full: the
+# papers' profiles whole unless a BUDGET is given (the default's 15 minutes would start none), then within it
+budget_arg = $(if $(and $(BUDGET),$(or $(filter kick-the-tires,$(LEVEL)),$(filter-out file,$(origin BUDGET)))),--budget $(BUDGET) $(if $(filter kick-the-tires,$(LEVEL)),--whole-pilot))
 
 #: a paper of analysis/ (icpe18, ssp17, fork24) or all (make reproduce)
 PAPER ?= all

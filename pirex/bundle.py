@@ -44,6 +44,8 @@ on resume, by reuse (pirex reproduce) and by the analysis (read it with Bundle.r
     variants        {name: how it ran}; jvm: the JVM that ran; soak; preflight; requested; skipped_variants
     design          absent in older bundles, else as the manifest's; duet: absent, or a duet's CPU halves
                     {"halves": [cpu list, cpu list], "swapped": "every repetition", "unused_cpus", "shared_cores"}
+    extends         absent, or "<plan>@<repetitions before>": a later bundle of one plan (a budget's round, a
+                    precision second stage), whose size was chosen from the data: never reused as a plain run
 
 <variant>/<repetition>/step.json (STEP_SCHEMA_VERSION 1), one step as it ran (Step.info()):
 

@@ -572,6 +572,12 @@ def _fraction(text: str | None, what: str) -> float | None:
     "that would not fit, or of unknown duration, is not started (with --inventory: only that).",
 )
 @click.option(
+    "--whole-pilot",
+    is_flag=True,
+    help="With --budget: every run once even beyond the budget (make run's: what kick-the-tires always ran); the "
+    "rounds then spend what is left of it, if anything.",
+)
+@click.option(
     "--resume",
     "resume_",
     type=click.Path(path_type=Path, file_okay=False),
@@ -646,6 +652,7 @@ def reproduce(
     precision,
     confidence,
     budget,
+    whole_pilot,
     resume_,
     reuse_only,
     results_dir,
@@ -686,7 +693,10 @@ def reproduce(
         images_archive=images_archive,
         serial=serial,
         design=design,
+        whole_pilot=whole_pilot,
     )
+    if whole_pilot and not opts.budget:
+        raise PirexError("--whole-pilot says how --budget treats the first runs: give --budget too (e.g. 15m)")
     out = reproduction.reproduce(opts, reproduction.run_with_runner)
     left_out = json.loads((out / reproduction.STATE).read_text()).get("left_out") or {}
     if left_out:  # the report is written; a script must still notice that bundles were not judged

@@ -92,8 +92,14 @@ def too_few_of(sizes: Mapping[str, int], what: str = "runs") -> str | None:
 
 
 def level_text(level: float) -> str:
-    """0.999 -> "99.9 %", 0.95 -> "95 %"."""
-    return f"{100 * level:.10g} %"
+    """0.999 -> "99.9 %", 0.95 -> "95 %", 0.9451327 -> "94.5 %", 0.99998 -> "99.998 %": three significant digits,
+    more only where fewer would round a level below 1 up to 100 %."""
+    x = 100 * level
+    for digits in range(3, 12):
+        t = f"{x:.{digits}g}"
+        if float(t) < 100 or x >= 100:
+            return f"{t} %"
+    return f"{x:.12g} %"
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import numpy as np
 
 from pirex.analysis import precision as prec
 from pirex.analysis.interface import RunValue
-from pirex.bundle import DUET, Bundle, from_iso
+from pirex.bundle import DUET, Bundle
 from pirex.errors import PirexError
 from pirex.reproduce import budget, plan
 from pirex.reproduce.claims import Claim
@@ -87,22 +87,28 @@ def register(design: budget.Design, needs: Sequence[plan.Need], claims: Sequence
     # a claim on two runs (a duet's pair and its A/A pair) is read at the fixed level: its repetitions are not one run's
     by_id = {i: c for i, c in by_id.items() if serving.get(i) == 1}
     runs = [n for n in needs if n.seconds and any(budgeted(by_id[i], n) for i in n.claims if i in by_id)]
-    per_rep = {n.key: n.seconds / planned_repetitions(n) for n in runs}
-    if not per_rep:
+    if not runs:
         return
-    try:
-        n_max = budget.n_max_for(seconds, per_rep, design.pilot)
-    except PirexError:  # the budget does not buy every run's pilot: those that run stop at it
-        n_max = dict.fromkeys(per_rep, design.pilot)
+    pilots = {n.key: max(design.pilot, pilot_repetitions(n)) for n in runs}
+    per_rep = {n.key: n.seconds / pilot_repetitions(n) for n in runs}
+    left = seconds - sum(pilots[k] * s for k, s in per_rep.items())
+    even = math.ceil(seconds / sum(per_rep.values()))
     for n in runs:
-        cap = CAP * max(design.pilot, planned_repetitions(n))
+        # the even share, no more than the budget buys of this run after every pilot, at most CAP pilots; never
+        # below the repetitions its pilot runs (a look must not leave out repetitions there are)
+        top = pilots[n.key] + max(int(left // per_rep[n.key]), 0)
+        n_max = max(pilots[n.key], min(even, top, CAP * pilots[n.key]))
         for cid in n.claims:
             c = by_id.get(cid)
-            if c and budgeted(c, n) and key_of(c) not in design.claims:
-                design.register(key_of(c), max(design.pilot, min(n_max[n.key], cap)))
+            entry = design.claims.get(key_of(c)) if c else None
+            if c and budgeted(c, n) and not (entry and entry["looks"]):  # not looked at yet: n_max may still change
+                design.register(key_of(c), n_max)
 
 
-def planned_repetitions(n: plan.Need) -> int:
+def pilot_repetitions(n: plan.Need) -> int:
+    """The repetitions the need's first run makes: --set EXP.repetitions, else the plan's (at least five)."""
+    if "repetitions" in n.overrides:
+        return int(n.overrides["repetitions"])
     columns = len(n.cases) if n.cases else len(n.variants)
     return max(n.steps // max(columns, 1), 1)
 
@@ -114,20 +120,17 @@ def orphans(
     running: dict | None,
     have: Sequence[Path],
     statuses: tuple[str, ...] = ("complete",),
-) -> list[Path]:
-    """The bundles of the need that a killed attempt started after it started the run (`running`, from state.json)
-    and did not save: complete ones (finished, then killed before the save), which the reuse of matching bundles
-    never finds for an extension of fewer repetitions than a plain run; or with statuses ("partial", "running"),
-    those it left unfinished, which the resume finishes first, so that no step's container or mounts are left
-    behind. In the order they started."""
-    if not running or running.get("key") != n.key:
+) -> list[tuple[Path, int]]:
+    """The extension of the need a killed attempt was running (state.json's `running`, by its own name, run.json's
+    "extends"), with the repetitions before it: complete (finished, then killed before the save), or with statuses
+    ("partial", "running") unfinished, which the resume finishes first so that no step's container or mounts are
+    left behind. Only that one bundle: never another reproduction's."""
+    name = (running or {}).get("extends")
+    if not name or running.get("key") != n.key:
         return []
-    out = []
-    for b in plan.matching_bundles(n, results_dir, None, machine, statuses, any_repetitions=True):
-        started = Bundle.open(b).manifest.get("started")
-        if b not in have and started and from_iso(started).timestamp() >= running["started"] - 1:
-            out.append(b)
-    return sorted(out, key=lambda b: b.name)
+    before = int(name.rpartition("@")[2])
+    found = plan.matching_bundles(n, results_dir, None, machine, statuses, any_repetitions=True, extends=name)
+    return [(b, before) for b in sorted(found, key=lambda b: b.name) if b not in have]
 
 
 # --- reading a claim at its looks
@@ -155,13 +158,20 @@ class Reading:
     confidence: float
     precision: float | None
     counts: dict[str, int] = field(default_factory=dict)  # need key -> repetitions there are
+    _extension: dict[str, bool] = field(default_factory=dict)  # bundle name -> whether it is a budget's extension
 
     def __call__(self, c: Claim, runs: Sequence[plan.Need], values: list[RunValue], indicative: bool) -> Verdict:
         key, need = key_of(c), runs[0]
-        if len(runs) != 1 or not budgeted(c, need) or key not in self.design.claims:  # read at the fixed level
+        if len(runs) != 1 or not budgeted(c, need) or key not in self.design.claims:
+            # read at the fixed level on the runs' pilots alone: how far a run was extended depends on other claims'
+            # data, and an interval at a fixed n must not (a duet's pair and its A/A pair: claims on two runs)
+            plain = {b.name for n in runs for b in n.bundles if not self._extends(b)}
+            values = [v for v in values if v.bundle in plain]
             return on_values(c, values, self.confidence, self.precision, indicative)
         reps = repetitions(values, [b.name for b in need.bundles])
         self.counts[need.key] = len(reps)
+        if len(reps) < self.design.pilot:  # a run shorter than the design's first look: the fixed level, never extended
+            return on_values(c, values, self.confidence, self.precision, indicative)
         looks = self.design.claims[key]["looks"]
         last = None
         for n in list(looks):  # the looks taken before: read again, never recorded twice
@@ -182,12 +192,18 @@ class Reading:
             )
         return last
 
+    def _extends(self, bundle: Path) -> bool:
+        if bundle.name not in self._extension:
+            self._extension[bundle.name] = bool(Bundle.open(bundle).run_info().doc.get("extends"))
+        return self._extension[bundle.name]
+
     def _at(self, c: Claim, key: str, values, reps, n: int, indicative: bool) -> Verdict:
         grid = self.design.grid_of(key)
         p = self.design.levels(key)[n]
         where = f"look {grid.index(n) + 1} of {len(grid)} at {n} repetitions"
         if p < TINY:
-            return Verdict(c, INCONCLUSIVE, f"{where}: the design spends no alpha there", indicative=indicative)
+            why = f"{where}: the design spends no alpha there (a later look, more repetitions, would decide it)"
+            return Verdict(c, INCONCLUSIVE, why, indicative=indicative, look=where)
         v = on_values(c, first(values, reps, n), 1 - p, self.precision, indicative, aa_confidence=self.confidence)
         spent = budget.spent(n / self.design.n_max_of(key), self.design.alpha, self.design.shape)
         return dataclasses.replace(
@@ -203,6 +219,8 @@ class Reading:
         for v in verdicts:
             n, key = by_claim.get(v.claim.id), key_of(v.claim)
             if v.verdict != INCONCLUSIVE or n is None or key not in self.design.claims or n.key not in self.counts:
+                continue
+            if self.counts[n.key] < self.design.pilot:  # read at the fixed level: never extended
                 continue
             o = v.ours
             if o is None or not o.interval.has_interval or prec.aa_check(o.aa) or len(o.log_ratios) < 2:
@@ -227,7 +245,7 @@ def cost_per_repetition(n: plan.Need) -> float | None:
     if per:
         at_once = n.design == DUET
         return sum(max(x) if at_once else sum(x) for x in per.values()) / len(per)
-    return n.seconds / planned_repetitions(n) if n.seconds else None
+    return n.seconds / pilot_repetitions(n) if n.seconds else None
 
 
 # --- the rounds
@@ -322,8 +340,8 @@ def _why(x: budget.Need, p: budget.Pending, design: budget.Design, resume: str) 
     n_max = design.n_max_of(p.key)
     if x.n > n_max:
         return (
-            f"{head}: about {x.n} repetitions would decide it, beyond this design's {n_max} where its alpha is spent; "
-            f"a new reproduction with a larger --budget would, e.g. {minutes + 5} min or more"
+            f"{head}: about {x.n} repetitions would decide it, beyond its run's {n_max} where the design's alpha is "
+            "spent; a larger pilot would: LEVEL=full, the papers' repetitions, with --budget"
         )
     return f"{head}: about {x.n} repetitions, {more} more, {minutes} min, would decide it: {resume} --budget {minutes}m"
 
@@ -339,7 +357,7 @@ def note(entry: dict, design: budget.Design, verdicts: Sequence[Verdict]) -> str
     decided = sum(1 for v in verdicts if v.look and v.verdict in (HOLDS, DIFFERS))
     shape = "O'Brien-Fleming" if design.shape == budget.OBRIEN_FLEMING else "Pocock"
     return (
-        f"Budget {given} of runs, {_minutes(entry['spent'])} spent after the pilot in {entry['rounds']} round(s): each "
+        f"Budget {given} of runs, {_minutes(entry['spent'])} spent, the pilot and {entry['rounds']} round(s): each "
         f"claim on this machine is a group-sequential test (alpha = {100 * design.alpha:g} % per conclusion, spent by "
         f"a Lan-DeMets function of {shape} shape, {design.method} over the looks), looked at on the fixed grid "
         f"{', '.join(map(str, budget.grid(max(design.n_max, design.pilot), design.pilot)))}... repetitions up to its "

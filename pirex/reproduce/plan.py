@@ -48,6 +48,7 @@ class Need:
     storage: Path | None = None  # --storage: the run's work directory on this mount (the claims across storages)
     design: str = INTERLEAVED  # --design duet: the two variants at once, each on half of the CPUs
     continues: int = 0  # --budget's extension of a run: the repetitions before it (a duet continues its alternation)
+    extends: str | None = None  # an extension's name, "<reproduction>@<repetitions before>" (runner.Options.extends)
 
     @property
     def key(self) -> str:
@@ -308,9 +309,12 @@ def matching_bundles(
     machine: dict,
     statuses=("complete",),
     any_repetitions: bool = False,
+    extends: str | None = None,
 ) -> list[Path]:
     """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed
-    (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is)."""
+    (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is). An extension
+    (a budget's round, a precision second stage: run.json's "extends") is never a plain run's: its size was chosen
+    from another run's data; it is found only by its own name (`extends`)."""
     exp = experiment.load(need.experiment)
     wanted = parameters(need, exp)
     if any_repetitions:
@@ -324,6 +328,8 @@ def matching_bundles(
         run = _run_info(b)
         if run is None or run.matrix != need.view or run.work_dir != need.storage:
             continue  # another view, or another storage device's work directory
+        if run.doc.get("extends") != extends:
+            continue
         if design_of(b) != need.design:
             continue  # a duet's steps ran on half of the CPUs, at once: they answer a duet, and only a duet
         asked = run.doc.get("requested") or b.parameters  # older bundles: the resolved parameters

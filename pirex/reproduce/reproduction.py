@@ -64,6 +64,7 @@ class Options:
     images_archive: Path | None = None  # --inventory in a lab without a registry: the hosts load the images from it
     serial: bool = False  # --inventory --serial: one device at a time (devices that share a machine or a network)
     design: str = plan.INTERLEAVED  # --design duet: each pair of variants at once, where the experiment suits it
+    whole_pilot: bool = False  # --whole-pilot (make run): every run once even beyond --budget; rounds get what is left
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -101,7 +102,14 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     papers = _papers(opts.papers)
     out = _out_dir(opts, papers)
     state = json.loads((out / STATE).read_text()) if opts.resume else {}
+    if state and opts.budget and not state.get(budgeted.KEY):
+        raise PirexError(
+            f"--resume {out} --budget: that reproduction ran without --budget, and its verdicts were read at the fixed "
+            "level on the repetitions it has; a budget's looks on the same repetitions would test them twice. Start a "
+            "new reproduction with --budget (it reuses no bundle a budget extended)"
+        )
     if state:
+        opts.confidence = state.get("confidence", opts.confidence)  # the level the first attempt judged at
         opts.level, opts.papers, opts.sets = state["level"], state["papers"], state.get("sets", {})
         opts.aa = state.get("aa", opts.aa)
         opts.experiments = state.get("experiments", [])
@@ -142,9 +150,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))], verifier, left_out
         )
         if state.get(budgeted.KEY) and not opts.inventory:  # an extension a kill finished but did not save
-            n.bundles += sources.intact(
-                budgeted.orphans(n, opts.results_dir, here, state.get("running"), n.bundles), verifier, left_out
-            )
+            found = budgeted.orphans(n, opts.results_dir, here, state.get("running"), n.bundles)
+            n.bundles += sources.intact([b for b, _ in found], verifier, left_out)
         if opts.inventory:  # a fleet's runs are this reproduction's own: resumed from its state, never reused
             plan.estimate(n, experiment.load(n.experiment), score, None)
             continue
@@ -184,6 +191,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             "given": [str(b) for b in opts.bundles],
             "storages": [str(s) for s in opts.storages],
             "design": opts.design,
+            "confidence": opts.confidence,
             "fleets": state.get("fleets", {}),  # need -> its fleet run (--inventory): resumed, never started again
             "hosts_failed": state.get("hosts_failed", {}),
             "commit": commit,
@@ -199,17 +207,22 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         },
     )
     design, entry = budgeted.load(previous), None  # a budgeted reproduction's design: its looks are read again
-    if opts.budget and not (opts.inventory or given or opts.reuse_only):  # runs of this machine: the pilot, rounds
+    local = not (opts.inventory or given or opts.reuse_only)
+    if opts.budget and local:  # runs of this machine: the pilot, then rounds
         entry = budgeted.start(state, opts.budget, previous.get(budgeted.KEY))
         design = design or Design(alpha=alpha_of(opts.confidence))
         budgeted.register(design, needs, claims, opts.budget)  # n_max from the estimates, before any data
         budgeted.save(entry, design)
+        pilot = "whatever it takes (--whole-pilot)" if opts.whole_pilot else "those that fit"
         echo(
-            f"budget: {opts.budget / 60:.1f} min of runs: the runs above first (the pilot), then rounds that extend "
-            "the runs whose claims are closest to a verdict (a group-sequential design: docs/statistics.md)"
+            f"budget: {opts.budget / 60:.1f} min of runs: the runs above first, {pilot} (the pilot), then rounds that "
+            "extend the runs whose claims are closest to a verdict (a group-sequential design: docs/statistics.md)"
         )
-    elif previous.get(budgeted.KEY):
-        state[budgeted.KEY] = previous[budgeted.KEY]
+    else:
+        if previous.get(budgeted.KEY):
+            state[budgeted.KEY] = previous[budgeted.KEY]
+        if opts.budget and (given or opts.reuse_only):
+            echo("budget: nothing runs here (--bundles or --reuse-only): --budget is not used")
     reading = budgeted.Reading(design, opts.confidence, opts.precision) if design else None
     _save(out, state)
     failed: dict[str, str] = state["failed"]  # filled in place, saved with the state
@@ -217,7 +230,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     for n in needs:
         if n.bundles or opts.reuse_only or given:
             continue
-        if left is not None and (why := over_budget(n, left)):
+        if left is not None and not (entry is not None and opts.whole_pilot) and (why := over_budget(n, left)):
             failed[n.key] = why
             echo(f"reproduce: {n.key} not run: {why}")
             continue
@@ -244,11 +257,14 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         _save(out, state)
 
     lost = {h: why for hosts_ in state["hosts_failed"].values() for h, why in hosts_.items()}
-    if entry is not None and reading is not None and left is not None:
+    if reading is not None and local:
 
         def extend(n: plan.Need, extra: int, before: int) -> None:
-            ext = dataclasses.replace(n, overrides={**n.overrides, "repetitions": extra}, bundles=[], continues=before)
-            state["running"] = {"key": n.key, "started": round(time(), 1)}
+            name = f"{out.name}@{before}"  # the extension's own name (run.json "extends"): found again by it alone
+            ext = dataclasses.replace(
+                n, overrides={**n.overrides, "repetitions": extra}, bundles=[], continues=before, extends=name
+            )
+            state["running"] = {"key": n.key, "started": round(time(), 1), "extends": name}
             _save(out, state)
             started = monotonic()
 
@@ -269,21 +285,28 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             _save(out, state)
 
         for n in needs:  # a killed attempt's unfinished extension: finished first (its containers, mounts reaped)
-            for b in budgeted.orphans(n, opts.results_dir, here, previous.get("running"), n.bundles, UNFINISHED):
+            found = budgeted.orphans(n, opts.results_dir, here, previous.get("running"), n.bundles, UNFINISHED)
+            for b, before in found:
+                started = monotonic()
                 try:
-                    extend(n, int(bundle_mod.Bundle.open(b).param("repetitions")), 0)  # the runner resumes it
+                    extend(n, int(bundle_mod.Bundle.open(b).param("repetitions")), before)  # the runner resumes it
                 except PirexError as e:
                     echo(f"reproduce: finishing {b.name} failed: {str(e).splitlines()[0]}")
-        left = budgeted.spend(
-            left,
-            needs,
-            reading,
-            lambda: judge_all(claims, needs, missing, failed, opts, requirements, lost, reading),
-            extend,
-            entry,
-            lambda: _save(out, state),
-            echo,
-        )
+                finally:
+                    if entry is not None and left is not None:
+                        left -= monotonic() - started
+                        entry["spent"] = round(entry["spent"] + monotonic() - started, 1)
+        if entry is not None and left is not None:
+            left = budgeted.spend(
+                left,
+                needs,
+                reading,
+                lambda: judge_all(claims, needs, missing, failed, opts, requirements, lost, reading),
+                extend,
+                entry,
+                lambda: _save(out, state),
+                echo,
+            )
     verdicts = judge_all(claims, needs, missing, failed, opts, requirements, lost, reading)
     if reading is not None:
         verdicts = budgeted.explain(verdicts, needs, reading, left or 0.0, f"pirex reproduce --resume {out}")
@@ -377,7 +400,7 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
 
     here = machine.record(opts.results_dir, docker=False)
     # a bundle a killed reproduction left is finished, whatever commit started it (its manifest says which)
-    left = plan.matching_bundles(need, opts.results_dir, None, here, statuses=("partial", "running"))
+    left = plan.matching_bundles(need, opts.results_dir, None, here, statuses=UNFINISHED, extends=need.extends)
     if left:
         log.info("resuming %s", left[-1])
         return runner.resume(left[-1])
@@ -396,6 +419,7 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
             work_dir=need.storage,
             design=need.design,
             duet_first=need.continues,
+            extends=need.extends,
         )
     )
 
@@ -417,16 +441,16 @@ def _earlier_attempts(state: dict, needs: list[plan.Need], results_dir: Path, he
     running = state.get("running")
     if running and attempts:
         need = next((n for n in needs if n.key == running["key"]), None)
-        last = _last_step_end(need, results_dir, here) if need else None
+        last = _last_step_end(need, results_dir, here, running.get("extends")) if need else None
         attempts[-1]["ended"] = max(attempts[-1]["ended"], last or 0.0)
         key = running["key"]
         partial[key] = partial.get(key, 0.0) + max(attempts[-1]["ended"] - running["started"], 0.0)
     return attempts, partial
 
 
-def _last_step_end(need: plan.Need, results_dir: Path, here: dict) -> float | None:
-    """When the newest step of the need's unfinished bundles ended (epoch seconds), or None."""
-    left = plan.matching_bundles(need, results_dir, None, here, statuses=("partial", "running"))
+def _last_step_end(need: plan.Need, results_dir: Path, here: dict, extends: str | None = None) -> float | None:
+    """When the newest step of the need's unfinished bundles (or its extension's) ended (epoch seconds), or None."""
+    left = plan.matching_bundles(need, results_dir, None, here, statuses=UNFINISHED, extends=extends)
     ends = [from_iso(s.ended).timestamp() for b in left for s in bundle_mod.Bundle.open(b).steps() if s.ended]
     return max(ends, default=None)
 

@@ -49,18 +49,19 @@ class Lab:
         reps = need.overrides.get("repetitions") or plan.repetitions(experiment.load("jmh"), need.profile)
         self.ran.append((need.key, reps, need.continues))
         self.clock[0] += reps * len(need.variants) * SECONDS_PER_STEP
-        path = self._bundle(reps, need.variants)
+        path = self._bundle(reps, need.variants, need.extends)
         if self.kill_after is not None and len(self.ran) - 1 == self.kill_after:
             raise KeyboardInterrupt("killed")
         return path
 
-    def _bundle(self, reps, variants):
+    def _bundle(self, reps, variants, extends=None):
         record = machine.record(self.results, docker=False)
         steps = [(v, r) for r in range(reps) for v in variants]
         params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps}
         meta = {"version": "t", "commit": git_version()[1]}
         b = Bundle.create(self.results, "jmh", "quick", params, list(variants), steps, {}, meta)
         b.write_machine(before=record, after=record)
+        b.write_run_info({"matrix": None, "requested": params, **({"extends": extends} if extends else {})})
         for v, r in steps:
             with b.step(v, r) as d:
                 rows = []
@@ -168,7 +169,7 @@ def test_a_claim_beyond_the_budget_says_what_would_decide_it():
     p = budget.Pending("p:c", "jmh@quick", 0.995, 0.02, 8, (0.98, 1.0))
     x = budget.need(p, design, 40.0, 0.0)
     text = budgeted._why(x, p, design, "pirex reproduce --resume results/reproduce/x")
-    assert "0.5 % from the nearest edge" in text and "beyond this design's 8" in text
+    assert "0.5 % from the nearest edge" in text and "beyond its run's 8" in text and "LEVEL=full" in text
     assert "(" not in text  # the report takes the last parenthesis of a reason as what would decide it
 
 
@@ -188,3 +189,38 @@ def test_a_fresh_machines_plan_adds_the_first_export_of_each_image_once():
     assert len(added) == 1 and added[0].seconds == 60 + exp.durations["first"]  # once per image, not per run
     assert f"first export of {exp.image} for native" in added[0].estimate_from
     assert all(n.seconds == 60 for n in needs if n.experiment == "jmh")
+
+
+def test_a_new_reproduction_reuses_the_pilot_never_an_extension(tmp_path, monkeypatch):
+    """An extension's size was chosen from the data: a later reproduction (make run again) that took it as a plain
+    run would look again, with fresh alpha, at repetitions a design already chose to add."""
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    first = reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
+    ran = _state(first)["bundles"]["jmh@quick"]
+    assert len(ran) >= 2
+    again = reproduction.reproduce(_opts(results), run_one=None, echo=lambda *_: None)  # no budget: reuse only
+    assert _state(again)["bundles"]["jmh@quick"] == ran[:1]  # the pilot
+
+
+def test_a_budget_on_the_resume_of_a_reproduction_without_one_is_refused(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    out = reproduction.reproduce(_opts(results), lab, echo=lambda *_: None)
+    before = (out / "state.json").read_text()
+    with pytest.raises(PirexError, match="ran without --budget"):
+        reproduction.reproduce(_opts(results, budget=600.0, resume=out), lab, echo=lambda *_: None)
+    assert (out / "state.json").read_text() == before  # untouched
+
+
+def test_n_max_is_never_below_the_pilots_repetitions_and_changes_until_the_first_look():
+    need = plan.Need("jmh", None, "quick", ["native", "docker"], claims=["t1-b1-docker"], overrides={"repetitions": 10})
+    need.seconds, need.steps = 400.0, 20
+    design = budget.Design()
+    budgeted.register(design, [need], claims.load("icpe18").claims, 200.0)  # does not buy the pilot
+    assert design.n_max_of("icpe18:t1-b1-docker") == 10
+    budgeted.register(design, [need], claims.load("icpe18").claims, 3600.0)  # no look yet: a new budget's n_max
+    assert design.n_max_of("icpe18:t1-b1-docker") == 40  # four pilots
+    design.look("icpe18:t1-b1-docker", 5)
+    budgeted.register(design, [need], claims.load("icpe18").claims, 200.0)
+    assert design.n_max_of("icpe18:t1-b1-docker") == 40  # after a look: fixed

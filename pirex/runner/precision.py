@@ -110,7 +110,9 @@ def two_stage(opts, run: Callable, echo: Callable[[str], None]) -> list[Path]:
         overrides = {**(opts.overrides or {}), "repetitions": extra}
         # a duet's second stage continues the pilot's alternation of the CPU halves (duet.steps)
         first = opts.duet_first + int(Bundle.open(pilot).param("repetitions"))
-        bundles.append(run(dataclasses.replace(opts, overrides=overrides, seed=None, duet_first=first)))
+        extends = f"{pilot.name}@{first}"  # chosen from the pilot's data: never reused as a plain run
+        second = dataclasses.replace(opts, overrides=overrides, seed=None, duet_first=first, extends=extends)
+        bundles.append(run(second))
     for metric, i in report(exp, bundles, target):
         echo(
             f"  {metric}: {i.text(4)} {i.percent()} over {i.n} repetitions "

@@ -55,6 +55,9 @@ class Options:
     work_dir: Path | None = None  # the workload's /work on this host directory (a storage device's mount), any variant
     design: str = "interleaved"  # --design: interleaved (one step at a time, in --order) or duet (two at once)
     duet_first: int = 0  # a duet's later bundle of one plan: the repetitions before it, whose alternation it continues
+    # a later bundle of one plan (a budget's round, a precision second stage): "<plan>@<repetitions before>", in
+    # run.json; never reused as a plain run (its size was chosen from the data), found only by this very name
+    extends: str | None = None
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:

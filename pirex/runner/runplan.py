@@ -74,6 +74,7 @@ class RunPlan:
     jvm: dict | None
     preflight: tuple[preflight.Finding, ...]
     duet: dict | None = None  # a duet's CPU halves (duet.Halves.describe), None for one step at a time
+    extends: str | None = None  # run.Options.extends: a later bundle of one plan
 
     @property
     def design(self) -> str:
@@ -101,6 +102,7 @@ class RunPlan:
             "requested": self.requested,
             "design": self.design,
             **({"duet": self.duet} if self.duet else {}),
+            **({"extends": self.extends} if self.extends else {}),
         }
 
 
@@ -204,6 +206,7 @@ def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> Run
         jvm=facts.jvm,
         preflight=tuple(findings),
         duet=split.describe(opts.duet_first) if split else None,
+        extends=opts.extends,
     )
 
 
