@@ -31,7 +31,7 @@ def test_a_budgeted_reproduction_killed_in_a_round_resumes_with_a_new_budget(bui
     args = ["icpe18", "--experiment", "jmh", *[a for s in SETS for a in ("--set", s)]]
     with open(log, "w") as out:
         first = subprocess.Popen(
-            pirex(*args, "--budget", "2m", results=results),
+            pirex(*args, "--budget", "2m", "--whole-pilot", results=results),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
