@@ -339,10 +339,14 @@ def _why(x: budget.Need, p: budget.Pending, design: budget.Design, resume: str) 
     minutes = max(1, math.ceil((x.seconds or 0) / 60))
     n_max = design.n_max_of(p.key)
     if x.n > n_max:
-        return (
-            f"{head}: about {x.n} repetitions would decide it, beyond its run's {n_max} where the design's alpha is "
-            "spent; a larger pilot would: LEVEL=full, the papers' repetitions, with --budget"
+        more = (
+            "a new reproduction with a larger --budget would: a run's n_max is the budget's even share over the runs, "
+            f"at most {CAP} pilots"
+            if n_max < CAP * design.pilot
+            else "a larger pilot would: LEVEL=full, the papers' repetitions, with --budget"
         )
+        beyond = f"beyond its run's {n_max} where the design's alpha is spent"
+        return f"{head}: about {x.n} repetitions would decide it, {beyond}; {more}"
     return f"{head}: about {x.n} repetitions, {more} more, {minutes} min, would decide it: {resume} --budget {minutes}m"
 
 

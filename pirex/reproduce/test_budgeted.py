@@ -169,7 +169,10 @@ def test_a_claim_beyond_the_budget_says_what_would_decide_it():
     p = budget.Pending("p:c", "jmh@quick", 0.995, 0.02, 8, (0.98, 1.0))
     x = budget.need(p, design, 40.0, 0.0)
     text = budgeted._why(x, p, design, "pirex reproduce --resume results/reproduce/x")
-    assert "0.5 % from the nearest edge" in text and "beyond its run's 8" in text and "LEVEL=full" in text
+    assert "0.5 % from the nearest edge" in text and "beyond its run's 8" in text and "larger --budget" in text
+    design.register("p:d", 20)  # at its cap (four pilots): only a larger pilot decides it
+    p = budget.Pending("p:d", "jmh@quick", 0.999, 0.02, 20, (0.98, 1.0))
+    assert "LEVEL=full" in budgeted._why(budget.need(p, design, 40.0, 0.0), p, design, "pirex reproduce")
     assert "(" not in text  # the report takes the last parenthesis of a reason as what would decide it
 
 
