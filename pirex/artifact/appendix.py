@@ -156,14 +156,10 @@ def kick_the_tires(paper: Paper, rows_: Sequence[Row]) -> tuple[str, Timed]:
 
 
 def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s"
-    return f"{s // 3600} h {s % 3600 // 60} min"
+    """The report's words for a time (report.duration), "unknown" without one."""
+    from pirex.reproduce import report  # numpy, scipy: the analysis extra, as rows() needs
+
+    return "unknown" if seconds is None else report.duration(seconds)
 
 
 def _cell(text: str) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from pirex.bundle import sha256
 from pirex.errors import PirexError
 from pirex.paths import REPO
 from pirex.reproduce import claims as claims_mod
@@ -297,15 +298,7 @@ def checksums_dir(top: Path) -> Result:
         return False, f"no {SUMS} in {top}"
     listed = _sums((top / SUMS).read_text())
     have = {p.relative_to(top).as_posix() for p in top.rglob("*") if p.is_file()} - {SUMS}
-    return _compare(top.name, listed, have, lambda name: _sha256_file(top / name))
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return _compare(top.name, listed, have, lambda name: sha256(top / name))
 
 
 def _compare(what: str, listed: dict[str, str], have: set[str], digest: Callable[[str], str]) -> Result:

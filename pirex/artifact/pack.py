@@ -16,7 +16,6 @@ linked into place), so OUT is whole or absent. An existing OUT is refused, never
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -28,7 +27,7 @@ from pathlib import Path
 
 from pirex import __version__, experiment, proc
 from pirex.artifact import appendix
-from pirex.bundle import Bundle, Verifier
+from pirex.bundle import Bundle, Verifier, sha256
 from pirex.errors import PirexError
 from pirex.images import platforms as plat
 from pirex.images import registryfile
@@ -155,18 +154,10 @@ def export_images(file: Path, names: list[str], platforms: list[plat.Platform]) 
         archive.export(file, names, git_version()[0], platforms, sources.registry_file())
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def write_sums(top: Path) -> int:
     files = sorted(p.relative_to(top).as_posix() for p in top.rglob("*") if p.is_file() and not p.is_symlink())
     files = [f for f in files if f != SUMS]
-    (top / SUMS).write_text("".join(f"{_sha256(top / f)}  {f}\n" for f in files))
+    (top / SUMS).write_text("".join(f"{sha256(top / f)}  {f}\n" for f in files))
     return len(files)
 
 

@@ -55,7 +55,7 @@ def _pair(variants: list[str]) -> tuple[str, str]:
     return variants[1], variants[0]
 
 
-def seconds_per_repetition(bundle: Path) -> float:
+def _seconds_per_repetition(bundle: Path) -> float:
     """What a repetition costs: its steps one after another, or a duet's at once (the longer of the two)."""
     b = Bundle.open(bundle)
     by_rep: dict[int, list[float]] = {}
@@ -80,7 +80,7 @@ def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
     values = _analysis("modules").module(exp).run_values([pilot], None)
     stats, prec = _analysis("stats"), _analysis("precision")
     num, den = _pair(Bundle.open(pilot).variants)
-    per_rep = seconds_per_repetition(pilot)
+    per_rep = _seconds_per_repetition(pilot)
     plans = []
     for metric in sorted({v.metric for v in values if not stats.is_side_metric(v.metric)}):  # the means' precision
         keys, d, _ = stats.log_ratios(prec.run_means(values, metric, num), prec.run_means(values, metric, den))
