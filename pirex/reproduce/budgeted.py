@@ -260,11 +260,13 @@ def spend(
     entry: dict,
     checkpoint: Callable[[], None],
     echo: Callable[[str], None],
-) -> float:
+) -> tuple[float, list[Verdict] | None]:
     """Rounds until the budget left (seconds) is spent or nothing decidable is left: judge, allocate, extend.
     `extend(need, extra, before)` runs `extra` more repetitions of the need after its `before` ones (a bundle),
-    raising PirexError when it fails; `checkpoint()` saves the state. Returns the seconds left."""
+    raising PirexError when it fails; `checkpoint()` saves the state. Returns the seconds left, and the verdicts
+    of the last judging when nothing ran after it (else None: the caller judges the new repetitions)."""
     broken: set[str] = set()  # runs whose extension failed: not chosen again in this attempt
+    verdicts = None
     while left > 0:
         verdicts = judge()
         save(entry, reading.design)
@@ -274,7 +276,7 @@ def spend(
         pending = [p for p in pending if p.run in seconds]
         alloc = budget.allocate(pending, seconds, left, reading.design)
         if not alloc.targets:
-            break
+            return left, verdicts
         entry["rounds"] += 1
         echo(
             f"budget round {entry['rounds']}: {_minutes(left)} left; extending "
@@ -299,7 +301,7 @@ def spend(
                 left -= took
                 entry["spent"] = round(entry["spent"] + took, 1)
                 checkpoint()
-    return left
+    return left, None
 
 
 def _need(needs: Sequence[plan.Need], key: str) -> plan.Need:

@@ -257,6 +257,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         _save(out, state)
 
     lost = {h: why for hosts_ in state["hosts_failed"].values() for h, why in hosts_.items()}
+    judged = None  # the last round's verdicts, when nothing ran after them
     if reading is not None and local:
 
         def extend(n: plan.Need, extra: int, before: int) -> None:
@@ -297,7 +298,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
                         left -= monotonic() - started
                         entry["spent"] = round(entry["spent"] + monotonic() - started, 1)
         if entry is not None and left is not None:
-            left = budgeted.spend(
+            left, judged = budgeted.spend(
                 left,
                 needs,
                 reading,
@@ -307,7 +308,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
                 lambda: _save(out, state),
                 echo,
             )
-    verdicts = judge_all(claims, needs, missing, failed, opts, requirements, lost, reading)
+    verdicts = judged or judge_all(claims, needs, missing, failed, opts, requirements, lost, reading)
     if reading is not None:
         verdicts = budgeted.explain(verdicts, needs, reading, left or 0.0, f"pirex reproduce --resume {out}")
         state.setdefault(budgeted.KEY, {"given": [], "spent": 0.0, "rounds": 0})
