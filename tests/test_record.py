@@ -34,5 +34,5 @@ def test_record_writes_registry_yaml_from_bake_metadata(built, tmp_path):
         e = entries[name]
         assert e.repository == f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}/{name}"
         assert (e.tag, e.digest) == (built.tag, digest)
-        assert e.platforms == [str(p) for p in sorted(built.platforms)]
+        assert e.platforms == [str(p) for p in sorted(built.platforms_for(name))]
         assert e.extra == (before[name].extra if name in before else {})  # fields beyond the four are kept

@@ -133,10 +133,11 @@ def build(
     *,
     sbom: bool = False,
     files: tuple[Path | str, ...] = (BAKE_FILE,),
+    platforms_of: dict[str, list[Platform]] | None = None,
 ) -> dict[str, dict]:
-    """Build targets for every platform and push them to the registry in REGISTRY, with
-    provenance. Returns bake's metadata of each target (its manifest-list digest is
-    "containerimage.digest"), as the release workflow's bake-action reports it too."""
+    """Build targets for every platform (PLATFORMS; platforms_of narrows a target to its own) and push
+    them to the registry in REGISTRY, with provenance. Returns bake's metadata of each target (its
+    manifest-list digest is "containerimage.digest"), as the release workflow's bake-action reports it too."""
     with tempfile.TemporaryDirectory() as tmp:
         meta = Path(tmp) / "metadata.json"
         outside = [v for k, v in variables.items() if k.endswith("_DIR") and not Path(v).is_relative_to(paths.REPO)]
@@ -150,11 +151,14 @@ def build(
             "--provenance",
             "mode=max",
             *(["--sbom", "true"] if sbom else []),
+            *(a for t, ps in (platforms_of or {}).items() for a in ("--set", f"{t}.platform={','.join(map(str, ps))}")),
             "--metadata-file",
             meta,
             *targets,
         ]
         log.info("building %s for %s", ", ".join(targets), variables["PLATFORMS"])
+        for t, ps in (platforms_of or {}).items():
+            log.info("building %s for %s only", t, ", ".join(map(str, ps)))
         builder.buildx(
             *cmd, timeout=BUILD_TIMEOUT, env=variables, cwd=paths.REPO, capture=False, what="docker buildx bake"
         )

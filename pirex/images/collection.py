@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pirex import proc
 from pirex.errors import PirexError
@@ -21,6 +21,11 @@ class Built:
     digests: dict[str, str]  # image name -> manifest-list digest in the local registry
     bases: dict[str, str]  # the *_IMAGE build arguments used (empty: the pinned public bases)
     metadata: dict[str, dict]  # bake's metadata of each image (what `pirex images record` reads)
+    platforms_of: dict[str, list[plat.Platform]] = field(default_factory=dict)  # images built for fewer
+
+    def platforms_for(self, name: str) -> list[plat.Platform]:
+        """The platforms image name was built for: all of platforms unless it was narrowed."""
+        return self.platforms_of.get(name, self.platforms)
 
 
 def offline_wanted(mode: str, default_debian: str) -> bool:
@@ -54,7 +59,10 @@ def build(
     revision: str,
     targets: list[str] | None = None,
     refresh_bootstrap: bool = False,
+    platforms_of: dict[str, list[plat.Platform]] | None = None,
 ) -> Built:
+    """Build targets (default: every image) for platforms and push them to the local registry;
+    platforms_of builds some images for a subset of platforms only (the test suite's host-only images)."""
     catalog = bake.catalog()
     names = targets or [t.name for t in catalog]
     unknown = set(names) - {t.name for t in catalog}
@@ -63,6 +71,10 @@ def build(
             f"no image named {', '.join(sorted(unknown))} in docker-bake.hcl "
             f"(images: {', '.join(t.name for t in catalog)})"
         )
+    narrowed = {n: ps for n, ps in (platforms_of or {}).items() if n in names}
+    wider = {n: sorted(set(map(str, ps)) - set(map(str, platforms))) for n, ps in narrowed.items()}
+    if any(wider.values()) or not all(narrowed.values()):
+        raise PirexError(f"images narrowed to platforms outside {', '.join(map(str, platforms))}, or to none: {wider}")
     default_debian = next(t.args["DEBIAN_IMAGE"] for t in catalog if "DEBIAN_IMAGE" in t.args)
     bases = {}
     if offline_wanted(offline, default_debian):
@@ -75,5 +87,5 @@ def build(
         revision=revision,
         bases=bases,
     )
-    metadata = bake.build(builder_name, variables, names)
-    return Built(tag, platforms, bake.digests(metadata), bases, metadata)
+    metadata = bake.build(builder_name, variables, names, platforms_of=narrowed)
+    return Built(tag, platforms, bake.digests(metadata), bases, metadata, narrowed)
