@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -642,6 +644,13 @@ def _fraction(text: str | None, what: str) -> float | None:
     is_flag=True,
     help="With --inventory: one device at a time (devices that share a machine, a switch or a disk).",
 )
+@click.option(
+    "--artifact",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Rerun PAPER from an artifact (`pirex artifact`, a .tar or a folder), offline: its checksums checked, its "
+    "images loaded, then the runs; the report inside is copied beside this one, with COMPARISON.md of the verdicts.",
+)
 @_design_option(
     "duet: each pair of variants a claim compares runs at once, each on half of the CPUs (and its A/A pair), "
     "where the experiment suits it; the others run interleaved, and the report says why."
@@ -665,6 +674,7 @@ def reproduce(
     storages,
     images_archive,
     serial,
+    artifact,
     design,
 ) -> None:
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
@@ -673,6 +683,9 @@ def reproduce(
     Every bundle is verified before it is read; one that fails is left out (the report lists it
     under "Bundles left out", the verdicts come from the rest) and the exit status is then 1."""
     from pirex.reproduce import reproduction
+
+    if resume_ and not artifact:  # a rerun of an artifact resumes as one
+        artifact = reproduction.artifact_of(resume_)
 
     opts = reproduction.Options(
         list(papers),
@@ -697,7 +710,10 @@ def reproduce(
     )
     if whole_pilot and not opts.budget:
         raise PirexError("--whole-pilot says how --budget treats the first runs: give --budget too (e.g. 15m)")
-    out = reproduction.reproduce(opts, reproduction.run_with_runner)
+    if artifact:
+        out = _rerun(opts, artifact, explicit_tag=tag)
+    else:
+        out = reproduction.reproduce(opts, reproduction.run_with_runner)
     left_out = json.loads((out / reproduction.STATE).read_text()).get("left_out") or {}
     if left_out:  # the report is written; a script must still notice that bundles were not judged
         first = next(iter(left_out))
@@ -705,6 +721,48 @@ def reproduce(
             f"{len(left_out)} bundle(s) failed verification and were left out ({first}: {left_out[first]}); "
             f'the verdicts in {out / "REPORT.md"} are judged from the rest (its section "Bundles left out")'
         )
+
+
+def _rerun(opts, artifact: Path, explicit_tag: str | None) -> Path:
+    """pirex reproduce PAPER --artifact: the artifact's checksums and images first, then the reproduction on them."""
+    from pirex.artifact import rerun
+    from pirex.reproduce import reproduction
+
+    clash = [
+        name
+        for name, given in (
+            ("--reuse-only", opts.reuse_only),
+            ("--bundles", opts.bundles),
+            ("--inventory", opts.inventory),
+            ("--tag", explicit_tag),
+        )
+        if given
+    ]
+    if clash:
+        raise PirexError(f"--artifact runs the artifact's own images on this machine: drop {', '.join(clash)}")
+    if opts.resume and not opts.papers:
+        opts.papers = json.loads((opts.resume / reproduction.STATE).read_text())["papers"]
+    if len(opts.papers) != 1 or opts.papers == ["all"]:
+        raise PirexError("--artifact reruns the one paper the artifact is of: pirex reproduce PAPER --artifact FILE")
+    opts.results_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".artifact-", dir=opts.results_dir) as scratch:
+        opened = rerun.open_(artifact, opts.papers[0], Path(scratch) / "unpacked")
+        regfile = Path(scratch) / "registry.yaml"
+        with localregistry.local_registry():
+            tag = rerun.load_images(opened, plat.host(), regfile)
+        commit = git_version()[1]
+        for line in rerun.preamble(opened, commit, tag):
+            click.echo(line)
+        opts.artifact = artifact.resolve()
+        if tag:  # a tag nothing on this machine is built under: the runs take the images regfile names
+            opts.tag = f"artifact-{opened.meta.get('commit', 'unknown')[:12]}"
+            os.environ["PIREX_REGISTRY_FILE"] = str(regfile)
+        out = reproduction.reproduce(opts, reproduction.run_with_runner)
+        rerun.copy_inside(opened, out)
+        rows = rerun.compare(opened, out)
+        path = rerun.write(opened, out, rows, commit)
+    click.echo(f"{rerun.agreement(rows)}: {path}")
+    return out
 
 
 @cli.command()
@@ -993,13 +1051,14 @@ def import_cmd(registry_file: Path | None, file: Path) -> None:
     help="The paper's images in one OCI archive, for these platforms (comma-separated: linux/amd64, linux/arm64, "
     "linux/arm/v7; all; host); default: none. A committee's artifact should have them (its rerun needs no registry).",
 )
+@click.option("--tag", default=None, help="With --images: the images' tag (default: git describe of the checkout).")
 @click.option(
     "--check",
     "check_",
     is_flag=True,
     help="The badge self-check, of this repository or of the artifact given (a folder or a .tar): exit 1 on a FAIL.",
 )
-def artifact_cmd(paper, out, level, reproduction, platforms, check_) -> None:
+def artifact_cmd(paper, out, level, reproduction, platforms, tag, check_) -> None:
     """What an artifact evaluation committee takes away: `pirex artifact PAPER OUT` writes a folder, or a tar when
     OUT ends in .tar (source at its commit, claims, SHA256SUMS, CITATION.cff, .zenodo.json, ARTIFACT.md);
     `pirex artifact --check [ARCHIVE_OR_DIR]` prints one line per item (docs/artifact.md)."""
@@ -1022,7 +1081,7 @@ def artifact_cmd(paper, out, level, reproduction, platforms, check_) -> None:
             f"pirex artifact PAPER OUT: give a paper ({', '.join(claims.available())}) and where to write its artifact "
             "(a new folder, or a file ending in .tar); or --check"
         )
-    pack.pack(paper, out, level, reproduction, platforms)
+    pack.pack(paper, out, level, reproduction, platforms, tag=tag)
     for line in pack.summary(out):
         click.echo(line)
 

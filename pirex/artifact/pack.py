@@ -9,7 +9,8 @@ one tar holding a folder of OUT's name:
     images/pirex-images.tar   with --images PLATFORMS: the paper's images by digest, one OCI archive
                          (pirex/images/archive.py; `pirex images import` loads it); a committee's artifact should
                          have them, so that the rerun needs no registry
-    CITATION.cff, .zenodo.json, ARTIFACT.md (appendix.py), SHA256SUMS (every other file)
+    CITATION.cff, .zenodo.json, ARTIFACT.md (appendix.py), artifact.json (the same facts for `pirex reproduce
+    --artifact`), SHA256SUMS (every other file)
 
 Written atomically: everything goes into a temporary folder beside OUT, which becomes OUT in one rename (a tar is
 linked into place), so OUT is whole or absent. An existing OUT is refused, never overwritten."""
@@ -31,7 +32,7 @@ from pirex.bundle import Bundle, Verifier, sha256
 from pirex.errors import PirexError
 from pirex.images import platforms as plat
 from pirex.images import registryfile
-from pirex.paths import REPO
+from pirex.paths import REPO, git_version
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce import plan
 
@@ -39,9 +40,10 @@ STATE = "state.json"  # a reproduction's state (pirex/reproduce/reproduction.py:
 REPORT_FILES = ("REPORT.md", "report.html", STATE)
 REPORT_FOLDERS = ("figures", "tables")  # what REPORT.md links to
 IMAGES = "images/pirex-images.tar"
+META = "artifact.json"  # what ARTIFACT.md says of the artifact, for `pirex reproduce --artifact` to read
 SUMS = "SHA256SUMS"
 
-ExportImages = Callable[[Path, list[str], list[plat.Platform]], None]
+ExportImages = Callable[[Path, list[str], list[plat.Platform], str], None]
 
 
 def _git(root: Path, *args: str) -> str:
@@ -144,14 +146,13 @@ def _reproduction(reproduction: Path, paper: claims_mod.Paper, into: Path) -> di
     }
 
 
-def export_images(file: Path, names: list[str], platforms: list[plat.Platform]) -> None:
+def export_images(file: Path, names: list[str], platforms: list[plat.Platform], tag: str) -> None:
     """The images into one OCI archive by digest, as `pirex images export` writes it (needs the local registry
-    with this checkout's images, or registry.yaml's published digests)."""
+    with the images built under tag, or registry.yaml's published digests)."""
     from pirex.images import archive, localregistry, sources
-    from pirex.paths import git_version
 
     with localregistry.local_registry():
-        archive.export(file, names, git_version()[0], platforms, sources.registry_file())
+        archive.export(file, names, tag, platforms, sources.registry_file())
 
 
 def write_sums(top: Path) -> int:
@@ -199,6 +200,7 @@ def pack(
     platforms: str = "",
     root: Path = REPO,
     export: ExportImages = export_images,
+    tag: str | None = None,
 ) -> Path:
     """Write the artifact of a paper to OUT (a folder, or a tar when OUT ends in .tar); returns OUT."""
     out = Path(out)
@@ -216,6 +218,7 @@ def pack(
         + (["--level", level] if level != appendix.LEVEL else [])
         + (["--reproduction", str(reproduction)] if reproduction else [])
         + (["--images", platforms] if platforms else [])
+        + (["--tag", tag] if tag and platforms else [])
     )
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent)).resolve()
     try:
@@ -229,17 +232,31 @@ def pack(
         if chosen:
             names = list(dict.fromkeys(i for e in _experiments(paper) for i in experiment.load(e).images))
             (top / IMAGES).parent.mkdir()
-            export(top / IMAGES, names, chosen)
+            export(top / IMAGES, names, chosen, tag or git_version()[0])
             contents.images, contents.platforms = IMAGES, ", ".join(map(str, chosen))
         for name in ("CITATION.cff", ".zenodo.json"):
             if (root / name).is_file():
                 shutil.copy2(root / name, top / name)
         (top / "ARTIFACT.md").write_text(appendix.markdown(contents, appendix.rows(paper, level, registry)))
+        (top / META).write_text(json.dumps(_meta(contents), indent=2) + "\n")
         write_sums(top)
         _place(top, out, scratch, when)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return out
+
+
+def _meta(c: appendix.Contents) -> dict:
+    return {
+        "paper": c.paper.id,
+        "level": c.level,
+        "commit": c.commit,
+        "uncommitted_changes_left_out": c.dirty,
+        "version": c.version,
+        "made_with": c.made_with,
+        "images": {"file": c.images, "platforms": c.platforms.split(", ")} if c.images else None,
+        "reproduction": {k: c.reproduction[k] for k in ("id", "level", "bundles")} if c.reproduction else None,
+    }
 
 
 def _place(top: Path, out: Path, scratch: Path, mtime: int) -> None:

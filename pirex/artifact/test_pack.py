@@ -158,12 +158,12 @@ def test_a_reproduction_of_another_paper_is_refused(tmp_path):
 def test_images_come_from_the_archive_export(tmp_path):
     calls = []
 
-    def export(file, names, platforms):
-        calls.append((names, [str(p) for p in platforms]))
+    def export(file, names, platforms, tag):
+        calls.append((names, [str(p) for p in platforms], tag))
         file.write_bytes(b"oci")
 
-    out = pack.pack(PAPER, tmp_path / "out", platforms="linux/arm64,linux/arm/v7", export=export)
-    assert calls == [(["fork"], ["linux/arm64", "linux/arm/v7"])]
+    out = pack.pack(PAPER, tmp_path / "out", platforms="linux/arm64,linux/arm/v7", export=export, tag="v9")
+    assert calls == [(["fork"], ["linux/arm64", "linux/arm/v7"], "v9")]
     assert (out / pack.IMAGES).read_bytes() == b"oci" and check.checksums_dir(out)[0]
     text = (out / "ARTIFACT.md").read_text()
     assert f".venv/bin/pirex images import ../{pack.IMAGES}" in text and "--images all" not in text

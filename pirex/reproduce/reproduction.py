@@ -65,6 +65,7 @@ class Options:
     serial: bool = False  # --inventory --serial: one device at a time (devices that share a machine or a network)
     design: str = plan.INTERLEAVED  # --design duet: each pair of variants at once, where the experiment suits it
     whole_pilot: bool = False  # --whole-pilot (make run): every run once even beyond --budget; rounds get what is left
+    artifact: Path | None = None  # --artifact: a rerun on the images of this artifact (artifact/rerun.py)
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -92,6 +93,15 @@ def _out_dir(opts: Options, papers: list[claims_mod.Paper]) -> Path:
         return opts.resume
     name = "-".join(p.id for p in papers) if len(papers) < 3 else "all"
     return opts.results_dir / "reproduce" / f"{name}-{bundle_mod.new_run_id(bundle_mod.utcnow())}"
+
+
+def artifact_of(folder: Path) -> Path | None:
+    """The artifact a reproduction reran (--artifact), which its --resume must load again; None for the others."""
+    try:
+        given = json.loads((folder / STATE).read_text()).get("artifact")
+    except (OSError, ValueError):
+        return None  # reproduce() names what is wrong with the folder
+    return Path(given) if given else None
 
 
 def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo=click.echo) -> Path:
@@ -192,6 +202,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             "storages": [str(s) for s in opts.storages],
             "design": opts.design,
             "confidence": opts.confidence,
+            "artifact": str(opts.artifact) if opts.artifact else None,  # a rerun of an artifact (artifact/rerun.py)
             "fleets": state.get("fleets", {}),  # need -> its fleet run (--inventory): resumed, never started again
             "hosts_failed": state.get("hosts_failed", {}),
             "commit": commit,
@@ -351,6 +362,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     )
     md, _ = report.write(out, facts, verdicts, needs, missing, timing, found)
     state["verdicts"] = {verdict_key(v): v.verdict for v in verdicts}
+    state["reasons"] = {verdict_key(v): v.reason for v in verdicts}  # what a rerun compares with (artifact/rerun.py)
     state["left_out"] = left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli.py)
     _save(out, state)
     echo("\n" + report.summary(verdicts, md, took=time_taken(state), attempts=len(state["attempts"])))

@@ -1,0 +1,232 @@
+"""`pirex reproduce PAPER --artifact ARTIFACT`: a committee's rerun from an artifact alone (pack.py), on another
+machine and offline. Every checksum is checked first, the images are loaded from the artifact's OCI archive into
+the local registry (digests checked, as `pirex images import` does), the reproduction runs on them, and its folder
+gets the report that was inside the artifact (artifact/) and COMPARISON.md: which verdicts agree, and for those
+that do not, both sides' reasons.
+
+A disagreement is a result, not a failure: the exit status is the reproduction's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pirex.artifact import check
+from pirex.artifact.pack import IMAGES, META, REPORT_FILES, REPORT_FOLDERS
+from pirex.errors import PirexError
+from pirex.reproduce.verdict import DIFFERS, HOLDS
+
+COMPARISON = "COMPARISON.md"
+INSIDE = "artifact"  # the reproduction's subfolder holding the report that was inside the artifact
+STATE = "state.json"
+
+
+@dataclass
+class Opened:
+    """An artifact whose checksums matched, as a folder (a tar is unpacked into a scratch folder first)."""
+
+    path: Path  # as the user gave it
+    top: Path
+    paper: str
+    meta: dict  # artifact.json: the commit, version, level, image platforms (empty for an artifact without one)
+    inside: dict[str, str] = field(default_factory=dict)  # the reproduction inside: claim key -> verdict
+    reasons: dict[str, str] = field(default_factory=dict)  # and its reasons, where its state has them
+
+    @property
+    def images(self) -> Path | None:
+        return self.top / IMAGES if (self.top / IMAGES).is_file() else None
+
+    @property
+    def reproduction(self) -> Path | None:
+        return self.top / "reproduction" if (self.top / "reproduction" / STATE).is_file() else None
+
+
+def open_(path: Path, paper: str, scratch: Path) -> Opened:
+    """Check the artifact's SHA256SUMS, unpack a tar into scratch, and read what the rerun needs."""
+    path = Path(path)
+    if path.is_dir():
+        ok, why = check.checksums_dir(path)
+        top = path
+    elif path.is_file():
+        ok, why = check.checksums_tar(path)
+        if ok:
+            top = _unpack(path, scratch)
+    else:
+        raise PirexError(
+            f"--artifact {path} does not exist: give an artifact (a folder or a .tar from `pirex artifact`)"
+        )
+    if not ok:
+        raise PirexError(f"--artifact {path}: {why}; nothing was run (make the artifact again, or copy it again)")
+    papers = sorted(p.name for p in (top / "claims").iterdir() if p.is_dir()) if (top / "claims").is_dir() else []
+    if paper not in papers:
+        raise PirexError(
+            f"--artifact {path} is the artifact of {', '.join(papers) or 'no paper'}, not of {paper}: "
+            f"pirex reproduce {papers[0] if papers else 'PAPER'} --artifact {path}"
+        )
+    try:
+        meta = json.loads((top / META).read_text()) if (top / META).is_file() else {}
+    except ValueError as e:
+        raise PirexError(f"--artifact {path}: {META} is not JSON ({e})") from None
+    opened = Opened(path, top, paper, meta)
+    if opened.reproduction:
+        state = json.loads((opened.reproduction / STATE).read_text())
+        mine = f"{paper}:"
+        opened.inside = {k: v for k, v in (state.get("verdicts") or {}).items() if k.startswith(mine)}
+        opened.reasons = {k: v for k, v in (state.get("reasons") or {}).items() if k.startswith(mine)}
+    return opened
+
+
+def _unpack(path: Path, scratch: Path) -> Path:
+    try:
+        with tarfile.open(path) as tar:
+            tar.extractall(scratch, filter="data")
+    except (tarfile.TarError, OSError) as e:
+        raise PirexError(f"--artifact {path} is not a readable tar: {e}") from None
+    tops = [p for p in scratch.iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise PirexError(f"--artifact {path}: expected one folder in the tar, found {len(tops)}")
+    return tops[0]
+
+
+def load_images(opened: Opened, platform, regfile: Path) -> str | None:
+    """This machine's platform of the artifact's images into the local registry (every blob's digest checked
+    against the archive and against the artifact's own registry.yaml), and regfile naming each of them by the
+    digest imported, so that the runs take them as imported (their bundles say so), never a build of this
+    checkout. Returns the images' tag in the archive, or None when the artifact holds no images."""
+    from pirex.images import archive, localregistry, publish, registryfile
+
+    if opened.images is None:
+        return None
+    theirs = opened.top / "source" / "registry.yaml"
+    published = registryfile.load(theirs) if theirs.is_file() else {}
+    imported = archive.import_(opened.images, platform, theirs if theirs.is_file() else None)
+    entries = {}
+    for i in imported:
+        e = published.get(i.name)
+        repository = (
+            e.repository
+            if e and e.digest == i.index_digest
+            else f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}/{i.name}"
+        )
+        entries[i.name] = registryfile.Entry(repository, i.tag, [str(platform)], i.index_digest)
+    registryfile.save(regfile, entries)
+    return imported[0].tag
+
+
+def preamble(opened: Opened, commit: str | None, tag: str | None) -> list[str]:
+    """What the rerun says before the plan: where the images come from, and whether this pirex is the artifact's."""
+    lines = [f"artifact {opened.path}: checksums match ({opened.paper})"]
+    if tag:
+        lines.append(f"images: loaded from the artifact ({IMAGES}, this machine's platform, digests checked)")
+    else:
+        lines.append(
+            "images: the artifact holds none (made without --images): they are pulled by registry.yaml's digest or "
+            "built, which needs a registry or the Debian mirrors"
+        )
+    lines += _commit_note(opened, commit)
+    return lines
+
+
+def _commit_note(opened: Opened, commit: str | None) -> list[str]:
+    theirs = opened.meta.get("commit")
+    if not theirs or not commit or theirs == commit:
+        return []
+    return [
+        f"note: the artifact was made at commit {theirs[:12]}, this pirex is {commit[:12]}: the claims and their "
+        f"analysis are this checkout's (run pirex from the artifact's source/ for the artifact's own)"
+    ]
+
+
+def copy_inside(opened: Opened, out: Path) -> None:
+    """The report that was inside the artifact, beside the rerun's own."""
+    if opened.reproduction is None:
+        return
+    dest = out / INSIDE
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir()
+    for name in REPORT_FILES:
+        if (opened.reproduction / name).is_file():
+            shutil.copy2(opened.reproduction / name, dest / name)
+    for name in REPORT_FOLDERS:
+        if (opened.reproduction / name).is_dir():
+            shutil.copytree(opened.reproduction / name, dest / name)
+
+
+@dataclass
+class Row:
+    key: str
+    inside: str
+    here: str
+    why: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        return self.inside == self.here
+
+
+def compare(opened: Opened, out: Path) -> list[Row]:
+    """One row per claim judged on either side (inside the artifact, or here)."""
+    state = json.loads((out / STATE).read_text())
+    mine = f"{opened.paper}:"
+    here = {k: v for k, v in (state.get("verdicts") or {}).items() if k.startswith(mine)}
+    reasons = state.get("reasons") or {}
+    rows = []
+    for key in sorted(set(opened.inside) | set(here)):
+        a, b = opened.inside.get(key, "not in the artifact"), here.get(key, "not judged here")
+        row = Row(key, a, b)
+        if not row.agrees:
+            row.why = _why(a, b, opened.reasons.get(key, ""), reasons.get(key, ""))
+        rows.append(row)
+    return rows
+
+
+def _why(inside: str, here: str, inside_reason: str, here_reason: str) -> str:
+    decided = {HOLDS, DIFFERS}
+    if inside in decided and here in decided:
+        kind = "opposite verdicts: the two machines' estimates lie on different sides of the rule"
+    elif inside in decided or here in decided:
+        kind = "one side decided, the other's interval still reaches across the rule's edge"
+    else:
+        kind = "judged on one side only"
+    parts = [kind]
+    if inside_reason:
+        parts.append(f"inside: {inside_reason}")
+    if here_reason:
+        parts.append(f"here: {here_reason}")
+    return "; ".join(parts)
+
+
+def agreement(rows: Sequence[Row]) -> str:
+    both = [r for r in rows if r.inside in {HOLDS, DIFFERS} or r.here in {HOLDS, DIFFERS}]
+    agree = sum(r.agrees for r in both)
+    return f"{agree} of {len(both)} claims decided on either side agree" + (
+        "" if agree == len(both) else f"; {len(both) - agree} differ (COMPARISON.md says why)"
+    )
+
+
+def write(opened: Opened, out: Path, rows: Sequence[Row], commit: str | None) -> Path:
+    lines = [
+        f"# This rerun against the artifact's reproduction: {opened.paper}",
+        "",
+        f"The artifact: `{opened.path}` (made at commit {opened.meta.get('commit', 'unknown')}, "
+        f"pirex {opened.meta.get('version', 'unknown')}); its report is in [{INSIDE}/]({INSIDE}/REPORT.md), "
+        "this rerun's in [REPORT.md](REPORT.md).",
+        "",
+        *_commit_note(opened, commit),
+        "",
+        agreement(rows) + ".",
+        "",
+        "| Claim | Inside the artifact | Here | Agree | Why not |",
+        "|---|---|---|---|---|",
+        *(f"| {r.key} | {r.inside} | {r.here} | {'yes' if r.agrees else 'no'} | {r.why} |" for r in rows),
+        "",
+    ]
+    if not opened.inside:
+        lines[6:6] = ["The artifact holds no reproduction (made without --reproduction): nothing to compare with.", ""]
+    path = out / COMPARISON
+    path.write_text("\n".join(lines))
+    return path

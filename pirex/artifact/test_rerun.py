@@ -1,0 +1,108 @@
+"""pirex reproduce PAPER --artifact: the artifact's checksums before anything runs, the paper it is of, the report
+inside copied beside the rerun's, and COMPARISON.md saying which verdicts agree and why the others do not. The
+rerun itself, offline on a second machine with the images from the archive, is tests/test_artifact_rerun.py."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pirex.artifact import pack, rerun
+from pirex.artifact.test_pack import PAPER, _reproduction
+from pirex.cli import cli
+from pirex.errors import PirexError
+
+CLAIM = f"{PAPER}:cost-grows-with-memory"
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("rerun")
+    rep, _ = _reproduction(tmp)
+    state = json.loads((rep / "state.json").read_text())
+    state["reasons"] = {CLAIM: "the ratio's interval lies above 1"}
+    (rep / "state.json").write_text(json.dumps(state))
+    return pack.pack(PAPER, tmp / f"{PAPER}-artifact.tar", reproduction=rep)
+
+
+def test_a_checked_tar_opens_with_the_verdicts_inside(artifact, tmp_path):
+    opened = rerun.open_(artifact, PAPER, tmp_path)
+    assert opened.top == tmp_path / f"{PAPER}-artifact"
+    assert opened.inside == {CLAIM: "holds"}  # another paper's verdicts stay out
+    assert opened.reasons == {CLAIM: "the ratio's interval lies above 1"}
+    assert opened.meta["paper"] == PAPER and len(opened.meta["commit"]) == 40 and opened.meta["images"] is None
+    assert opened.images is None and opened.reproduction == opened.top / "reproduction"
+
+
+def test_a_tampered_artifact_is_refused_before_anything_runs(artifact, tmp_path):
+    bad = tmp_path / "bad.tar"
+    with tarfile.open(artifact) as src, tarfile.open(bad, "w") as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read() if m.isfile() else None
+            if m.name.endswith("/ARTIFACT.md"):
+                data += b"tampered\n"
+                m.size = len(data)
+            dst.addfile(m, __import__("io").BytesIO(data) if data is not None else None)
+    with pytest.raises(PirexError, match=r"bad.tar: 1 file\(s\) changed against SHA256SUMS: ARTIFACT.md; nothing"):
+        rerun.open_(bad, PAPER, tmp_path / "x")
+    with pytest.raises(PirexError, match="does not exist"):
+        rerun.open_(tmp_path / "nosuch.tar", PAPER, tmp_path / "y")
+
+
+def test_the_paper_must_be_the_artifacts(artifact, tmp_path):
+    with pytest.raises(PirexError, match=f"is the artifact of {PAPER}, not of icpe18: pirex reproduce {PAPER}"):
+        rerun.open_(artifact, "icpe18", tmp_path)
+
+
+def _rerun_folder(tmp_path: Path, verdicts: dict, reasons: dict) -> Path:
+    out = tmp_path / "reproduce" / f"{PAPER}-x"
+    out.mkdir(parents=True)
+    (out / "state.json").write_text(json.dumps({"verdicts": verdicts, "reasons": reasons}))
+    return out
+
+
+def test_agreeing_verdicts_and_the_report_inside_beside_the_rerun(artifact, tmp_path):
+    opened = rerun.open_(artifact, PAPER, tmp_path / "u")
+    out = _rerun_folder(tmp_path, {CLAIM: "holds"}, {CLAIM: "above 1 here too"})
+    rerun.copy_inside(opened, out)
+    assert (out / "artifact" / "REPORT.md").read_text() == "# Reproduction\n"
+    assert json.loads((out / "artifact" / "state.json").read_text())["verdicts"][CLAIM] == "holds"
+    rows = rerun.compare(opened, out)
+    assert [(r.key, r.inside, r.here, r.agrees) for r in rows] == [(CLAIM, "holds", "holds", True)]
+    assert rerun.agreement(rows) == "1 of 1 claims decided on either side agree"
+    text = rerun.write(opened, out, rows, opened.meta["commit"]).read_text()
+    assert f"| {CLAIM} | holds | holds | yes |  |" in text and "made at commit" not in text.split("\n")[4]
+
+
+def test_a_disagreement_says_which_and_why(artifact, tmp_path):
+    opened = rerun.open_(artifact, PAPER, tmp_path / "u")
+    out = _rerun_folder(tmp_path, {CLAIM: "inconclusive"}, {CLAIM: "the interval reaches across 1"})
+    rows = rerun.compare(opened, out)
+    assert not rows[0].agrees
+    assert rows[0].why == (
+        "one side decided, the other's interval still reaches across the rule's edge; "
+        "inside: the ratio's interval lies above 1; here: the interval reaches across 1"
+    )
+    assert rerun.agreement(rows) == "0 of 1 claims decided on either side agree; 1 differ (COMPARISON.md says why)"
+    text = rerun.write(opened, out, rows, "0" * 40).read_text()
+    assert f"note: the artifact was made at commit {opened.meta['commit'][:12]}, this pirex is 000000000000" in text
+    assert f"| {CLAIM} | holds | inconclusive | no | one side decided" in text
+
+
+def test_the_cli_refuses_what_a_rerun_cannot_take(artifact, tmp_path):
+    for extra, word in (
+        (["--reuse-only"], "--reuse-only"),
+        (["--tag", "v1"], "--tag"),
+        (["--bundles", str(tmp_path)], "--bundles"),
+    ):
+        r = CliRunner().invoke(
+            cli, ["reproduce", PAPER, "--artifact", str(artifact), "--results-dir", str(tmp_path / "r"), *extra]
+        )
+        assert isinstance(r.exception, PirexError) and f"drop {word}" in str(r.exception), r.output
+    r = CliRunner().invoke(cli, ["reproduce", "all", "--artifact", str(artifact), "--results-dir", str(tmp_path)])
+    assert isinstance(r.exception, PirexError) and "the one paper the artifact is of" in str(r.exception), r.output
+    assert not (tmp_path / "reproduce").exists()
