@@ -24,6 +24,7 @@ from scipy import stats as sps
 
 from pirex.analysis import precision, stats
 from pirex.analysis.interface import RunValue
+from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE
 
 DEVICE_LEVEL_NAMES = ("device", "repetition", "fork", "iteration")  # top first; MooBench: loop for fork
 
@@ -127,8 +128,8 @@ class PairResult:
 
 @dataclass(frozen=True)
 class Agreement:
-    """verdict: "holds" (every pair equivalent), "differs" (some pair wholly outside the margin) or
-    "inconclusive"; reason: one line saying why; odd: the devices in every pair that lies outside."""
+    """verdict: HOLDS (every pair equivalent), DIFFERS (some pair wholly outside the margin) or INCONCLUSIVE
+    (pirex.analysis.verdicts); reason: one line saying why; odd: the devices in every pair that lies outside."""
 
     verdict: str
     reason: str
@@ -163,18 +164,18 @@ def agree(
     odd = tuple(sorted(set.intersection(*({p.a, p.b} for p in outside)))) if outside else ()
     within = f"±{100 * margin:g} %"
     if short:
-        return Agreement("inconclusive", short, pairs, ())
+        return Agreement(INCONCLUSIVE, short, pairs, ())
     if all(p.tost.equivalent for p in pairs):
         low, high = min(p.tost.interval.low for p in pairs), max(p.tost.interval.high for p in pairs)
         envelope = f"every pair's {_level_text(level)} interval within {low:.2f}-{high:.2f}"
-        return Agreement("holds", f"{_and(names)} agree within {within} ({envelope})", pairs, ())
+        return Agreement(HOLDS, f"{_and(names)} agree within {within} ({envelope})", pairs, ())
     if outside:
-        return Agreement("differs", _differs(outside, odd, within, level), pairs, odd)
+        return Agreement(DIFFERS, _differs(outside, odd, within, level), pairs, odd)
     unsure = [p for p in pairs if not p.tost.equivalent]
     text = f"{_and([f'{p.a}/{p.b}' for p in unsure])} neither within nor wholly outside {within}"
     if any(p.tost.outside for p in pairs):  # outside on its own, but not after Holm's adjustment
         text += f" after Holm's adjustment over {family or len(pairs)} tests"
-    return Agreement("inconclusive", f"{text} ({_intervals(unsure, level)})", pairs, ())
+    return Agreement(INCONCLUSIVE, f"{text} ({_intervals(unsure, level)})", pairs, ())
 
 
 def _holm_outside(outside: list[PairResult], alpha: float, family: int) -> list[PairResult]:

@@ -21,14 +21,15 @@ from pirex import experiment
 from pirex.analysis import modules
 from pirex.analysis import tables as T
 from pirex.analysis.interface import NamedTable
+from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN
 from pirex.bundle import Bundle
 from pirex.paths import PAPERS
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce.plan import LEVELS, MIN_REPETITIONS, Need
-from pirex.reproduce.verdict import CONFIDENCE, DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Verdict, verdict_level
+from pirex.reproduce.verdict import CONFIDENCE, Verdict, verdict_level
 
 Timing = tuple[str, float | None, float]  # a run's key, its estimate and what it took (seconds)
-MARK = {HOLDS: "holds", DIFFERS: "DIFFERS", INCONCLUSIVE: "inconclusive", NOT_RUN: "not run here"}
+MARK = {HOLDS: HOLDS, DIFFERS: DIFFERS.upper(), INCONCLUSIVE: INCONCLUSIVE, NOT_RUN: NOT_RUN}
 # The verdict's class on the page (a colour beside its word, never instead of it); the figures use the same colours.
 CLASS = {HOLDS: "v-holds", DIFFERS: "v-differs", INCONCLUSIVE: "v-inconclusive", NOT_RUN: "v-not-run"}
 COLOUR = {HOLDS: "#1a7f37", DIFFERS: "#cf222e", INCONCLUSIVE: "#9a6700", NOT_RUN: "#6e7781"}
@@ -675,6 +676,7 @@ def _environment():
         lstrip_blocks=True,
     )
     env.filters["md"] = inline
+    env.globals["INCONCLUSIVE"] = INCONCLUSIVE  # the verdict word the page compares with
     return env
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 from pirex.analysis import across, precision
 from pirex.analysis.interface import RunValue
 from pirex.analysis.tidy import device_of, storage_of
+from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN
 from pirex.bundle import Bundle
 from pirex.errors import PirexError
 from pirex.reproduce.claims import Claim
-from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Ours, Verdict, holm, judge, verdict_level
+from pirex.reproduce.verdict import Ours, Verdict, holm, judge, verdict_level
 
 Values = Callable[[Sequence[Path]], list[RunValue]]  # the experiment's run_values over some bundles
 

@@ -37,10 +37,11 @@ from scipy import stats as sps
 from pirex.analysis import precision as prec
 from pirex.analysis import stats
 from pirex.analysis.interface import RunValue
+from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE
+from pirex.analysis.verdicts import NOT_RUN as NOT_RUN  # the words are pirex.analysis.verdicts'; here for reproduce/
 from pirex.experiment import AA_SUFFIX
 from pirex.reproduce.claims import Claim, Side
 
-HOLDS, DIFFERS, INCONCLUSIVE, NOT_RUN = "holds", "differs", "inconclusive", "not run here"
 CONFIDENCE = 0.95  # the default: alpha = 5 % for each one-sided conclusion
 
 
