@@ -113,7 +113,7 @@ NAMED_VERSION = re.compile(
 
 def test_every_text_that_names_a_tools_version_names_the_pinned_one():
     pinned = settings.tool_versions()
-    texts = [REPO / "README.md", REPO / "registry.yaml", REPO / "analysis/deviations.yaml"]
+    texts = [REPO / "README.md", *REPO.glob("docs/*.md"), REPO / "registry.yaml", REPO / "analysis/deviations.yaml"]
     texts += [*REPO.glob("images/*/Dockerfile"), *REPO.glob("images/*/README.md"), *REPO.glob("images/*/pirex-*")]
     texts += REPO.glob("images/moobench/config/*/*")
     named = [(f, m[1], m[2]) for f in texts for m in NAMED_VERSION.finditer(f.read_text())]

@@ -172,18 +172,22 @@ def test_the_overlay_variant_runs_without_iptables_in_the_namespaces(swarm_hosts
     assert not hosts["laptop"].docker("network", "ls", "-q", "--filter", "name=pirex-overlay").stdout.strip()
 
 
+# the page that shows the swarm's by-hand line (it was the README's)
+SWARM_DOC = REPO / "docs/across-machines.md"
+
+
 def readme_stack_line() -> str:
-    """The README's line that deploys the stack by hand, as written there."""
-    lines = [ln for ln in (REPO / "README.md").read_text().splitlines() if "docker stack deploy -c" in ln]
+    """The docs' line that deploys the stack by hand, as written there."""
+    lines = [ln for ln in SWARM_DOC.read_text().splitlines() if "docker stack deploy -c" in ln]
     found = [ln for ln in lines if ln.startswith("eval ")]
-    assert len(found) == 1, f"README.md: expected one `eval ... && docker stack deploy` line, found {lines}"
+    assert len(found) == 1, f"{SWARM_DOC}: expected one `eval ... && docker stack deploy` line, found {lines}"
     return found[0]
 
 
 def test_the_readmes_plain_stack_deploy_runs_as_written(swarm_hosts):
     """`eval "$(.venv/bin/pirex swarm jpa-rest --print-env)" && docker stack deploy -c compose/stack.yml pirex`,
-    read from the README and run from the checkout on the laptop (PIREX_TAG naming this session's images, as
-    the README says): every role at once at the quick profile (the driver waits for the service to be healthy),
+    read from docs/across-machines.md and run from the checkout on the laptop (PIREX_TAG naming this session's
+    images, as the docs say): every role at once at the quick profile (the driver waits for the service to be healthy),
     nothing pirex does in between; the results land in the checkout's results/jpa-rest/swarm-by-hand."""
     hosts, _ = swarm_hosts
     laptop = hosts["laptop"]

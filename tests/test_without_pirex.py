@@ -1,5 +1,5 @@
-"""The README's commands without pirex in the run, read from README.md itself so that the README
-cannot drift from what is tested: every fenced sh block after a `<!-- tested: without-pirex ... -->`
+"""The docs' commands without pirex in the run (once the README's), read from the pages themselves (DOCS) so
+that they cannot drift from what is tested: every fenced sh block after a `<!-- tested: without-pirex ... -->`
 comment runs line by line as written, as a non-root user in the docker group (the README: "any
 user allowed to use Docker"), in a folder of theirs holding a copy of compose/ and a link to the
 checkout's .venv; then the results and their owner are checked. The `.venv/bin/pirex` lines run as
@@ -38,16 +38,18 @@ pytestmark = pytest.mark.docker
 
 USER = "pirex-readme"
 MARK = re.compile(r"<!-- tested: without-pirex[^>]*-->\s*```sh\n(.*?)```", re.DOTALL)
+# the pages that show the marked blocks: docker run of the images; docker compose on one host and per role
+DOCS = (REPO / "docs/images.md", REPO / "docs/across-machines.md")
 
 
 def readme_blocks() -> dict[str, list[str]]:
     """The marked blocks by what they run: one-host compose, the per-role files, docker run."""
-    blocks = MARK.findall((REPO / "README.md").read_text())
+    blocks = [b for doc in DOCS for b in MARK.findall(doc.read_text())]
     named = {}
     for b in blocks:
         key = "roles" if "pair.env" in b else "one-host" if "jpa-rest.yml" in b else "docker-run"
         named[key] = [ln for ln in b.splitlines() if ln.strip()]
-    assert set(named) == {"one-host", "roles", "docker-run"}, f"marked blocks in README.md: {blocks}"
+    assert set(named) == {"one-host", "roles", "docker-run"}, f"marked blocks in {[str(d) for d in DOCS]}: {blocks}"
     return named
 
 
