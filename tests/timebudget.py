@@ -90,7 +90,7 @@ class Budget:
             out.append(
                 f"TIME BUDGET EXCEEDED: {max(wall_seconds, total) / 60:.1f} min > {self.ceiling_min:g} min: "
                 "the run fails; make a slow test cheaper (the modules above, slowest first) or raise the "
-                "ceiling with a reason in the README"
+                "ceiling with a reason in docs/development.md"
             )
         return out
 

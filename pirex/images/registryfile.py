@@ -52,7 +52,7 @@ def _problem(path: Path, key: str, expected: str, got: object) -> PirexError:
 
 def load(path: Path) -> dict[str, Entry]:
     if not path.exists():
-        raise PirexError(f"{path} does not exist: it lists the published images (see README, 'Publishing')")
+        raise PirexError(f"{path} does not exist: it lists the published images (docs/images.md, 'Publish and pull')")
     try:
         doc = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
