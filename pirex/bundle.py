@@ -714,6 +714,21 @@ class Bundle:
     def commit(self) -> str | None:
         return self.manifest["tool"].get("commit")
 
+    @property
+    def started(self) -> str:
+        """When the bundle was created (UTC ISO 8601: from_iso() reads it)."""
+        return self.manifest["started"]
+
+    @property
+    def ended(self) -> str | None:
+        """When the run last finished (UTC ISO 8601); None while it runs, or after it was cut short."""
+        return self.manifest["ended"]
+
+    @property
+    def resumed(self) -> list[str]:
+        """The UTC times at which the run was resumed, oldest first; [] for a run that went through at once."""
+        return self.manifest["resumed"]
+
     def param(self, name: str) -> Any:
         """A run parameter a reader needs; PirexError naming the bundle when it lacks it (never a default)."""
         return _param(self.parameters, name, self.path / MANIFEST)

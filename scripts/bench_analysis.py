@@ -218,12 +218,14 @@ def main() -> None:
     if a.dir is None:
         tmp = Path(tempfile.mkdtemp(prefix="pirex-bench-"))
     root = a.dir or tmp
+    from pirex.bundle import MANIFEST, Bundle  # here, not at the top: the children's peak RSS is theirs alone
+
     try:
-        existing = sorted(root.glob("moobench/*/manifest.json"))
+        existing = sorted(root.glob(f"moobench/*/{MANIFEST}"))
         bundle = None
         wanted = parameters(a.calls, a.loops, configurations, a.seed)
         for m in existing:
-            if json.loads(m.read_text()).get("parameters") == wanted:
+            if Bundle.open(m.parent).parameters == wanted:
                 bundle = m.parent
         if bundle is None:
             t = time.perf_counter()

@@ -19,7 +19,6 @@ of the fleet's time is the runs and how much the playbook around them.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -28,7 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pirex import proc  # noqa: E402
+from pirex import fleet, proc  # noqa: E402
+from pirex.bundle import Bundle  # noqa: E402
 from pirex.paths import git_version  # noqa: E402
 from tests import fleet_lab  # noqa: E402
 
@@ -54,17 +54,11 @@ def fleet_run(inventory: Path, results: Path, tag: str, archive: Path, sets: lis
     ]
     args += [a for s in sets for a in ("--set", s)] + (["--serial"] if serial else [])
     r = proc.run(args, timeout=7200, check=False)
-    [f] = sorted(results.glob("jmh/fleet-*/fleet.json"), key=lambda p: p.stat().st_mtime)[-1:]
-    doc = json.loads(f.read_text())
+    [f] = sorted(results.glob(f"jmh/fleet-*/{fleet.MANIFEST}"), key=lambda p: p.stat().st_mtime)[-1:]
+    doc = fleet.read_manifest(f.parent)
     if r.returncode != 0:
         raise SystemExit(f"the fleet run failed: {r.stderr.strip().splitlines()[-1:]} ({f.parent / 'ansible.log'})")
-    steps = {}
-    for host in doc["hosts"]:
-        m = json.loads((f.parent / host / "manifest.json").read_text())
-        steps[host] = sum(
-            json.loads((f.parent / host / s["variant"] / str(s["repetition"]) / "step.json").read_text())["seconds"]
-            for s in m["completed"]
-        )
+    steps = {host: sum(s.seconds for s in Bundle.open(f.parent / host).steps()) for host in doc["hosts"]}
     return {"wall": doc["attempts"][-1]["wall_seconds"], "steps": steps, "dir": f.parent}
 
 

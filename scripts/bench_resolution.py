@@ -29,7 +29,7 @@ forks x (warm-up + measured iterations) x iteration time), runs
 
     pirex run jmh --profile paper --variants native,docker,native-aa --set benchmarks=RecursionBenchmark.b1_default ...
 
-(the variants interleaved, a fresh results directory per allocation), reads the bundle's jmh.json files itself
+(the variants interleaved, a fresh results directory per allocation), reads the bundle's jmh.json files
 (every fork's measured iterations), and prints:
 
   - the time spent (the bundle's start to end, and the steps per variant);
@@ -68,7 +68,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import signal
@@ -76,13 +75,14 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pirex.analysis import in_time, precision, stats  # noqa: E402
+from pirex import experiment  # noqa: E402
+from pirex.analysis import in_time, jmh, modules, precision, stats  # noqa: E402
+from pirex.bundle import MANIFEST, Bundle, Step, from_iso  # noqa: E402
 from pirex.errors import PirexError  # noqa: E402
 from pirex.runner import duet, host  # noqa: E402
 
@@ -161,23 +161,33 @@ def seconds(duration: str) -> float:
     return float(m.group(1)) * scale[m.group(2)]
 
 
-def _when(iso: str) -> datetime:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
-
-
-# --- reading a bundle (manifest.json and each step's jmh.json; nothing of pirex's own readers)
+# --- reading a bundle (through pirex: Bundle for the manifest and run.json, analysis.jmh for each step's jmh.json)
 
 
 @dataclass(frozen=True)
-class Bundle:
-    path: Path
-    parameters: dict
+class Measured:
+    """One benchmark of a jmh bundle as this script reports it: every fork's measured iterations and every step's
+    wall time, per variant, beside the bundle (pirex.bundle.Bundle) they were read from."""
+
+    bundle: Bundle
     forks: dict[str, dict[int, list[list[float]]]]  # variant -> repetition -> fork -> measured iterations
     step_seconds: dict[str, list[float]]  # variant -> each step's wall time
     wall: float  # the bundle's start to end
     skipped: tuple[str, ...] = ()  # steps whose jmh.json could not be read
-    design: str = "interleaved"  # the manifest's design (older bundles: interleaved)
     cpus: dict[str, dict[int, str]] | None = None  # a duet's: variant -> repetition -> the CPUs it ran on
+
+    @property
+    def path(self) -> Path:
+        return self.bundle.path
+
+    @property
+    def parameters(self) -> dict:
+        return self.bundle.parameters
+
+    @property
+    def design(self) -> str:
+        """The manifest's design (older bundles: interleaved)."""
+        return self.bundle.design or "interleaved"
 
     @property
     def variants(self) -> list[str]:
@@ -189,56 +199,58 @@ class Bundle:
         mine = (self.cpus or {}).get(variant, {})
         if not mine:
             return {}
-        run = self.path / "run.json"
-        split = (json.loads(run.read_text()).get("duet") or {}).get("halves") if run.exists() else None
+        split = self.bundle.run_info().duet.get("halves")
         every = {c for by_rep in (self.cpus or {}).values() for c in by_rep.values()}
         split = split or sorted(every, key=lambda c: min(host.parse_cpus(c)))
         return {rep: duet.half_of(c, split) for rep, c in mine.items()}
 
 
-def read_bundle(path: Path, benchmark: str = BENCHMARK) -> Bundle:
-    manifest = json.loads((path / "manifest.json").read_text())
+def wall_seconds(b: Bundle, steps: list[Step]) -> float:
+    """The bundle's start to its end (to its last completed step's end when the run was cut short)."""
+    return (from_iso(b.ended or steps[-1].ended) - from_iso(b.started)).total_seconds()
+
+
+def read_bundle(path: Path, benchmark: str = BENCHMARK) -> Measured:
+    b = Bundle.open(path)
     forks: dict[str, dict[int, list[list[float]]]] = {}
     steps: dict[str, list[float]] = {}
     skipped: list[str] = []
     cpus: dict[str, dict[int, str]] = {}
-    for step in manifest["completed"]:
-        variant, rep = step["variant"], int(step["repetition"])
-        if step.get("cpus") is not None:
-            cpus.setdefault(variant, {})[rep] = step["cpus"]
+    done = b.steps()
+    for step in done:
+        variant, rep = step.variant, step.repetition
+        if step.cpus is not None:
+            cpus.setdefault(variant, {})[rep] = step.cpus
         try:
-            doc = json.loads((path / variant / str(rep) / "jmh.json").read_text())
-        except (OSError, ValueError) as e:  # an empty or cut file: that step is lost, its repetition unpaired
-            skipped.append(f"{variant}/{rep} ({type(e).__name__})")
+            results = jmh.read_results(step)
+        except PirexError as e:  # an empty or cut file: that step is lost, its repetition unpaired
+            skipped.append(f"{variant}/{rep} ({type(e.__context__ or e).__name__})")  # the parser's own error
             continue
-        found = [r for r in doc if r["benchmark"].rsplit(".", 1)[-1] == benchmark]
+        found = [r for r in results if r.method == benchmark]
         if not found:
-            raise SystemExit(f"{path}/{variant}/{rep}/jmh.json has no {benchmark}: was the bundle run with it?")
-        forks.setdefault(variant, {})[rep] = [[float(x) for x in it] for it in found[0]["primaryMetric"]["rawData"]]
-        if step.get("start") is not None:  # a duet's step: its command's own start and end, to the microsecond
-            steps.setdefault(variant, []).append(float(step["end"]) - float(step["start"]))
+            raise SystemExit(f"{step.dir}/{jmh.JMH_JSON} has no {benchmark}: was the bundle run with it?")
+        forks.setdefault(variant, {})[rep] = found[0].forks
+        if step.start is not None:  # a duet's step: its command's own start and end, to the microsecond
+            steps.setdefault(variant, []).append(float(step.end) - float(step.start))
         else:
-            steps.setdefault(variant, []).append((_when(step["ended"]) - _when(step["started"])).total_seconds())
+            steps.setdefault(variant, []).append((from_iso(step.ended) - from_iso(step.started)).total_seconds())
     if not forks:
         raise SystemExit(f"{path}: no completed step")
-    ended = manifest.get("ended") or manifest["completed"][-1]["ended"]
-    wall = (_when(ended) - _when(manifest["started"])).total_seconds()
-    design = manifest.get("design") or "interleaved"
-    return Bundle(path, manifest.get("parameters", {}), forks, steps, wall, tuple(skipped), design, cpus or None)
+    return Measured(b, forks, steps, wall_seconds(b, done), tuple(skipped), cpus or None)
 
 
-def per_repetition(b: Bundle, pair: tuple[str, ...]) -> float:
+def per_repetition(b: Measured, pair: tuple[str, ...]) -> float:
     """Seconds a repetition of the pair costs: the steps one after another, or a duet's at once (the longer)."""
     means = [sum(b.step_seconds[x]) / len(b.step_seconds[x]) for x in pair]
     return max(means) if b.design == "duet" else sum(means)
 
 
-def run_means(b: Bundle, variant: str) -> dict[int, float]:
+def run_means(b: Measured, variant: str) -> dict[int, float]:
     """repetition -> the mean of its forks' means (each fork: the mean of its measured iterations)."""
     return {rep: sum(sum(f) / len(f) for f in fs) / len(fs) for rep, fs in b.forks[variant].items()}
 
 
-def costs(b: Bundle) -> list[float]:
+def costs(b: Measured) -> list[float]:
     """Seconds per unit, top first: repetition (one JVM start), fork (warm-up + one JVM start), iteration."""
     p = b.parameters
     wi, it, forks = int(p.get("warmup_iterations", 0)), int(p.get("iterations", 1)), int(p.get("forks", 1))
@@ -252,7 +264,7 @@ def costs(b: Bundle) -> list[float]:
 # --- the report
 
 
-def ratio_line(label: str, b: Bundle, num: str, den: str) -> list[str]:
+def ratio_line(label: str, b: Measured, num: str, den: str) -> list[str]:
     out = []
     for level in LEVELS:
         iv = stats.paired_ratio(run_means(b, num), run_means(b, den), level, names=(num, den))
@@ -268,7 +280,7 @@ def ratio_line(label: str, b: Bundle, num: str, den: str) -> list[str]:
     return out
 
 
-def report(b: Bundle, name: str = "") -> list[str]:
+def report(b: Measured, name: str = "") -> list[str]:
     v = b.variants
     out = [f"== {name or b.path.name}: {b.path}"]
     p = b.parameters
@@ -276,14 +288,14 @@ def report(b: Bundle, name: str = "") -> list[str]:
         a = Allocation(
             p.get("repetitions"), int(p.get("forks", 1)), p.get("warmup_iterations"), p.get("iterations"), p.get("time")
         )
-        run = json.loads((b.path / "run.json").read_text()) if (b.path / "run.json").exists() else {}
-        pinned = run.get("cpus")
+        run = b.bundle.run_info()
+        pinned = run.cpus
         out.append(
             f"   {a.text()}, variants {', '.join(v)}, design {b.design}"
             + (f", pinned to CPUs {pinned}" if pinned else "")
         )
-        if run.get("duet"):
-            d = run["duet"]
+        if run.duet:
+            d = run.duet
             out.append(
                 f"   duet halves: CPUs {' and '.join(d['halves'])}, swapped every repetition"
                 + (", hardware threads of shared cores" if d.get("shared_cores") else "")
@@ -329,7 +341,7 @@ def report(b: Bundle, name: str = "") -> list[str]:
     return out
 
 
-def in_time_lines(b: Bundle) -> list[str]:
+def in_time_lines(b: Measured) -> list[str]:
     """A duet's pairs two ways (pirex.analysis.in_time): by repetition (t-log over the fork means, as above)
     and by the iterations that overlapped in time within each repetition, with their correlation."""
     num, den = in_time.sides(b.variants)
@@ -352,7 +364,7 @@ def _with_percent(iv: stats.Interval) -> str:
     return iv.text(4) + (f"  {iv.percent(2)}" if iv.has_interval else "")
 
 
-def plan_lines(b: Bundle) -> list[str]:
+def plan_lines(b: Measured) -> list[str]:
     """Stein's second stage with this run as the pilot, and what the paper's budget reaches."""
     keys, d, _ = stats.log_ratios(run_means(b, "docker"), run_means(b, "native"))
     if d.size < 2:
@@ -368,7 +380,7 @@ def plan_lines(b: Bundle) -> list[str]:
     ]
 
 
-def half_width(b: Bundle, num: str, den: str, level: float = 0.95):
+def half_width(b: Measured, num: str, den: str, level: float = 0.95):
     """The paired ratio num/den of a bundle (t on the log ratios, the half left in a duet's spread), or None when
     it lacks a variant."""
     if num not in b.variants or den not in b.variants:
@@ -376,7 +388,7 @@ def half_width(b: Bundle, num: str, den: str, level: float = 0.95):
     return stats.paired_ratio(run_means(b, num), run_means(b, den), level, method="t", names=(num, den))
 
 
-def ratio(b: Bundle, num: str, den: str, level: float = 0.95):
+def ratio(b: Measured, num: str, den: str, level: float = 0.95):
     """The ratio num/den as the design calls for (stats.design_ratio): a duet's with its CPU half as a factor of
     the model, else paired t on logs; None when the bundle lacks a variant."""
     if num not in b.variants or den not in b.variants:
@@ -400,7 +412,7 @@ def difference_line(a_name: str, a: stats.Interval, b_name: str, b: stats.Interv
     )
 
 
-def summary(results: dict[str, Bundle], benchmark: str = BENCHMARK) -> list[str]:
+def summary(results: dict[str, Measured], benchmark: str = BENCHMARK) -> list[str]:
     """One line per design: docker/native (a duet's with its CPU half modelled, and without) and the A/A with
     their 95 % half-widths, the minutes spent; then the half-widths side by side and the difference test of the
     interleaved design's ratio against the duet's."""
@@ -447,33 +459,23 @@ def generic_report(path: Path, metric: str) -> list[str]:
     """The same figures for another experiment: docker/native and the A/A paired by repetition over the run values
     its analysis module reads (a MooBench loop's steady-state mean, a JPA step's mean response time), the variance
     per level, and Stein's plan for +-0.5 %."""
-    from pirex import experiment
-    from pirex.analysis import modules
-
-    manifest = json.loads((path / "manifest.json").read_text())
-    exp = experiment.load(manifest["experiment"])
-    run = path / "run.json"
-    view = (json.loads(run.read_text()).get("matrix") or {}).get("name") if run.is_file() else None
-    every = modules.module(exp).run_values([path], view)
+    b = Bundle.open(path)
+    exp = experiment.load(b.experiment)
+    every = modules.module(exp).run_values([path], b.matrix)
     values = [v for v in every if v.metric == metric]
     if not values:
         raise SystemExit(
             f"{path}: no run value of {metric!r} (metrics: {', '.join(sorted({v.metric for v in every}))})"
         )
     variants = list(dict.fromkeys(v.variant for v in values))
-    ended = manifest.get("ended") or manifest["completed"][-1]["ended"]
-    wall = (_when(ended) - _when(manifest["started"])).total_seconds()
+    done = b.steps()
+    wall = wall_seconds(b, done)
     step = {
-        x: [
-            (_when(s["ended"]) - _when(s["started"])).total_seconds()
-            for s in manifest["completed"]
-            if s["variant"] == x
-        ]
-        for x in variants
+        x: [(from_iso(s.ended) - from_iso(s.started)).total_seconds() for s in done if s.variant == x] for x in variants
     }
     out = [
         f"== {exp.id} {metric}: {path}",
-        f"   {manifest['parameters']}",
+        f"   {b.parameters}",
         f"time spent: {wall / 60:.1f} min (steps per variant, min: "
         f"{', '.join(f'{x} {sum(t) / 60:.1f}' for x, t in step.items())})",
     ]
@@ -534,7 +536,7 @@ def run_generic(args) -> int:
         return 0
     print(f"bench-resolution: {' '.join(cmd[2:])}", flush=True)
     code = run_pirex(cmd, args.timeout)
-    bundles = sorted(p for p in (results / args.experiment).glob("*") if (p / "manifest.json").exists())
+    bundles = sorted(p for p in (results / args.experiment).glob("*") if (p / MANIFEST).exists())
     if not bundles:
         raise SystemExit(f"bench-resolution: pirex run wrote no bundle under {results} (exit {code})")
     print("\n".join(generic_report(bundles[-1], args.metric)), flush=True)
@@ -583,7 +585,7 @@ def run_allocation(a: Allocation, cmd: list[str], results: Path, variants: int) 
     another, 1 for a duet)."""
     limit = 600 + 3 * a.repetitions * variants * (a.step_seconds() + 30 * (a.forks + 1))
     code = run_pirex(cmd, limit)
-    bundles = sorted(p for p in (results / "jmh").glob("*") if (p / "manifest.json").exists())
+    bundles = sorted(p for p in (results / "jmh").glob("*") if (p / MANIFEST).exists())
     if not bundles:
         raise SystemExit(f"bench-resolution: pirex run wrote no bundle under {results}/jmh (exit {code})")
     if code:

@@ -71,12 +71,23 @@ def _bundle(
         "warmup_time": "1s",
         "time": "1s",
     }
-    manifest = {
+    manifest = {  # a whole manifest (pirex.bundle's SCHEMA_VERSION 1): the script reads it through pirex.bundle
+        "schema_version": 1,
+        "run_id": path.name,
+        "experiment": "jmh",
+        "profile": "paper",
+        "parameters": params,
+        "variants": variants,
         **({"design": design} if design else {}),
+        "images": {},
+        "tool": {"version": "t", "commit": "c"},
         "started": "2026-11-24T05:00:00Z",
         "ended": "2026-11-24T06:00:00Z",
-        "parameters": params,
+        "resumed": [],
+        "status": "complete",
+        "plan": [{"variant": s["variant"], "repetition": s["repetition"]} for s in completed],
         "completed": completed,
+        "files": {},
     }
     (path / "manifest.json").write_text(json.dumps(manifest))
     return path

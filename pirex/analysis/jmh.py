@@ -19,6 +19,7 @@ from pirex.errors import PirexError
 from pirex.runner import duet
 
 LEVEL = 0.999
+JMH_JSON = "jmh.json"  # a step's output (experiments/jmh/experiment.yaml: outputs)
 
 
 # JMH method names of images/jmh -> the paper's benchmark numbers
@@ -44,6 +45,29 @@ def setup_of(step: Step) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Result:
+    """One benchmark of a step's jmh.json: its JMH method (b1_default), its unit, every fork's measured iterations."""
+
+    method: str
+    unit: str
+    forks: list[list[float]]
+
+
+def read_results(step: Step) -> list[Result]:
+    """A step's jmh.json (JMH's own JSON, one entry per benchmark); PirexError naming the file when it is damaged."""
+    f = step.dir / JMH_JSON
+    with reading(f):
+        return [
+            Result(
+                r["benchmark"].rsplit(".", 1)[1],
+                r["primaryMetric"]["scoreUnit"],
+                [[float(x) for x in iterations] for iterations in r["primaryMetric"]["rawData"]],
+            )
+            for r in read_json(f, list)
+        ]
+
+
 def read_rows(bundle_path: Path) -> list[Row]:
     """A jmh bundle's jmh.json files as tidy rows: one per fork and measured iteration."""
     b = open_bundle(bundle_path, "jmh")
@@ -52,31 +76,27 @@ def read_rows(bundle_path: Path) -> list[Row]:
     rows = []
     for step in b.steps():
         setup = setup_of(step)
-        f = step.dir / "jmh.json"
-        with reading(f):
-            for result in read_json(f, list):
-                name = result["benchmark"].rsplit(".", 1)[1]
-                bench = JMH_BENCHMARKS.get(name, name)
-                metric = result["primaryMetric"]
-                for fork, iterations in enumerate(metric["rawData"]):
-                    for i, value in enumerate(iterations):
-                        rows.append(
-                            Row(
-                                "jmh",
-                                b.run_id,
-                                device,
-                                storage,
-                                step.variant,
-                                bench,
-                                step.repetition,
-                                fork,
-                                i,
-                                "throughput",
-                                float(value),
-                                metric["scoreUnit"],
-                                setup,
-                            )
+        for result in read_results(step):
+            bench = JMH_BENCHMARKS.get(result.method, result.method)
+            for fork, iterations in enumerate(result.forks):
+                for i, value in enumerate(iterations):
+                    rows.append(
+                        Row(
+                            "jmh",
+                            b.run_id,
+                            device,
+                            storage,
+                            step.variant,
+                            bench,
+                            step.repetition,
+                            fork,
+                            i,
+                            "throughput",
+                            value,
+                            result.unit,
+                            setup,
                         )
+                    )
     return rows
 
 

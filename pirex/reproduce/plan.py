@@ -406,8 +406,8 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
         done = b.steps()
         walls = [s for s in map(step_seconds, done) if s is not None]
         steps += walls
-        whole = _wall(b.manifest["started"], b.manifest["ended"])
-        if b.status == "complete" and not b.manifest["resumed"] and whole and len(walls) == len(done):
+        whole = _wall(b.started, b.ended)
+        if b.status == "complete" and not b.resumed and whole and len(walls) == len(done):
             # a duet's two steps of a repetition at once: the run's own part is its wall time less one step each
             runs.append(max(whole - sum(walls) / need.at_once, 0.0))  # resumed: its wall time holds the pause
     if not steps:
