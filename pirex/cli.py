@@ -711,7 +711,8 @@ def reproduce(
     if whole_pilot and not opts.budget:
         raise PirexError("--whole-pilot says how --budget treats the first runs: give --budget too (e.g. 15m)")
     if artifact:
-        out = _rerun(opts, artifact, explicit_tag=tag)
+        level_given = click.get_current_context().get_parameter_source("level") != click.core.ParameterSource.DEFAULT
+        out = _rerun(opts, artifact, explicit_tag=tag, level_given=level_given)
     else:
         out = reproduction.reproduce(opts, reproduction.run_with_runner)
     left_out = json.loads((out / reproduction.STATE).read_text()).get("left_out") or {}
@@ -723,7 +724,7 @@ def reproduce(
         )
 
 
-def _rerun(opts, artifact: Path, explicit_tag: str | None) -> Path:
+def _rerun(opts, artifact: Path, explicit_tag: str | None, level_given: bool = False) -> Path:
     """pirex reproduce PAPER --artifact: the artifact's checksums and images first, then the reproduction on them."""
     from pirex.artifact import rerun
     from pirex.reproduce import reproduction
@@ -752,6 +753,8 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None) -> Path:
             tag = rerun.load_images(opened, plat.host(), regfile)
         commit = git_version()[1]
         for line in rerun.preamble(opened, commit, tag):
+            click.echo(line)
+        if not opts.resume and (line := rerun.adopt(opened, opts, level_given)):
             click.echo(line)
         opts.artifact = artifact.resolve()
         if tag:  # a tag nothing on this machine is built under: the runs take the images regfile names

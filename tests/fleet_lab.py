@@ -68,7 +68,7 @@ def export_images(file: Path, tag: str, names: tuple[str, ...] = ("jmh",)) -> Pa
     return file
 
 
-def _kill_namespace_processes(hosts: dict[str, netns.Host], spare: set[int]) -> None:
+def kill_namespace_processes(hosts: dict[str, netns.Host], spare: set[int]) -> None:
     """What the sessions left running in the hosts' namespaces (a run abandoned), but the daemons."""
     inodes = {os.stat(f"/run/netns/{h.netns}").st_ino for h in hosts.values()}
     for p in Path("/proc").iterdir():
@@ -89,7 +89,7 @@ def lab(tmp: Path, names: list[str] = NAMES):
     with contextlib.ExitStack() as stack:
         hosts = stack.enter_context(netns.hosts(names, site=SITE, controller=True, docker_bridge=True))
         daemons = {int(Path(f"{netns.RUN}{SITE}/{n}/dockerd.pid").read_text()) for n in names}
-        stack.callback(_kill_namespace_processes, hosts, daemons)
+        stack.callback(kill_namespace_processes, hosts, daemons)
         sshds = {}
         for n, h in hosts.items():
             shutil.rmtree(disks[n] / "pirex" / "results", ignore_errors=True)  # an earlier session's fleet runs

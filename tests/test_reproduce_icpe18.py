@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from pirex import machine, proc
+from pirex.artifact.rerun import JUDGED
 from pirex.bundle import verify
 from pirex.reproduce import claims, plan
 from pirex.reproduce.verdict import NOT_RUN
 
+from . import fleet_lab, netns
 from .conftest import TEST_TAG
 
 pytestmark = pytest.mark.docker
@@ -58,7 +60,11 @@ def wait_for(check, timeout: float, what: str, log: Path):
     pytest.fail(f"no {what} after {timeout:.0f} s:\n{log.read_text()[-3000:]}")
 
 
-def test_icpe18_kick_the_tires_killed_then_resumed(built, tmp_path):
+@pytest.fixture(scope="module")
+def reproduced(built, tmp_path_factory) -> tuple[Path, Path, Path, proc.Result]:
+    """The reproduction killed with SIGKILL mid-run, then resumed: (results, its folder, the jmh bundle complete
+    before the kill, the resume's output). Shared: the artifact test below packs it."""
+    tmp_path = tmp_path_factory.mktemp("icpe18")
     results, log = tmp_path / "results", tmp_path / "first.log"
     args = [a for s in SETS for a in ("--set", s)]
     with open(log, "w") as out:
@@ -83,7 +89,11 @@ def test_icpe18_kick_the_tires_killed_then_resumed(built, tmp_path):
     (out_dir,) = results.glob("reproduce/icpe18-*")
     assert (out_dir / "state.json").is_file() and not (out_dir / "REPORT.md").exists()
 
-    r = proc.run(pirex("--resume", str(out_dir), results=results), timeout=1500)
+    return results, out_dir, jmh_bundle, proc.run(pirex("--resume", str(out_dir), results=results), timeout=1500)
+
+
+def test_icpe18_kick_the_tires_killed_then_resumed(reproduced, tmp_path):
+    results, out_dir, jmh_bundle, r = reproduced
     lines = r.stdout.splitlines()
     assert "jmh@quick" in lines[0] or "jmh@quick" in r.stdout
     assert "done: 1 bundle(s) of this commit and machine" in r.stdout  # jmh: reused, not rerun
@@ -128,3 +138,59 @@ def test_icpe18_kick_the_tires_killed_then_resumed(built, tmp_path):
     proc.run([chromium, *flags, "--window-size=794,1123", f"--screenshot={a4}", html.as_uri()], timeout=120)
     pixels = matplotlib.image.imread(a4)
     assert pixels.shape[1] == 794 and pixels.std() > 0.05
+
+
+def test_its_artifact_reruns_offline_on_a_second_machine(reproduced, tmp_path):
+    """`pirex artifact icpe18 --reproduction ... --images host` here, then `pirex reproduce icpe18 --artifact` on a
+    second machine: a network namespace with a Docker daemon of its own whose images were removed, no route out (no
+    registry, no mirror) and an empty pirex cache (no local registry, no exported trees). jmh's claims only (the
+    quickest), at the sets of the reproduction inside, which the rerun takes from it."""
+    results, out_dir, jmh_bundle, _ = reproduced
+    art = tmp_path / "icpe18-artifact.tar"
+    made = proc.run(
+        [sys.executable, "-m", "pirex", "artifact", "icpe18", str(art), "--reproduction", str(out_dir)]
+        + ["--images", "host", "--tag", TEST_TAG],
+        timeout=900,
+    )
+    assert made.stdout.startswith(f"wrote {art} (")
+    check = proc.run([sys.executable, "-m", "pirex", "artifact", "--check", str(art)], timeout=300, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    with netns.hosts(["committee"], site=fleet_lab.SITE, docker_bridge=True) as hosts:
+        h = hosts["committee"]
+        daemon = {int(Path(h.socket).with_name("dockerd.pid").read_text())}
+        h.docker("system", "prune", "-af", timeout=300)
+        assert h.docker("images", "-q").stdout.split() == []  # a clean machine: no image at all
+        assert "default" not in proc.run(["ip", "-n", h.netns, "route"], timeout=30).stdout  # and no way out
+        env = {**h.env, "PIREX_CACHE": str(tmp_path / "committee-cache")}
+        rerun = tmp_path / "rerun"
+        cmd = [sys.executable, "-m", "pirex", "reproduce", "icpe18", "--artifact", str(art), "--experiment", "jmh"]
+        try:
+            r = proc.run(
+                ["nsenter", f"--net=/run/netns/{h.netns}", *cmd, "--results-dir", str(rerun)], timeout=1500, env=env
+            )
+        finally:  # whatever the rerun left in the namespace (its registry, if it was killed), the daemon aside
+            fleet_lab.kill_namespace_processes(hosts, spare=daemon)
+    assert "checksums match (icpe18)" in r.stdout and "images: loaded from the artifact" in r.stdout, r.stdout
+    assert "as the reproduction inside: " in r.stdout  # its sets, so that the two are comparable
+
+    (mine,) = rerun.glob("reproduce/icpe18-*")
+    assert (mine / "artifact" / "REPORT.md").read_bytes() == (out_dir / "REPORT.md").read_bytes()
+    inside = json.loads((out_dir / "state.json").read_text())["verdicts"]
+    here = json.loads((mine / "state.json").read_text())["verdicts"]
+    jmh_claims = [f"icpe18:{c.id}" for c in claims.load("icpe18").claims if c.experiment == "jmh"]
+    jmh_claims = [k for k in jmh_claims if inside[k] in JUDGED]  # not those this machine cannot judge (devices)
+    assert len(jmh_claims) >= 7
+    comparison = (mine / "COMPARISON.md").read_text()
+    for key in jmh_claims:  # each judged on both sides: the same verdict, or the row says why not
+        row = next(line for line in comparison.splitlines() if line.startswith(f"| {key} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:3] == [inside[key], here[key]] and cells[3] in ("yes", "no"), row
+        assert (cells[3] == "yes") == (inside[key] == here[key]) and (cells[3] == "yes" or cells[4]), row
+    assert r.stdout.strip().splitlines()[-1].startswith(f"{sum(inside[k] == here[k] for k in jmh_claims)} of ")
+
+    # the very images inside the artifact ran, imported, not built: the inside jmh bundle's image, by digest
+    (theirs,) = [json.loads((jmh_bundle / "manifest.json").read_text())["images"]["jmh"]]
+    (bundle,) = rerun.glob("jmh/*/manifest.json")
+    ours = json.loads(bundle.read_text())["images"]["jmh"]
+    assert ours["digest"] == theirs["digest"] and ours["origin"]["kind"] == "imported", ours

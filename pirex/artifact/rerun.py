@@ -18,9 +18,12 @@ from pathlib import Path
 from pirex.artifact import check
 from pirex.artifact.pack import IMAGES, META, REPORT_FILES, REPORT_FOLDERS
 from pirex.errors import PirexError
-from pirex.reproduce.verdict import DIFFERS, HOLDS
+from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
+
+JUDGED = (HOLDS, DIFFERS, INCONCLUSIVE)
 
 COMPARISON = "COMPARISON.md"
+AGREE = {True: "yes", False: "no", None: "-"}
 INSIDE = "artifact"  # the reproduction's subfolder holding the report that was inside the artifact
 STATE = "state.json"
 
@@ -141,6 +144,22 @@ def _commit_note(opened: Opened, commit: str | None) -> list[str]:
     ]
 
 
+def adopt(opened: Opened, opts, level_given: bool) -> str:
+    """The level and --set values of the reproduction inside, where the rerun was given none: the two are then
+    comparable. Returns what was taken, "" when nothing."""
+    if opened.reproduction is None:
+        return ""
+    state = json.loads((opened.reproduction / STATE).read_text())
+    taken = []
+    if not level_given and state.get("level") and state["level"] != opts.level:
+        opts.level = state["level"]
+        taken.append(f"--level {opts.level}")
+    if not opts.sets and state.get("sets"):
+        opts.sets = state["sets"]
+        taken += [f"--set {e}.{k}={v}" for e, kv in opts.sets.items() for k, v in kv.items()]
+    return f"as the reproduction inside: {' '.join(taken)}" if taken else ""
+
+
 def copy_inside(opened: Opened, out: Path) -> None:
     """The report that was inside the artifact, beside the rerun's own."""
     if opened.reproduction is None:
@@ -164,34 +183,36 @@ class Row:
     why: str = ""
 
     @property
-    def agrees(self) -> bool:
-        return self.inside == self.here
+    def agrees(self) -> bool | None:
+        """None where one side did not judge the claim (not rerun here, or not in the artifact)."""
+        return self.inside == self.here if self.inside in JUDGED and self.here in JUDGED else None
 
 
 def compare(opened: Opened, out: Path) -> list[Row]:
-    """One row per claim judged on either side (inside the artifact, or here)."""
+    """One row per claim of either side (inside the artifact, or here)."""
     state = json.loads((out / STATE).read_text())
     mine = f"{opened.paper}:"
     here = {k: v for k, v in (state.get("verdicts") or {}).items() if k.startswith(mine)}
     reasons = state.get("reasons") or {}
     rows = []
     for key in sorted(set(opened.inside) | set(here)):
-        a, b = opened.inside.get(key, "not in the artifact"), here.get(key, "not judged here")
-        row = Row(key, a, b)
-        if not row.agrees:
-            row.why = _why(a, b, opened.reasons.get(key, ""), reasons.get(key, ""))
+        row = Row(key, opened.inside.get(key, "not in the artifact"), here.get(key, "not judged here"))
+        if row.agrees is False:
+            row.why = _why(row.inside, row.here, opened.reasons.get(key, ""), reasons.get(key, ""))
+        elif row.agrees is None and (row.inside in JUDGED or row.here in JUDGED):
+            side, reason = (
+                ("here", reasons.get(key, "")) if row.inside in JUDGED else ("inside", opened.reasons.get(key))
+            )
+            row.why = f"not judged {side}" + (f": {reason}" if reason else "")
         rows.append(row)
     return rows
 
 
 def _why(inside: str, here: str, inside_reason: str, here_reason: str) -> str:
-    decided = {HOLDS, DIFFERS}
-    if inside in decided and here in decided:
+    if inside != INCONCLUSIVE and here != INCONCLUSIVE:
         kind = "opposite verdicts: the two machines' estimates lie on different sides of the rule"
-    elif inside in decided or here in decided:
-        kind = "one side decided, the other's interval still reaches across the rule's edge"
     else:
-        kind = "judged on one side only"
+        kind = "one side decided, the other's interval still reaches across the rule's edge"
     parts = [kind]
     if inside_reason:
         parts.append(f"inside: {inside_reason}")
@@ -201,32 +222,35 @@ def _why(inside: str, here: str, inside_reason: str, here_reason: str) -> str:
 
 
 def agreement(rows: Sequence[Row]) -> str:
-    both = [r for r in rows if r.inside in {HOLDS, DIFFERS} or r.here in {HOLDS, DIFFERS}]
-    agree = sum(r.agrees for r in both)
-    return f"{agree} of {len(both)} claims decided on either side agree" + (
-        "" if agree == len(both) else f"; {len(both) - agree} differ (COMPARISON.md says why)"
-    )
+    both = [r for r in rows if r.agrees is not None]
+    agree = sum(bool(r.agrees) for r in both)
+    one = sum(1 for r in rows if r.agrees is None and (r.inside in JUDGED or r.here in JUDGED))
+    text = f"{agree} of {len(both)} claims judged on both sides agree"
+    if agree < len(both):
+        text += f"; {len(both) - agree} differ (COMPARISON.md says why)"
+    return text + (f"; {one} judged on one side only" if one else "")
 
 
 def write(opened: Opened, out: Path, rows: Sequence[Row], commit: str | None) -> Path:
+    inside = (
+        f"its report is in [{INSIDE}/]({INSIDE}/REPORT.md)"
+        if opened.inside
+        else "it holds no reproduction (made without --reproduction): nothing to compare with"
+    )
     lines = [
         f"# This rerun against the artifact's reproduction: {opened.paper}",
         "",
-        f"The artifact: `{opened.path}` (made at commit {opened.meta.get('commit', 'unknown')}, "
-        f"pirex {opened.meta.get('version', 'unknown')}); its report is in [{INSIDE}/]({INSIDE}/REPORT.md), "
-        "this rerun's in [REPORT.md](REPORT.md).",
+        f"The artifact: `{opened.path}`, made at commit {opened.meta.get('commit', 'unknown')} by pirex "
+        f"{opened.meta.get('version', 'unknown')}; {inside}. This rerun's report is [REPORT.md](REPORT.md).",
         "",
-        *_commit_note(opened, commit),
-        "",
+        *(line + "\n" for line in _commit_note(opened, commit)),
         agreement(rows) + ".",
         "",
         "| Claim | Inside the artifact | Here | Agree | Why not |",
         "|---|---|---|---|---|",
-        *(f"| {r.key} | {r.inside} | {r.here} | {'yes' if r.agrees else 'no'} | {r.why} |" for r in rows),
+        *(f"| {r.key} | {r.inside} | {r.here} | {AGREE[r.agrees]} | {r.why} |" for r in rows),
         "",
     ]
-    if not opened.inside:
-        lines[6:6] = ["The artifact holds no reproduction (made without --reproduction): nothing to compare with.", ""]
     path = out / COMPARISON
     path.write_text("\n".join(lines))
     return path

@@ -73,9 +73,9 @@ def test_agreeing_verdicts_and_the_report_inside_beside_the_rerun(artifact, tmp_
     assert json.loads((out / "artifact" / "state.json").read_text())["verdicts"][CLAIM] == "holds"
     rows = rerun.compare(opened, out)
     assert [(r.key, r.inside, r.here, r.agrees) for r in rows] == [(CLAIM, "holds", "holds", True)]
-    assert rerun.agreement(rows) == "1 of 1 claims decided on either side agree"
+    assert rerun.agreement(rows) == "1 of 1 claims judged on both sides agree"
     text = rerun.write(opened, out, rows, opened.meta["commit"]).read_text()
-    assert f"| {CLAIM} | holds | holds | yes |  |" in text and "made at commit" not in text.split("\n")[4]
+    assert f"| {CLAIM} | holds | holds | yes |  |" in text and "note:" not in text
 
 
 def test_a_disagreement_says_which_and_why(artifact, tmp_path):
@@ -87,10 +87,38 @@ def test_a_disagreement_says_which_and_why(artifact, tmp_path):
         "one side decided, the other's interval still reaches across the rule's edge; "
         "inside: the ratio's interval lies above 1; here: the interval reaches across 1"
     )
-    assert rerun.agreement(rows) == "0 of 1 claims decided on either side agree; 1 differ (COMPARISON.md says why)"
+    assert rerun.agreement(rows) == "0 of 1 claims judged on both sides agree; 1 differ (COMPARISON.md says why)"
     text = rerun.write(opened, out, rows, "0" * 40).read_text()
     assert f"note: the artifact was made at commit {opened.meta['commit'][:12]}, this pirex is 000000000000" in text
     assert f"| {CLAIM} | holds | inconclusive | no | one side decided" in text
+
+
+def test_a_claim_not_rerun_here_is_neither_agreement_nor_disagreement(artifact, tmp_path):
+    opened = rerun.open_(artifact, PAPER, tmp_path / "u")
+    out = _rerun_folder(tmp_path, {CLAIM: "not run here"}, {CLAIM: "not among the experiments asked for"})
+    (row,) = rerun.compare(opened, out)
+    assert row.agrees is None and row.why == "not judged here: not among the experiments asked for"
+    assert rerun.agreement([row]) == "0 of 0 claims judged on both sides agree; 1 judged on one side only"
+    assert (
+        f"| {CLAIM} | holds | not run here | - | not judged here" in rerun.write(opened, out, [row], None).read_text()
+    )
+
+
+def test_the_rerun_takes_the_level_and_sets_inside_unless_given(artifact, tmp_path):
+    from pirex.reproduce.reproduction import Options
+
+    opened = rerun.open_(artifact, PAPER, tmp_path / "u")
+    state = json.loads((opened.reproduction / "state.json").read_text())
+    state |= {"level": "full", "sets": {"fork": {"repetitions": 2}}}
+    (opened.reproduction / "state.json").write_text(json.dumps(state))
+    opts = Options([PAPER])
+    assert (
+        rerun.adopt(opened, opts, level_given=False)
+        == "as the reproduction inside: --level full --set fork.repetitions=2"
+    )
+    assert (opts.level, opts.sets) == ("full", {"fork": {"repetitions": 2}})
+    given = Options([PAPER], sets={"fork": {"repetitions": 7}})
+    assert rerun.adopt(opened, given, level_given=True) == "" and given.level == "kick-the-tires"
 
 
 def test_the_cli_refuses_what_a_rerun_cannot_take(artifact, tmp_path):
