@@ -314,6 +314,12 @@ class Experiment:
             raise PirexError(f"{self.path}: no profile {profile!r} (profiles: {', '.join(self.profiles)})")
         return {**self.parameters, **self.profiles[profile]}
 
+    def requested(self, profile: str, matrix: str | None = None, overrides: dict[str, Any] | None = None) -> dict:
+        """The parameters a run asks for, the one merge: the profile's, a matrix's at that profile, then --set's
+        (checked). What run.json records as "requested" and what a reproduction's reuse compares."""
+        m = self.matrices[matrix].parameters_for(profile) if matrix else {}
+        return {**self.resolve(profile), **m, **P.check_values(self.declared, overrides or {}, "--set")}
+
     def overrides(self, pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
         """`--set NAME=VALUE` pairs, typed and checked against the declarations."""
         return P.parse_overrides(self.declared, pairs)

@@ -298,7 +298,8 @@ def parameters(need: Need, exp: experiment.Experiment) -> dict:
     """The parameters a run of the need has: its profile's, at least MIN_REPETITIONS, its --set; without
     the service ports (0 in the profile means a free port per run: the bundle records the one taken)."""
     ports = {s.port for s in exp.services if s.port}
-    wanted = {**exp.resolve(need.profile), "repetitions": repetitions(exp, need.profile), **need.overrides}
+    # a view's (a matrix's) own parameters too: what its runs record as requested (moobench's fluctuation: depth 10)
+    wanted = {**exp.requested(need.profile, need.view), "repetitions": repetitions(exp, need.profile), **need.overrides}
     return {k: v for k, v in wanted.items() if k not in ports}
 
 

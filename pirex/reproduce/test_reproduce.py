@@ -802,3 +802,22 @@ def test_a_duet_bundle_answers_a_duet_need_and_only_a_duet_need(tmp_path, monkey
     monkeypatch.setattr(runner, "run", lambda o: asked.append(o) or results)
     reproduction.run_with_runner(dataclasses.replace(duet, variants=["native", "native-aa"]), opts)
     assert asked[0].design == "duet" and asked[0].variants == "native,native-aa"
+
+
+def test_every_need_wants_what_its_runs_record_as_requested():
+    """The parameters a reproduction's reuse compares (plan.parameters) are those its runs record (runplan.requested,
+    with the options run_with_runner gives): for a view too, whose matrix sets its own (moobench's fluctuation:
+    recursion depth 10). They once differed there, so no fluctuation bundle was ever reused: `--reuse-only` left
+    every Table 5 claim not run, and every reproduction ran the matrix again."""
+    from pirex.runner import run, runplan
+
+    missing = {"spass-meter": "bring it", "cpufreq": "none", "swap": "none"}
+    for level in ("kick-the-tires", "full"):
+        for n in plan.needs(claims.load("icpe18").claims + claims.load("ssp17").claims, level, missing=missing):
+            exp = experiment.load(n.experiment)
+            reps = plan.repetitions(exp, n.profile)
+            opts = run.Options(n.experiment, n.profile, overrides={"repetitions": reps, **n.overrides}, matrix=n.view)
+            asked = runplan.requested(exp, opts)
+            assert plan._same_parameters(asked, plan.parameters(n, exp), exp.metrics_parameter), (n.key, asked)
+    (view,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires", missing=missing) if n.view]
+    assert plan.parameters(view, experiment.load("moobench"))["recursion_depth"] == 10

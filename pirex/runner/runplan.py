@@ -242,12 +242,8 @@ def _overrides(exp: experiment.Experiment, opts: Options) -> dict:
 
 def requested(exp: experiment.Experiment, opts: Options) -> dict:
     """The parameters asked for: the profile's, the matrix's at that profile, then --set (what reuse compares)."""
-    matrix = matrix_of(exp, opts.matrix)
-    return {
-        **exp.resolve(opts.profile),
-        **(matrix.parameters_for(opts.profile) if matrix else {}),
-        **_overrides(exp, opts),
-    }
+    matrix_of(exp, opts.matrix)  # an unknown matrix: the error that names the matrices
+    return exp.requested(opts.profile, opts.matrix, opts.overrides)
 
 
 def _base_variants(exp: experiment.Experiment, opts: Options, matrix: experiment.Matrix | None) -> tuple[str, ...]:
