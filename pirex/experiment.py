@@ -627,16 +627,17 @@ def _durations(c, durations: dict, profiles: dict, matrices: dict) -> dict:
     load, the analysis), and machine/score where this profile was measured on another machine than
     the block's, or score alone where the block's machine was calibrated again beside it}, first:
     the seconds the first run on a machine adds, exporting the image's filesystem for the native
-    variant (runner/native.py), which later runs reuse}."""
+    variant (runner/native.py), which later runs reuse}; a profile's dict may also give disk: the megabytes of
+    results one step leaves (its bundle's files), for the disk a claim needs (ARTIFACT.md)."""
 
-    def seconds(key: str, v) -> float:
+    def seconds(key: str, v, unit: str = "seconds") -> float:
         if isinstance(v, str):  # YAML reads 1e7 as a string: take it as the number it says
             try:
                 v = float(v)
             except ValueError:
                 pass
         if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-            raise c.fail(f"durations.{key}", "seconds (a number >= 0)", v)
+            raise c.fail(f"durations.{key}", f"{unit} (a number >= 0)", v)
         return float(v)
 
     out: dict = {}
@@ -650,12 +651,14 @@ def _durations(c, durations: dict, profiles: dict, matrices: dict) -> dict:
                 f"durations.{key}", f"machine, score, first, a profile ({', '.join(profiles)}) or MATRIX@PROFILE", key
             )
         elif isinstance(v, dict):
-            if set(v) - {"step", "fixed", "run", "machine", "score"} or "step" not in v:
-                raise c.fail(f"durations.{key}", "seconds, or {step: seconds[, fixed, run, machine, score]}", v)
+            if set(v) - {"step", "fixed", "run", "machine", "score", "disk"} or "step" not in v:
+                raise c.fail(f"durations.{key}", "seconds, or {step: seconds[, fixed, run, disk, machine, score]}", v)
             step, fixed = seconds(f"{key}.step", v["step"]), seconds(f"{key}.fixed", v.get("fixed", 0))
             if fixed > step:
                 raise c.fail(f"durations.{key}.fixed", f"at most the step's {step:g} s", fixed)
             out[key] = {"step": step, "fixed": fixed, "run": seconds(f"{key}.run", v.get("run", 0))}
+            if "disk" in v:
+                out[key]["disk"] = seconds(f"{key}.disk", v["disk"], "megabytes")
             if "score" in v:  # measured on a machine of its own
                 if not seconds(f"{key}.score", v["score"]):
                     raise c.fail(f"durations.{key}.score", "its machine's calibration score (a number > 0)", 0)

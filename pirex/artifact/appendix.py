@@ -35,6 +35,7 @@ class Timed:
     runs: tuple[str, ...] = ()
     of_claim: dict[str, tuple[str, ...]] = field(default_factory=dict)  # claim id -> its own runs among them
     unmeasured: tuple[str, ...] = ()  # the runs without a measured duration (seconds None)
+    disk: float | None = None  # megabytes of results the runs leave (None: a run without a measured disk)
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def estimate(claims: Sequence[Claim], level: str, storages: Sequence[Path] = ())
     needs = plan.needs(list(claims), level, aa=level == "full", storages=storages)
     if not needs:
         return Timed(None)
-    machines = []
+    machines, disk = [], 0.0
     for n in needs:
         exp = experiment.load(n.experiment)
         measured = (n.view and exp.durations.get(f"{n.view}@{n.profile}")) or exp.durations.get(n.profile)
@@ -88,6 +89,8 @@ def estimate(claims: Sequence[Claim], level: str, storages: Sequence[Path] = ())
         plan.estimate(n, exp, score, None)
         if measured:
             machines.append(measured.get("machine") or exp.durations.get("machine") or "a reference machine")
+        per_step = (measured or {}).get("disk")
+        disk = None if disk is None or per_step is None else disk + n.steps * per_step
     plan.add_first_exports(needs, exported=lambda image: False)  # a fresh machine exports each image once
     of_claim: dict[str, tuple[str, ...]] = {}
     for n in needs:
@@ -97,7 +100,7 @@ def estimate(claims: Sequence[Claim], level: str, storages: Sequence[Path] = ())
     unmeasured = tuple(n.key for n in needs if n.seconds is None)
     if unmeasured:
         return Timed(None, runs=runs, of_claim=of_claim, unmeasured=unmeasured)
-    return Timed(sum(n.seconds for n in needs), tuple(dict.fromkeys(machines)), runs, of_claim)
+    return Timed(sum(n.seconds for n in needs), tuple(dict.fromkeys(machines)), runs, of_claim, disk=disk)
 
 
 def images_of(experiment_id: str | None, registry: dict[str, Entry]) -> tuple[str, ...]:
@@ -160,6 +163,13 @@ def duration(seconds: float | None) -> str:
     from pirex.reproduce import report  # numpy, scipy: the analysis extra, as rows() needs
 
     return "unknown" if seconds is None else report.duration(seconds)
+
+
+def megabytes(mb: float | None) -> str:
+    """A disk size in the table's words; "unknown" where a run has no measured disk."""
+    if mb is None:
+        return "unknown"
+    return f"{mb / 1000:.1f} GB" if mb >= 1000 else f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
 
 
 def _cell(text: str) -> str:
@@ -263,10 +273,11 @@ def markdown(contents: Contents, rows_: Sequence[Row]) -> str:
         f"estimate on {', '.join(machines) or 'the reference machine'} (the runs of the claim itself in brackets). "
         "Expected result: the paper's value and the rule that decides holds, differs or inconclusive (docs/"
         "statistics.md). A claim across devices needs an inventory of them (fleet/hosts.yml is an example), one "
-        "across storages a mount on each device.",
+        "across storages a mount on each device. Disk: the results the command's runs leave (their bundles), "
+        "measured on the same machine; the images come on top (images/ in this artifact, or `make build`).",
         "",
-        "| Claim | The paper's words (where) | Command | Time | Expected result (rule) | Images |",
-        "|---|---|---|---|---|---|",
+        "| Claim | The paper's words (where) | Command | Time | Disk | Expected result (rule) | Images |",
+        "|---|---|---|---|---|---|---|",
     ]
     verdicts = (contents.reproduction or {}).get("verdicts", {})
     for r in rows_:
@@ -279,6 +290,7 @@ def markdown(contents: Contents, rows_: Sequence[Row]) -> str:
             f"{c.says} ({c.where})",
             f"`{r.command}`{needs}" if r.command else "none",
             f"{duration(r.time.seconds)} ({', '.join(r.runs)})",
+            megabytes(r.time.disk),
             f"{r.published}: {r.expected}.{ran_text}" if r.expected else "not judged",
             "; ".join(r.images) or "-",
         ]

@@ -58,10 +58,11 @@ def test_artifact_md_has_one_row_per_claim(packed):
     assert [r.split(" | ")[0][2:] for r in rows] == [f"{PAPER}:{c.id}" for c in paper.claims]
     for r in rows:
         cells = r.split(" | ")
-        assert len(cells) == 6, r
+        assert len(cells) == 7, r
         assert cells[2].startswith(f"`pirex reproduce {PAPER} --experiment fork"), r
         assert "unknown" not in cells[3] and "(fork@quick)" in cells[3], r
-        assert "holds when" in cells[4], r
+        assert cells[4] == "0.1 MB", r  # experiment.yaml's 0.029 MB a step, five steps (its claims run natively)
+        assert "holds when" in cells[5], r
     assert "--inventory fleet/hosts.yml" in text  # its claims across devices
     for heading in ("## Getting started", "## Kick the tires (about ten minutes)", "## Claims"):
         assert heading in text

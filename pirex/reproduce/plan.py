@@ -388,16 +388,18 @@ def _same_parameters(have: dict, wanted: dict, metrics_parameter: str = "") -> b
 @dataclass(frozen=True)
 class Measured:
     """What this machine's bundles of an experiment and profile took: the median step, and the median
-    seconds a run spent outside its steps (None without a complete, never-resumed bundle to tell)."""
+    seconds a run spent outside its steps (None without a complete, never-resumed bundle to tell), and the
+    median megabytes a step's results take on disk (None likewise)."""
 
     step: float
     run: float | None
+    disk: float | None = None
 
 
 def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | None:
     """Medians over the bundles of this experiment and profile on this machine (a step is its wall time
     in the manifest, servers started and stopped included; a run's own part is its wall time less its steps')."""
-    steps, runs = [], []
+    steps, runs, disk = [], [], []
     for b in _bundles(results_dir, need.experiment):
         run = _run_info(b)
         if b.profile != need.profile or run is None or run.matrix != need.view or design_of(b) != need.design:
@@ -411,9 +413,17 @@ def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | No
         if b.status == "complete" and not b.resumed and whole and len(walls) == len(done):
             # a duet's two steps of a repetition at once: the run's own part is its wall time less one step each
             runs.append(max(whole - sum(walls) / need.at_once, 0.0))  # resumed: its wall time holds the pause
+            disk.append(_bytes(b.path) / 1e6 / len(done))
     if not steps:
         return None
-    return Measured(statistics.median(steps), statistics.median(runs) if runs else None)
+    return Measured(
+        statistics.median(steps), statistics.median(runs) if runs else None, statistics.median(disk) if disk else None
+    )
+
+
+def _bytes(folder: Path) -> int:
+    """The bytes of a bundle's files on disk (its results: what a run leaves besides the shared native trees)."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
 
 
 def step_seconds(step: Step) -> float | None:
@@ -503,6 +513,8 @@ def measured_durations(needs: list[Need], results_dir: Path, machine: dict, scor
             key = f"{n.view}@{n.profile}" if n.view else n.profile  # a matrix's steps are its own
             step = round(here.step, 1)
             d[key] = step if here.run is None else {"step": step, "run": round(here.run, 1)}
+            if here.disk is not None:  # megabytes of results per step: what ARTIFACT.md's disk column adds up
+                d[key] = {**(d[key] if isinstance(d[key], dict) else {"step": step}), "disk": round(here.disk, 3)}
     return out
 
 

@@ -313,9 +313,12 @@ def test_this_machines_bundles_give_the_median_step_and_the_runs_own_part(tmp_pa
     _retime(b, 0, [(10, 24), (24, 38)], 100)  # 14 and 14 s, 72 s outside
     _retime(c, 0, [(5, 15), (15, 25)], 3000, resumed=True)  # its wall time holds a pause: steps only
     got = plan.measured_here(need, results, here)
-    assert got == plan.Measured(step=11.0, run=55.0)  # steps 10, 12, 14, 14, 10, 10; runs 38 and 72
+    # steps 10, 12, 14, 14, 10, 10; runs 38 and 72; disk: the median of the complete, never-resumed bundles' per step
+    per_step = sorted(plan._bytes(x) / 1e6 / 2 for x in (a, b))
+    assert got == plan.Measured(step=11.0, run=55.0, disk=pytest.approx(sum(per_step) / 2))
     durations = plan.measured_durations([need], results, here, 1e7)
-    assert durations["jmh"]["quick"] == {"step": 11.0, "run": 55.0} and durations["jmh"]["score"] == 1e7
+    assert durations["jmh"]["score"] == 1e7
+    assert durations["jmh"]["quick"] == {"step": 11.0, "run": 55.0, "disk": round(sum(per_step) / 2, 3)}
 
 
 def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
@@ -330,6 +333,8 @@ def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
         ("{score: 1e7, quick: {step: 3, machine: a Pi}}", "quick.score"),
         ("{quick: {step: 3, machine: a Pi, score: 0}}", "quick.score"),
         ("{score: 1e7, quick: {step: 3, run: -1}}", "quick.run"),
+        ("{score: 1e7, quick: {step: 3, disk: -1}}", "quick.disk: expected megabytes"),
+        ("{score: 1e7, quick: {step: 3, disk: a lot}}", "quick.disk"),
         ("{score: 1e7, nomatrix@quick: 3}", "durations.nomatrix@quick"),
         ("{score: 1e7, fluctuation@nightly: 3}", "durations.fluctuation@nightly"),
     ]
