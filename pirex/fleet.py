@@ -406,15 +406,26 @@ def on_host(opts, wait: float = HOST_TIMEOUT, poll: float = 5.0) -> Path:
     bundle an earlier attempt started: complete as it is; resumed once no pirex writes it any more."""
     from pirex.runner import run as runner
 
-    deadline = time.monotonic() + wait
-    while (found := host_bundle(opts.results_dir, opts.experiment)) is not None:
+    found = None
+
+    def settled() -> str | None:
+        """What to do with the bundle an earlier attempt left: None while its run goes on (its controller lost the
+        connection): let it end."""
+        nonlocal found
+        found = host_bundle(opts.results_dir, opts.experiment)
+        if found is None:
+            return "run"
         if B.Bundle.open(found).status == B.COMPLETE:
-            print(f"{found}: complete (an earlier attempt ran it)", flush=True)
-            return found
-        if not B.writing(found):
-            print(f"{found}: resuming what an earlier attempt left", flush=True)
-            return runner.resume(found, opts.allow_concurrent)
-        if time.monotonic() > deadline:
-            raise PirexError(f"{found} is still being written by another pirex after {wait:.0f} s: stop it first")
-        time.sleep(poll)  # an earlier attempt's run goes on (its controller lost the connection): let it end
+            return "complete"
+        return None if B.writing(found) else "resume"
+
+    what = proc.wait_until(settled, wait, poll)
+    if what == "complete":
+        print(f"{found}: complete (an earlier attempt ran it)", flush=True)
+        return found
+    if what == "resume":
+        print(f"{found}: resuming what an earlier attempt left", flush=True)
+        return runner.resume(found, opts.allow_concurrent)
+    if what is None:
+        raise PirexError(f"{found} is still being written by another pirex after {wait:.0f} s: stop it first")
     return runner.run(opts)

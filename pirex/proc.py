@@ -3,6 +3,7 @@ network steps. Every docker, buildx, mmdebstrap or daemon call of pirex goes thr
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -13,10 +14,13 @@ import time
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
 from pirex.errors import PirexError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -82,13 +86,13 @@ def run(
         else:
             (stdout, stderr), times = proc.communicate(input=input, timeout=timeout), None
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        terminate_group(proc)
         proc.communicate()
         raise PirexError(
             f"{what or args[0]} did not finish within {timeout:.0f} s and was stopped: {' '.join(args)}"
         ) from None
     except BaseException:
-        _kill_group(proc)
+        terminate_group(proc)
         proc.communicate()
         raise
     result = Result(args, proc.returncode, stdout or "", stderr or "", times)
@@ -130,7 +134,7 @@ def _communicate_stamped(proc: subprocess.Popen, timeout: float) -> tuple[str, s
             raise subprocess.TimeoutExpired(proc.args, timeout)
         proc.wait(max(deadline - time.monotonic(), 1))
     except BaseException:
-        _kill_group(proc)
+        terminate_group(proc)
         for t in threads:
             t.join(30)
         raise
@@ -139,23 +143,98 @@ def _communicate_stamped(proc: subprocess.Popen, timeout: float) -> tuple[str, s
     return out.getvalue(), err.getvalue(), list(times)
 
 
-def _kill_group(proc: subprocess.Popen, grace: float = 10) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def stop_group(proc: subprocess.Popen, grace: float = 30) -> None:
     """A background process started with start_new_session=True: SIGTERM to its group, after
-    `grace` seconds SIGKILL."""
-    _kill_group(proc, grace)
+    `grace` seconds SIGKILL (terminate_group)."""
+    terminate_group(proc, grace)
+
+
+def terminate_group(
+    group: int | subprocess.Popen,
+    grace: float = 10,
+    *,
+    kill_grace: float | None = None,
+    first: int = signal.SIGTERM,
+) -> bool:
+    """End a process group (a process started with start_new_session=True leads its own): SIGTERM (or `first`,
+    e.g. SIGINT for a pirex that unwinds as on Ctrl-C) to the whole group, up to `grace` seconds for every member
+    to end, then SIGKILL and up to `kill_grace` (default: grace) more. The leader is reaped when it is a child of
+    this process (through the Popen when one is given, so that its returncode is set). Idempotent: a group already
+    gone gets no signal. True once the group is gone; False when it outlived SIGKILL's wait, or belongs to another
+    user (this process may not signal it)."""
+    popen = group if isinstance(group, subprocess.Popen) else None
+    pgid = popen.pid if popen else int(group)
+
+    def gone() -> bool:
+        alive = group_alive(pgid)  # before reaping: a leader that ends in between is then a zombie, reaped here
+        if popen is not None:
+            popen.poll()
+        else:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pgid, os.WNOHANG)
+        return not alive
+
+    for sig, wait in ((first, grace), (signal.SIGKILL, grace if kill_grace is None else kill_grace)):
+        if gone():
+            return True
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return gone()
+        except PermissionError:
+            return False
+        if wait_until(gone, wait, 0.05):
+            return True
+    return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """The processes of a process group that still run, from /proc: a zombie does not count, unless one of its
+    threads has not exited (a zombie main thread may still hold a socket)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and (fields[0] not in ("Z", "X") or _a_thread_runs(stat.parent)):
+            out.append(int(stat.parent.name))
+    return sorted(out)
+
+
+def _a_thread_runs(pid_dir: Path) -> bool:
+    for task in pid_dir.glob("task/*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            if task.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs (group_members). A group of another user's processes, which this
+    process may not signal, counts as gone: there is nothing here to stop."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return bool(group_members(pgid))
+
+
+def wait_until(predicate: Callable[[], T], timeout: float, interval: float, what: str | None = None) -> T:
+    """Call `predicate` every `interval` seconds until it returns a true value, and return that value. It is called
+    at once, and once more after `timeout` seconds have passed: when that is still false, the last value is returned,
+    or, with `what` given, PirexError(what) is raised (what: the whole message, e.g. "... did not start within 60 s").
+    The predicate may raise to stop waiting (the process it waits for has exited)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            if what is not None:
+                raise PirexError(what)
+            return value
+        time.sleep(max(min(interval, deadline - time.monotonic()), 0))
 
 
 def retry(

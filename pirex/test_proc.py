@@ -1,4 +1,6 @@
 import os
+import signal
+import subprocess
 import time
 
 import pytest
@@ -84,3 +86,58 @@ def test_retry_stops_on_errors_not_worth_retrying():
     with pytest.raises(PirexError):
         proc.retry(fails, attempts=3, what="x", delay=0, retry_if=lambda e: isinstance(e, proc.CommandFailed))
     assert len(calls) == 1
+
+
+def _started(script: str) -> subprocess.Popen:
+    """A shell script leading its own process group, as pirex starts its background processes."""
+    return subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL)
+
+
+def _members_up(p: subprocess.Popen, n: int) -> list[int]:
+    return proc.wait_until(lambda: m if len(m := proc.group_members(p.pid)) >= n else None, 10, 0.05)
+
+
+def test_terminate_group_ends_every_member_and_reaps_the_leader():
+    p = _started("sleep 60 & sleep 60 & wait")
+    members = _members_up(p, 3)
+    assert proc.group_alive(p.pid) and p.pid in members
+    assert proc.terminate_group(p, grace=10)
+    assert p.returncode == -signal.SIGTERM and proc.group_members(p.pid) == [] and not proc.group_alive(p.pid)
+    assert proc.terminate_group(p, grace=10) and proc.terminate_group(p.pid)  # gone already: nothing sent, no error
+
+
+def test_terminate_group_kills_what_ignores_sigterm_after_the_grace():
+    """The leader ends on SIGTERM at once; a member that ignores it keeps the group alive until SIGKILL."""
+    p = _started("(trap '' TERM; exec sleep 60) & exec sleep 60")
+    _members_up(p, 2)
+    t = time.monotonic()
+    assert proc.terminate_group(p, grace=0.5, kill_grace=10)
+    assert time.monotonic() - t >= 0.5 and proc.group_members(p.pid) == [] and p.returncode == -signal.SIGTERM
+
+
+def test_terminate_group_can_ask_first_with_sigint_and_takes_a_bare_pgid():
+    p = _started("trap 'exit 3' INT; sleep 60 & wait")
+    _members_up(p, 2)
+    assert proc.terminate_group(p, grace=0.5, first=signal.SIGINT)
+    assert p.returncode == 3  # the shell's own trap ran: SIGINT came first (its background sleep ignores SIGINT)
+    q = _started("sleep 60")
+    _members_up(q, 1)
+    assert proc.terminate_group(q.pid, grace=10) and proc.group_members(q.pid) == []  # reaped through waitpid
+
+
+def test_wait_until_returns_the_value_or_the_last_one_or_raises():
+    p = _started("sleep 0.3; exit 7")
+    assert proc.wait_until(p.poll, 10, 0.05) == 7  # the predicate's own value
+    calls = []
+    t = time.monotonic()
+    assert proc.wait_until(lambda: calls.append(1), 0.3, 0.1) is None  # false to the end: its last value
+    assert time.monotonic() - t >= 0.3 and 3 <= len(calls) <= 6  # at once, every 0.1 s, once more at the deadline
+    assert proc.wait_until(lambda: calls.append(1), 0, 1) is None and time.monotonic() - t < 1  # once, no sleep
+    with pytest.raises(PirexError, match="^the thing did not come up within 0 s$"):
+        proc.wait_until(lambda: False, 0, 0.1, "the thing did not come up within 0 s")
+
+    def exited():
+        raise PirexError("it exited")
+
+    with pytest.raises(PirexError, match="it exited"):
+        proc.wait_until(exited, 10, 0.1)

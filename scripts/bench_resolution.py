@@ -80,7 +80,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pirex import experiment  # noqa: E402
+from pirex import experiment, proc  # noqa: E402
 from pirex.analysis import in_time, jmh, modules, precision, stats  # noqa: E402
 from pirex.bundle import MANIFEST, Bundle, Step, from_iso  # noqa: E402
 from pirex.errors import PirexError  # noqa: E402
@@ -595,20 +595,15 @@ def run_allocation(a: Allocation, cmd: list[str], results: Path, variants: int) 
 
 def run_pirex(cmd: list[str], limit: float) -> int | None:
     """pirex under a time limit, in its own process group: ended with SIGINT, then SIGKILL, on every exit path."""
-    proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
+    run = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
     try:
-        proc.wait(timeout=limit)
+        run.wait(timeout=limit)
     except subprocess.TimeoutExpired:
         print(f"bench-resolution: pirex run took over {limit / 60:.0f} min; interrupting it", file=sys.stderr)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-    return proc.returncode
+        if run.poll() is None:
+            proc.terminate_group(run, 120, first=signal.SIGINT, kill_grace=30)
+    return run.returncode
 
 
 # --- a phased noisy neighbour: a CPU hog beside the runs
@@ -682,17 +677,7 @@ class NoisyNeighbour:
         """SIGTERM to the whole group, SIGKILL after 5 s; the leader reaped; the SIGTERM handler restored."""
         try:
             if self.proc is not None:
-                for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 30)):
-                    try:
-                        os.killpg(self.proc.pid, sig)
-                    except ProcessLookupError:
-                        break
-                    try:
-                        self.proc.wait(timeout=wait)
-                    except subprocess.TimeoutExpired:
-                        continue
-                    if not group_members(self.proc.pid):
-                        break
+                proc.terminate_group(self.proc, 5, kill_grace=30)
         finally:
             if self._sigterm is not None:
                 signal.signal(signal.SIGTERM, self._sigterm)
@@ -701,19 +686,6 @@ class NoisyNeighbour:
 
 def _terminate(signum, _frame):
     raise SystemExit(128 + signum)
-
-
-def group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of a process group, from /proc."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
 
 
 def neighbour(args) -> contextlib.AbstractContextManager:

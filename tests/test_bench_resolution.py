@@ -15,6 +15,7 @@ import pytest
 
 from pirex import paths
 from pirex.analysis import stats
+from pirex.proc import group_members
 
 spec = importlib.util.spec_from_file_location("bench_resolution", paths.REPO / "scripts" / "bench_resolution.py")
 bench = importlib.util.module_from_spec(spec)
@@ -244,13 +245,13 @@ def _busy(pids: list[int]) -> bool:
 def test_the_noisy_neighbour_runs_its_workers_and_is_gone_after_the_block():
     with bench.NoisyNeighbour(0.3, 0.2, 2) as hog:
         deadline = time.monotonic() + 30
-        while len(members := bench.group_members(hog.proc.pid)) < 2 and time.monotonic() < deadline:
+        while len(members := group_members(hog.proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(members) == 2
         while not _busy(members) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _busy(members)
-    assert bench.group_members(hog.proc.pid) == [] and hog.proc.returncode is not None
+    assert group_members(hog.proc.pid) == [] and hog.proc.returncode is not None
 
 
 def test_ctrl_c_stops_the_noisy_neighbour_too():
@@ -258,7 +259,7 @@ def test_ctrl_c_stops_the_noisy_neighbour_too():
     with pytest.raises(KeyboardInterrupt), bench.NoisyNeighbour(0.2, 0.2, 1) as hog:
         assert signal.getsignal(signal.SIGTERM) is bench._terminate  # SIGTERM unwinds through the block too
         raise KeyboardInterrupt
-    assert bench.group_members(hog.proc.pid) == [] and signal.getsignal(signal.SIGTERM) is before
+    assert group_members(hog.proc.pid) == [] and signal.getsignal(signal.SIGTERM) is before
 
 
 def test_a_killed_benchmark_leaves_no_hog_behind(tmp_path):
@@ -277,14 +278,14 @@ def test_a_killed_benchmark_leaves_no_hog_behind(tmp_path):
         while not (tmp_path / "pgid").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         pgid = int((tmp_path / "pgid").read_text())
-        while len(bench.group_members(pgid)) < 2 and time.monotonic() < deadline:
+        while len(group_members(pgid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(bench.group_members(pgid)) == 2
+        assert len(group_members(pgid)) == 2
         proc.kill()
         proc.wait()
-        while bench.group_members(pgid) and time.monotonic() < deadline:
+        while group_members(pgid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert bench.group_members(pgid) == []
+        assert group_members(pgid) == []
     finally:
         if proc.poll() is None:
             proc.kill()

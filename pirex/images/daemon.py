@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import subprocess
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pirex import proc
 from pirex.errors import PirexError
 
 log = logging.getLogger(__name__)
@@ -66,12 +65,12 @@ class Daemon:
             return self
         self.logfile.parent.mkdir(parents=True, exist_ok=True)
         with open(self.logfile, "ab") as out:
-            proc = subprocess.Popen(
+            started = subprocess.Popen(
                 self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
             )
-        self._own(proc.pid)
+        self._own(started.pid)
         try:
-            self._wait_ready(proc)
+            self._wait_ready(started)
         except BaseException:  # also Ctrl-C and SIGTERM while waiting: never leak the daemon
             self.stop()
             raise
@@ -81,17 +80,16 @@ class Daemon:
         self.pid = pid
         self.pidfile.write_text(f"{pid} {os.getpid()}\n")
 
-    def _wait_ready(self, proc: subprocess.Popen) -> None:
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
+    def _wait_ready(self, started: subprocess.Popen) -> None:
+        def ready() -> bool:
+            if started.poll() is not None:
                 tail = self.logfile.read_text(errors="replace").splitlines()[-10:]
                 raise PirexError(f"{self.name} exited at start; its log ({self.logfile}) ends:\n" + "\n".join(tail))
-            if self.ready():
-                log.info("%s started (pid %d, log %s)", self.name, proc.pid, self.logfile)
-                return
-            time.sleep(0.2)
-        raise PirexError(f"{self.name} did not become ready within {self.start_timeout:.0f} s; see {self.logfile}")
+            return self.ready()
+
+        why = f"{self.name} did not become ready within {self.start_timeout:.0f} s; see {self.logfile}"
+        proc.wait_until(ready, self.start_timeout, 0.2, why)
+        log.info("%s started (pid %d, log %s)", self.name, started.pid, self.logfile)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         """Stopped; when the command failed because the daemon died under it (killed, crashed), the
@@ -110,27 +108,7 @@ class Daemon:
     def stop(self) -> None:
         if self.pid is None:
             return
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.pid, sig)
-            except ProcessLookupError:
-                break
-            if _wait_gone(self.pid, wait):
-                break
+        proc.terminate_group(self.pid, 20, kill_grace=10)
         log.info("%s stopped", self.name)
         self.pid = None
         self.pidfile.unlink(missing_ok=True)
-
-
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:  # reap it if it is our child; harmless otherwise
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        if not alive(pid):
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)

@@ -368,13 +368,14 @@ def start_native(
 
 def wait_line(s: Started, line: str, timeout: float = READY_TIMEOUT) -> None:
     """Until the server's log shows `line`; a clear error when it stops or the time is up."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def seen() -> str | None:
         if line in s.logs():
-            return
-        if not s.running():
-            break
-        time.sleep(0.5)
+            return "printed"
+        return None if s.running() else "stopped"
+
+    if proc.wait_until(seen, timeout, 0.5) == "printed":
+        return
     why = "stopped" if not s.running() else f"did not print {line!r} within {timeout:.0f} s"
     raise PirexError(f"the {s.name} {why}; its log ends:\n{_tail(s.logs())}")
 
@@ -390,23 +391,27 @@ def wait_health(s: Started, url: str, timeout: float = READY_TIMEOUT) -> None:
 
 def wait_healthy(url: str, timeout: float, running=lambda: True) -> str | None:
     """Poll a health URL until it answers {"status":"UP"}: None when it did, else the last answer."""
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
+    last, stopped = "no answer", False
+
+    def answered() -> bool:
+        """UP, or the process has stopped: no use asking again."""
+        nonlocal last, stopped
         try:
             with urllib.request.urlopen(url, timeout=5) as r:
                 body = r.read().decode(errors="replace")
             if json.loads(body).get("status") == "UP":
-                return None
+                return True
             last = body[:500]
         except urllib.error.HTTPError as e:  # 503 while a component (the database) is DOWN
             last = f"HTTP {e.code}: {e.read().decode(errors='replace')[:500]}"
         except (OSError, ValueError) as e:
             last = str(e)
-        if not running():
-            return f"{last} (the process has stopped)"
-        time.sleep(1)
-    return last
+        stopped = not running()
+        return stopped
+
+    if proc.wait_until(answered, timeout, 1) and not stopped:
+        return None
+    return f"{last} (the process has stopped)" if stopped else last
 
 
 def _stop_container(name: str, log_path: Path) -> None:

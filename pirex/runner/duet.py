@@ -264,12 +264,7 @@ def _stop(children: dict[str, tuple[int, int]], outcomes: dict[str, Outcome], gr
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     for name, pid in running.items():
-        while time.monotonic() < deadline:
-            with contextlib.suppress(InterruptedError):
-                if os.waitpid(pid, os.WNOHANG)[0]:
-                    break
-            time.sleep(0.05)
-        else:
+        if not proc.wait_until(lambda pid=pid: _reaped(pid), max(deadline - time.monotonic(), 0), 0.05):
             log.warning("duet: %s (pid %d) did not stop within %.0f s: killed", name, pid, grace)
             _signal(pid, signal.SIGKILL)
             _reap(pid)
@@ -281,6 +276,13 @@ def _stop(children: dict[str, tuple[int, int]], outcomes: dict[str, Outcome], gr
 def _signal(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
+
+
+def _reaped(pid: int) -> bool:
+    """Whether the child has ended (and is reaped now)."""
+    with contextlib.suppress(InterruptedError):
+        return bool(os.waitpid(pid, os.WNOHANG)[0])
+    return False
 
 
 def _reap(pid: int) -> None:

@@ -22,7 +22,6 @@ import fcntl
 import json
 import logging
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -304,13 +303,13 @@ def _stacks() -> list[str]:
 def remove_stack(name: str, grace: float = STACK_GRACE) -> None:
     """docker stack rm, then until the swarm has removed its tasks (rm returns at once)."""
     _docker("stack", "rm", name, timeout=120)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
+
+    def removed() -> bool:
         r = _docker("stack", "ps", "-q", name)
-        if not (r and r.ok and r.stdout.strip()):
-            return
-        time.sleep(1)
-    log.warning("the stack %s still had tasks %.0f s after docker stack rm", name, grace)
+        return not (r and r.ok and r.stdout.strip())
+
+    if not proc.wait_until(removed, grace, 1):
+        log.warning("the stack %s still had tasks %.0f s after docker stack rm", name, grace)
 
 
 def _compose_objects(project: str) -> list[tuple[str, str]]:
@@ -474,30 +473,7 @@ def _kill_group(pid: int, start: str | None, grace: float = 10) -> None:
     now = _start_time(pid)
     if now is not None and start is not None and now != start:
         return  # the pid is another process now: the group it led is gone
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _group_alive(pid):
-            time.sleep(0.1)
-        if not _group_alive(pid):
-            return
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    for p in Path("/proc").iterdir():  # zombies still answer kill(0): count only live members
-        if p.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-                    return True
-    return False
+    proc.terminate_group(pid, grace)
 
 
 def reap_run(run_id: str, bundle: Path, say=print) -> list[Leftover]:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 
 from pirex import experiment, machine, proc, settings
@@ -114,17 +114,19 @@ def start(experiment_id: str, role: str, env_file: Path) -> Path:
             start_new_session=True,
         )
     files["pid"].write_text(f"{p.pid}\n")
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def up() -> str | None:
         if files["json"].exists() and json.loads(files["json"].read_text()).get("state") == "serving":
-            return out
-        if p.poll() is not None or time.monotonic() > deadline:
-            if p.poll() is None:
-                _stop_pid(p.pid)
-            files["pid"].unlink(missing_ok=True)
-            tail = "\n".join(files["log"].read_text(errors="replace").splitlines()[-25:])
-            raise PirexError(f"the native {role} role did not come up; its log ({files['log']}) ends:\n{tail}")
-        time.sleep(0.5)
+            return "serving"
+        return None if p.poll() is None else "exited"
+
+    if proc.wait_until(up, timeout, 0.5) == "serving":
+        return out
+    if p.poll() is None:
+        _stop_pid(p.pid)
+    files["pid"].unlink(missing_ok=True)
+    tail = "\n".join(files["log"].read_text(errors="replace").splitlines()[-25:])
+    raise PirexError(f"the native {role} role did not come up; its log ({files['log']}) ends:\n{tail}")
 
 
 def stop(experiment_id: str, role: str, env_file: Path) -> bool:
@@ -152,14 +154,13 @@ def _stop_pid(pid: int) -> None:
     """SIGTERM: the foreground pirex undoes everything (its servers get STOP_GRACE each); SIGKILL to the
     group only when it does not end in time."""
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 2 * deployment.STOP_GRACE + 60
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        try:
+
+    def gone() -> bool:
+        with suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)  # our own child when started by this process (tests)
-        except ChildProcessError:
-            pass
-    if _alive(pid):
+        return not _alive(pid)
+
+    if not proc.wait_until(gone, 2 * deployment.STOP_GRACE + 60, 0.5):
         os.killpg(pid, signal.SIGKILL)
 
 

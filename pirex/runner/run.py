@@ -143,14 +143,15 @@ class Service:
             ],
             timeout=120,
         )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+
+        def ready() -> str | None:
             logs = proc.run(["docker", "logs", self.name], timeout=30, check=False)
             if self.spec.ready_line in logs.stdout + logs.stderr:
-                return self
-            if not logs.ok:
-                break
-            time.sleep(0.5)
+                return "ready"
+            return None if logs.ok else "gone"
+
+        if proc.wait_until(ready, 120, 0.5) == "ready":
+            return self
         self.__exit__()
         raise PirexError(f"service {self.spec.name} did not print {self.spec.ready_line!r} within 120 s")
 

@@ -250,21 +250,20 @@ class Stack:
     def wait(self, service: str, state: str, count: int, timeout: float) -> None:
         """Until `count` tasks of the service are in `state` (running = healthy, complete); PirexError on a
         failed task or the time limit."""
-        deadline = time.monotonic() + timeout
-        while True:
+        tasks: list[dict] = []
+
+        def done() -> bool:
             if why := self.failure(service):
                 raise PirexError(why + self._log_end(service))
-            tasks = self.tasks(service)
-            done = [t for t in tasks if t.get("CurrentState", "").lower().startswith(state)]
-            if len(done) >= count:
-                return
-            if time.monotonic() > deadline:
-                now = "; ".join(f"{self._node_text(t.get('Node', ''))}: {t.get('CurrentState')}" for t in tasks)
-                raise PirexError(
-                    f"the {service} role was not {state} after {timeout:.0f} s ({now or 'no task'}): "
-                    f"see {self.out / 'stack'} for the services' logs"
-                )
-            time.sleep(2)
+            tasks[:] = self.tasks(service)
+            return sum(1 for t in tasks if t.get("CurrentState", "").lower().startswith(state)) >= count
+
+        if not proc.wait_until(done, timeout, 2):
+            now = "; ".join(f"{self._node_text(t.get('Node', ''))}: {t.get('CurrentState')}" for t in tasks)
+            raise PirexError(
+                f"the {service} role was not {state} after {timeout:.0f} s ({now or 'no task'}): "
+                f"see {self.out / 'stack'} for the services' logs"
+            )
 
     def _log_end(self, service: str) -> str:
         """The last lines the service's task printed (its own reason, e.g. a database that never answered)."""

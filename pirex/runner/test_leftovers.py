@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from pirex import proc
 from pirex.runner import leftovers, lock
 
 RUN_ID = "20261124T000000Z-0bad00"
@@ -74,7 +75,7 @@ def test_doctor_finds_and_reaps_what_a_killed_run_left(killed_run):
     assert not leftovers._mounts_under(native)
     assert setting.read_text().strip() == "ondemand"
     time.sleep(0.1)
-    assert not leftovers._group_alive(child)
+    assert not proc.group_alive(child)
 
 
 def test_resume_reaps_by_the_bundles_record_alone(killed_run):
