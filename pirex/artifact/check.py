@@ -313,6 +313,15 @@ def _compare(what: str, listed: dict[str, str], have: set[str], digest: Callable
     return True, f"{what}: the {len(listed)} files' SHA-256 match {SUMS}"
 
 
+def tar_error(e: Exception) -> str:
+    """tarfile's error in one line: opening a file that is no tar at all lists every compression it tried."""
+    text = str(e)
+    if "\n" not in text:
+        return text
+    plain = re.search(r"method tar: ReadError\('([^']*)'\)", text)
+    return f"neither a tar nor a compressed one ({plain[1] if plain else text.splitlines()[-1].strip()})"
+
+
 def checksums_tar(path: Path) -> Result:
     try:
         with tarfile.open(path) as tar:
@@ -333,7 +342,7 @@ def checksums_tar(path: Path) -> Result:
 
             return _compare(path.name, listed, have, digest)
     except (tarfile.TarError, OSError, UnicodeDecodeError) as e:
-        return False, f"{path.name} is not a readable tar: {e}"
+        return False, f"{path.name} is not a readable tar: {tar_error(e)}"
 
 
 ITEMS: tuple[tuple[str, Callable[[Path], Result]], ...] = (
@@ -362,7 +371,7 @@ def run_artifact(path: Path, level: str = "kick-the-tires") -> list[tuple[str, b
             with tarfile.open(path) as tar:
                 tar.extractall(tmp, filter="data")
         except (tarfile.TarError, OSError) as e:
-            return [("checksums", False, f"{path.name} is not a readable tar: {e}")]
+            return [("checksums", False, f"{path.name} is not a readable tar: {tar_error(e)}")]
         tops = [p for p in Path(tmp).iterdir() if p.is_dir()]
         top = tops[0] if len(tops) == 1 else Path(tmp)
         return _on_source(top / "source", level) + [("checksums", *sums)]

@@ -88,7 +88,7 @@ def _unpack(path: Path, scratch: Path) -> Path:
         with tarfile.open(path) as tar:
             tar.extractall(scratch, filter="data")
     except (tarfile.TarError, OSError) as e:
-        raise PirexError(f"--artifact {path} is not a readable tar: {e}") from None
+        raise PirexError(f"--artifact {path} is not a readable tar: {check.tar_error(e)}") from None
     tops = [p for p in scratch.iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise PirexError(f"--artifact {path}: expected one folder in the tar, found {len(tops)}")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pirex.artifact import pack, rerun
+from pirex.artifact import check, pack, rerun
 from pirex.artifact.test_pack import PAPER, _reproduction
 from pirex.cli import cli
 from pirex.errors import PirexError
@@ -134,3 +134,14 @@ def test_the_cli_refuses_what_a_rerun_cannot_take(artifact, tmp_path):
     r = CliRunner().invoke(cli, ["reproduce", "all", "--artifact", str(artifact), "--results-dir", str(tmp_path)])
     assert isinstance(r.exception, PirexError) and "the one paper the artifact is of" in str(r.exception), r.output
     assert not (tmp_path / "reproduce").exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"\x8f" * 5000], ids=["empty", "not-a-tar"])
+def test_a_file_that_is_no_tar_is_a_one_line_error(tmp_path, content):
+    bad = tmp_path / "icpe18-artifact.tar"
+    bad.write_bytes(content)
+    with pytest.raises(PirexError, match="is not a readable tar") as e:
+        rerun.open_(bad, PAPER, tmp_path / "u")
+    assert "\n" not in str(e.value), str(e.value)
+    (line,) = [line for line in check.lines(check.run_artifact(bad)) if "checksums" in line]
+    assert "\n" not in line and "not a readable tar" in line, line
