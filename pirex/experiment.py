@@ -21,7 +21,7 @@ from pirex.paths import REPO
 
 SCHEMA = 1
 EXPERIMENTS = REPO / "experiments"
-# The variants the runner knows (DESIGN.md): the image's own files outside any container, a
+# The variants the runner knows (docs/design.md, "Variants"): the image's own files outside any container, a
 # default `docker run`, and Docker taken apart one mechanism at a time.
 KNOWN_VARIANTS = ("native", "docker", "docker-host-network", "docker-bind-workdir", "docker-seccomp-unconfined")
 # Names the runner fills in for every step.

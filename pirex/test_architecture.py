@@ -1,5 +1,5 @@
-"""The design's rules that a grep can check, checked on every test run (DESIGN.md: "Reading and planning",
-"The experiment folder is the unit", "Claims, verdicts, precision"):
+"""The design's rules that a grep can check, checked on every test run (docs/design.md: "Layers", "Reading and
+planning", "The experiment folder is the unit", "Claims, verdicts, precision"):
 
 - one reading of a bundle: no module but pirex/bundle.py parses manifest.json, run.json, step.json or machine.json;
 - one verdict system: the analysis modules do not judge against the papers (pirex/reproduce does);

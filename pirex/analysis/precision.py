@@ -421,7 +421,7 @@ def aa_check(interval: stats.Interval | None) -> str | None:
     """An A/A run is a check, not a decoration: the same variant against itself must give an interval that
     contains 1. None when it does (or there is no A/A interval to check); else the reason every verdict of
     that bundle is inconclusive. A duet's A/A (the same variant on both halves) also says the half's effect,
-    which its model took out (DESIGN.md "Judging a claim"; Bulej et al. 2020, ICPE)."""
+    which its model took out (docs/design.md, "Judging a claim"; Bulej et al. 2020, ICPE)."""
     if interval is None or not interval.has_interval or interval.low <= 1 <= interval.high:
         return None
     text = f"the machine was not steady: the A/A ratio {interval.text(4)} excludes 1"
