@@ -741,8 +741,17 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, level_given: bool = F
     ]
     if clash:
         raise PirexError(f"--artifact runs the artifact's own images on this machine: drop {', '.join(clash)}")
-    if opts.resume and not opts.papers:
-        opts.papers = json.loads((opts.resume / reproduction.STATE).read_text())["papers"]
+    resumed = {}
+    if opts.resume:
+        try:
+            resumed = json.loads((opts.resume / reproduction.STATE).read_text())
+        except (OSError, ValueError):
+            raise PirexError(
+                f"--resume {opts.resume}: no readable {reproduction.STATE} there "
+                "(give a results/reproduce/<paper>-<id> folder)"
+            ) from None
+        rerun.check_resumed(resumed, opts.resume, artifact)
+        opts.papers = opts.papers or resumed["papers"]
     if len(opts.papers) != 1 or opts.papers == ["all"]:
         raise PirexError("--artifact reruns the one paper the artifact is of: pirex reproduce PAPER --artifact FILE")
     opts.results_dir.mkdir(parents=True, exist_ok=True)
@@ -750,14 +759,17 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, level_given: bool = F
         opened = rerun.open_(artifact, opts.papers[0], Path(scratch) / "unpacked")
         regfile = Path(scratch) / "registry.yaml"
         with localregistry.local_registry():
-            tag = rerun.load_images(opened, plat.host(), regfile)
+            images = rerun.load_images(opened, plat.host(), regfile)
+        if opts.resume:
+            rerun.check_resumed(resumed, opts.resume, artifact, images)
         commit = git_version()[1]
-        for line in rerun.preamble(opened, commit, tag):
+        for line in rerun.preamble(opened, commit, images):
             click.echo(line)
         if not opts.resume and (line := rerun.adopt(opened, opts, level_given)):
             click.echo(line)
         opts.artifact = artifact.resolve()
-        if tag:  # a tag nothing on this machine is built under: the runs take the images regfile names
+        opts.artifact_images = images or None  # reused and resumed: only bundles that ran the artifact's images
+        if images:  # a tag nothing on this machine is built under: the runs take the images regfile names
             opts.tag = f"artifact-{opened.meta.get('commit', 'unknown')[:12]}"
             os.environ["PIREX_REGISTRY_FILE"] = str(regfile)
         out = reproduction.reproduce(opts, reproduction.run_with_runner)

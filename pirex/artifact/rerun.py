@@ -95,15 +95,16 @@ def _unpack(path: Path, scratch: Path) -> Path:
     return tops[0]
 
 
-def load_images(opened: Opened, platform, regfile: Path) -> str | None:
+def load_images(opened: Opened, platform, regfile: Path) -> dict[str, str]:
     """This machine's platform of the artifact's images into the local registry (every blob's digest checked
     against the archive and against the artifact's own registry.yaml), and regfile naming each of them by the
     digest imported, so that the runs take them as imported (their bundles say so), never a build of this
-    checkout. Returns the images' tag in the archive, or None when the artifact holds no images."""
+    checkout. Returns each image's platform manifest digest (what a bundle records as the image's digest), {} when
+    the artifact holds no images."""
     from pirex.images import archive, localregistry, publish, registryfile
 
     if opened.images is None:
-        return None
+        return {}
     theirs = opened.top / "source" / "registry.yaml"
     published = registryfile.load(theirs) if theirs.is_file() else {}
     imported = archive.import_(opened.images, platform, theirs if theirs.is_file() else None)
@@ -117,13 +118,30 @@ def load_images(opened: Opened, platform, regfile: Path) -> str | None:
         )
         entries[i.name] = registryfile.Entry(repository, i.tag, [str(platform)], i.index_digest)
     registryfile.save(regfile, entries)
-    return imported[0].tag
+    return {i.name: i.manifest_digest for i in imported}
 
 
-def preamble(opened: Opened, commit: str | None, tag: str | None) -> list[str]:
+def check_resumed(state: dict, folder: Path, artifact: Path, images: dict[str, str] | None = None) -> None:
+    """--resume of a rerun: the reproduction in folder must be a rerun of an artifact, and the images imported now
+    (when given) the ones it ran: a resumed rerun keeps what it ran, and two artifacts' runs would be judged as one."""
+    if not state.get("artifact"):
+        raise PirexError(
+            f"--resume {folder} is a reproduction of this checkout's images, not a rerun of an artifact: "
+            "resume it without --artifact"
+        )
+    ran = state.get("artifact_images")
+    if images is not None and ran is not None and ran != images:
+        differ = sorted(n for n in set(ran) | set(images) if ran.get(n) != images.get(n))
+        raise PirexError(
+            f"--artifact {artifact} holds other images ({', '.join(differ)}) than the rerun in {folder} ran: resume "
+            f"it with the artifact it was started with ({state['artifact']})"
+        )
+
+
+def preamble(opened: Opened, commit: str | None, images: dict[str, str]) -> list[str]:
     """What the rerun says before the plan: where the images come from, and whether this pirex is the artifact's."""
     lines = [f"artifact {opened.path}: checksums match ({opened.paper})"]
-    if tag:
+    if images:
         lines.append(f"images: loaded from the artifact ({IMAGES}, this machine's platform, digests checked)")
     else:
         lines.append(

@@ -4,6 +4,7 @@ rerun itself, offline on a second machine with the images from the archive, is t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tarfile
 from pathlib import Path
@@ -15,6 +16,7 @@ from pirex.artifact import check, pack, rerun
 from pirex.artifact.test_pack import PAPER, _reproduction
 from pirex.cli import cli
 from pirex.errors import PirexError
+from pirex.images import localregistry
 
 CLAIM = f"{PAPER}:cost-grows-with-memory"
 
@@ -145,3 +147,28 @@ def test_a_file_that_is_no_tar_is_a_one_line_error(tmp_path, content):
     assert "\n" not in str(e.value), str(e.value)
     (line,) = [line for line in check.lines(check.run_artifact(bad)) if "checksums" in line]
     assert "\n" not in line and "not a readable tar" in line, line
+
+
+def test_a_resume_with_an_artifact_must_resume_a_rerun_of_those_images(artifact, tmp_path, monkeypatch):
+    """--resume DIR --artifact FILE: DIR must be a rerun of an artifact (not a reproduction of this checkout's
+    images), and FILE's images those it ran: a resumed rerun keeps its bundles, which would mix two sets of images."""
+    from pirex.reproduce import reproduction
+
+    plain = tmp_path / "reproduce" / f"{PAPER}-x"
+    plain.mkdir(parents=True)
+    (plain / "state.json").write_text(json.dumps({"papers": [PAPER], "level": "kick-the-tires", "artifact": None}))
+    monkeypatch.setattr(localregistry, "local_registry", contextlib.nullcontext)  # no registry started here
+    monkeypatch.setattr(rerun, "load_images", lambda *_: {})
+    monkeypatch.setattr(reproduction, "reproduce", lambda *_: pytest.fail("the plain reproduction was resumed"))
+    r = CliRunner().invoke(
+        cli, ["reproduce", "--resume", str(plain), "--artifact", str(artifact), "--results-dir", str(tmp_path)]
+    )
+    assert isinstance(r.exception, PirexError) and "not a rerun of an artifact" in str(r.exception), r.output
+
+    theirs, other = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    state = {"artifact": "/lab/icpe18-artifact.tar", "artifact_images": {"jmh": theirs}}
+    rerun.check_resumed(state, plain, artifact, {"jmh": theirs})
+    rerun.check_resumed(state, plain, artifact)  # before the import: only whether it is a rerun
+    for images in ({"jmh": other}, {}, {"jmh": theirs, "base": other}):
+        with pytest.raises(PirexError, match=r"holds other images .* with the artifact it was started with \(/lab/"):
+            rerun.check_resumed(state, plain, artifact, images)

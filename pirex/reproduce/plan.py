@@ -311,11 +311,13 @@ def matching_bundles(
     statuses=("complete",),
     any_repetitions: bool = False,
     extends: str | None = None,
+    images: dict[str, str] | None = None,
 ) -> list[Path]:
     """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed
     (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is). An extension
     (a budget's round, a precision second stage: run.json's "extends") is never a plain run's: its size was chosen
-    from another run's data; it is found only by its own name (`extends`)."""
+    from another run's data; it is found only by its own name (`extends`). images (a rerun of an artifact: image ->
+    platform manifest digest): only bundles that ran these images and no other."""
     exp = experiment.load(need.experiment)
     wanted = parameters(need, exp)
     if any_repetitions:
@@ -340,8 +342,16 @@ def matching_bundles(
             continue
         if not _same_machine(b, machine):
             continue
+        if images is not None and not ran_only(b, images):
+            continue  # a rerun of an artifact: a bundle of other images (this checkout's build) is not its rerun
         found.append(b.path)
     return found
+
+
+def ran_only(b: Bundle, images: dict[str, str]) -> bool:
+    """Whether every image the bundle ran is one of images (name -> platform manifest digest), by digest."""
+    ran = b.manifest.get("images") or {}
+    return bool(ran) and all(isinstance(i, dict) and images.get(n) == i.get("digest") for n, i in ran.items())
 
 
 def design_of(b: Bundle) -> str:

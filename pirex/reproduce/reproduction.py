@@ -66,6 +66,8 @@ class Options:
     design: str = plan.INTERLEAVED  # --design duet: each pair of variants at once, where the experiment suits it
     whole_pilot: bool = False  # --whole-pilot (make run): every run once even beyond --budget; rounds get what is left
     artifact: Path | None = None  # --artifact: a rerun on the images of this artifact (artifact/rerun.py)
+    # --artifact with images: image -> platform manifest digest of those imported; only bundles of these are reused
+    artifact_images: dict[str, str] | None = None
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -166,7 +168,9 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             plan.estimate(n, experiment.load(n.experiment), score, None)
             continue
         n.bundles = n.bundles or sources.intact(
-            plan.matching_bundles(n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only),
+            plan.matching_bundles(
+                n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only, images=opts.artifact_images
+            ),
             verifier,
             left_out,
         )
@@ -203,6 +207,8 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             "design": opts.design,
             "confidence": opts.confidence,
             "artifact": str(opts.artifact) if opts.artifact else None,  # a rerun of an artifact (artifact/rerun.py)
+            # the images a rerun of an artifact ran ({}: the artifact held none): its --resume must import the same
+            "artifact_images": (opts.artifact_images or {}) if opts.artifact else None,
             "fleets": state.get("fleets", {}),  # need -> its fleet run (--inventory): resumed, never started again
             "hosts_failed": state.get("hosts_failed", {}),
             "commit": commit,
@@ -413,7 +419,9 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
 
     here = machine.record(opts.results_dir, docker=False)
     # a bundle a killed reproduction left is finished, whatever commit started it (its manifest says which)
-    left = plan.matching_bundles(need, opts.results_dir, None, here, statuses=UNFINISHED, extends=need.extends)
+    left = plan.matching_bundles(
+        need, opts.results_dir, None, here, statuses=UNFINISHED, extends=need.extends, images=opts.artifact_images
+    )
     if left:
         log.info("resuming %s", left[-1])
         return runner.resume(left[-1])

@@ -417,7 +417,9 @@ BENCHMARKS = (
 )
 
 
-def _jmh_bundle(results, reps: int, commit: str | None = None, variants=("native", "docker"), design=None):
+def _jmh_bundle(
+    results, reps: int, commit: str | None = None, variants=("native", "docker"), design=None, images=None, finish=True
+):
     record = machine.record(results, docker=False)
     steps = [(v, r) for r in range(reps) for v in variants]
 
@@ -429,7 +431,7 @@ def _jmh_bundle(results, reps: int, commit: str | None = None, variants=("native
         params,
         list(variants),
         steps,
-        {},
+        images or {},
         {"version": "t", "commit": commit or git_version()[1]},
         design=design,
     )
@@ -451,7 +453,8 @@ def _jmh_bundle(results, reps: int, commit: str | None = None, variants=("native
                 )
             )
             (d / "step.json").write_text(json.dumps({"seconds": 20.0}))
-    b.finish()
+    if finish:
+        b.finish()
     return b.path
 
 
@@ -826,3 +829,46 @@ def test_every_need_wants_what_its_runs_record_as_requested():
             assert plan._same_parameters(asked, plan.parameters(n, exp), exp.metrics_parameter), (n.key, asked)
     (view,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires", missing=missing) if n.view]
     assert plan.parameters(view, experiment.load("moobench"))["recursion_depth"] == 10
+
+
+def _ran(digest: str) -> dict:
+    return {"jmh": {"name": "jmh", "digest": digest, "platform": "linux/amd64", "origin": {"kind": "imported"}}}
+
+
+def test_a_rerun_of_an_artifact_reuses_and_resumes_only_bundles_that_ran_its_images(tmp_path, monkeypatch):
+    """A rerun (--artifact) on a machine that has bundles of this commit from its own build: none of them is the
+    rerun's (they ran other images), neither a complete one to reuse nor an unfinished one to finish."""
+    results = tmp_path / "results"
+    theirs, ours = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    _jmh_bundle(results, 5, images={"jmh": {**_ran(ours)["jmh"], "origin": {"kind": "built"}}})
+    ran = []
+
+    def run_one(need, opts):
+        ran.append(need.key)
+        raise PirexError("not here")
+
+    opts = dict(results_dir=results, experiments=["jmh"], artifact=tmp_path / "a.tar", artifact_images={"jmh": theirs})
+    out = reproduction.reproduce(reproduction.Options(["icpe18"], **opts), run_one, echo=lambda *_: None)
+    assert ran == ["jmh@quick"]  # this checkout's bundle is not the artifact's rerun
+    assert json.loads((out / "state.json").read_text())["artifact_images"] == {"jmh": theirs}
+    rerun_bundle = _jmh_bundle(results, 5, images=_ran(theirs))
+    ran.clear()
+    out = reproduction.reproduce(reproduction.Options(["icpe18"], **opts), run_one, echo=lambda *_: None)
+    assert ran == [] and json.loads((out / "state.json").read_text())["bundles"]["jmh@quick"] == [str(rerun_bundle)]
+    plain = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
+    assert json.loads((plain / "state.json").read_text())["artifact_images"] is None
+
+    from pirex.runner import run as runner
+
+    other = tmp_path / "other"
+    _jmh_bundle(other, 5, images=_ran(ours), finish=False)  # a killed plain reproduction's run
+    calls = []
+    monkeypatch.setattr(runner, "resume", lambda b: calls.append(("resume", b)) or b)
+    monkeypatch.setattr(runner, "run", lambda o: calls.append(("run", o.tag)) or other)
+    (need,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires") if n.experiment == "jmh"]
+    opts = reproduction.Options(["icpe18"], results_dir=other, tag="artifact-x", artifact_images={"jmh": theirs})
+    reproduction.run_with_runner(need, opts)
+    assert calls == [("run", "artifact-x")]  # a new run on the artifact's images, not the other images' finished
+    calls.clear()
+    reproduction.run_with_runner(need, dataclasses.replace(opts, artifact_images={"jmh": ours}))
+    assert [c[0] for c in calls] == ["resume"]
