@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -755,9 +753,11 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, level_given: bool = F
     if len(opts.papers) != 1 or opts.papers == ["all"]:
         raise PirexError("--artifact reruns the one paper the artifact is of: pirex reproduce PAPER --artifact FILE")
     opts.results_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".artifact-", dir=opts.results_dir) as scratch:
-        opened = rerun.open_(artifact, opts.papers[0], Path(scratch) / "unpacked")
-        regfile = Path(scratch) / "registry.yaml"
+    for left in rerun.remove_stale(opts.results_dir):
+        click.echo(f"removed {left}: the unpacked artifact of a rerun that was killed")
+    with rerun.scratch(opts.results_dir) as scratch:
+        opened = rerun.open_(artifact, opts.papers[0], scratch / "unpacked")
+        regfile = scratch / "registry.yaml"
         with localregistry.local_registry():
             images = rerun.load_images(opened, plat.host(), regfile)
         if opts.resume:
@@ -771,8 +771,8 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, level_given: bool = F
         opts.artifact_images = images or None  # reused and resumed: only bundles that ran the artifact's images
         if images:  # a tag nothing on this machine is built under: the runs take the images regfile names
             opts.tag = f"artifact-{opened.meta.get('commit', 'unknown')[:12]}"
-            os.environ["PIREX_REGISTRY_FILE"] = str(regfile)
-        out = reproduction.reproduce(opts, reproduction.run_with_runner)
+        with rerun.registry_file(regfile if images else None):  # for the runs only: the file goes with scratch
+            out = reproduction.reproduce(opts, reproduction.run_with_runner)
         rerun.copy_inside(opened, out)
         rows = rerun.compare(opened, out)
         path = rerun.write(opened, out, rows, commit)

@@ -8,10 +8,14 @@ A disagreement is a result, not a failure: the exit status is the reproduction's
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import shutil
 import tarfile
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +30,53 @@ COMPARISON = "COMPARISON.md"
 AGREE = {True: "yes", False: "no", None: "-"}
 INSIDE = "artifact"  # the reproduction's subfolder holding the report that was inside the artifact
 STATE = "state.json"
+SCRATCH = ".artifact-"  # results/.artifact-<pid>-<its start>-<random>: the unpacked artifact, while a rerun runs
+REGISTRY_FILE = "PIREX_REGISTRY_FILE"  # pirex.images.sources reads it: the images the runs take
+
+
+def _started(pid: int) -> str | None:
+    """When pid started (field 22 of /proc/<pid>/stat, clock ticks since boot); None when no such process runs."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[19] if fields[0] not in ("Z", "X") else None
+
+
+def remove_stale(results_dir: Path) -> list[Path]:
+    """The scratch folders of reruns killed (SIGKILL, a power cut) under results_dir, removed: each holds a whole
+    unpacked artifact, its images too. A folder whose process still runs (the same pid and start) is left alone."""
+    gone = []
+    for d in sorted(results_dir.glob(f"{SCRATCH}*")):
+        m = re.fullmatch(rf"{re.escape(SCRATCH)}(\d+)-(\d+)-.+", d.name)
+        if m and d.is_dir() and _started(int(m[1])) != m[2]:
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    return gone
+
+
+@contextlib.contextmanager
+def scratch(results_dir: Path) -> Iterator[Path]:
+    """A scratch folder under results_dir (where the user gave pirex room) for the rerun's length, named after this
+    process so that a rerun after a kill removes it (remove_stale); gone when the rerun ends (SIGTERM included)."""
+    pid = os.getpid()
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH}{pid}-{_started(pid) or 0}-", dir=results_dir) as d:
+        yield Path(d)
+
+
+@contextlib.contextmanager
+def registry_file(path: Path | None) -> Iterator[None]:
+    """The runs take their images from the registry file at path (None: as before), for the block only."""
+    before = os.environ.get(REGISTRY_FILE)
+    if path is not None:
+        os.environ[REGISTRY_FILE] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(REGISTRY_FILE, None)
+        else:
+            os.environ[REGISTRY_FILE] = before
 
 
 @dataclass

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -172,3 +174,50 @@ def test_a_resume_with_an_artifact_must_resume_a_rerun_of_those_images(artifact,
     for images in ({"jmh": other}, {}, {"jmh": theirs, "base": other}):
         with pytest.raises(PirexError, match=r"holds other images .* with the artifact it was started with \(/lab/"):
             rerun.check_resumed(state, plain, artifact, images)
+
+
+def test_a_killed_reruns_scratch_folder_goes_at_the_next_rerun_and_the_registry_file_with_the_rerun(
+    artifact, tmp_path, monkeypatch
+):
+    """What a rerun leaves: its scratch folder (the unpacked artifact, images and all) is removed when it ends, and
+    one that a SIGKILL left (its process gone) by the next rerun in that results folder; PIREX_REGISTRY_FILE names
+    the imported images for the runs only, and is as it was afterwards (its file went with the scratch folder)."""
+    from pirex.reproduce import reproduction
+
+    results = tmp_path / "results"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    killed = results / f".artifact-{dead.pid}-12345-x1"  # a rerun killed: its process is gone
+    (killed / "unpacked").mkdir(parents=True)
+    reused = results / f".artifact-{os.getpid()}-0-x2"  # its pid is another process now (it started at another time)
+    reused.mkdir()
+    running = results / f".artifact-{os.getpid()}-{rerun._started(os.getpid())}-x3"  # a rerun under way
+    running.mkdir()
+    monkeypatch.setattr(localregistry, "local_registry", contextlib.nullcontext)  # no registry started here
+    monkeypatch.setattr(rerun, "load_images", lambda *_: {"jmh": "sha256:" + "a" * 64})
+    monkeypatch.setenv(rerun.REGISTRY_FILE, "/etc/pirex/registry.yaml")
+    seen = {}
+
+    def reproduce(opts, _run_one):
+        seen["regfile"] = Path(os.environ[rerun.REGISTRY_FILE])
+        seen["scratch"] = [p.name for p in results.glob(".artifact-*")]
+        out = results / "reproduce" / f"{PAPER}-x"
+        out.mkdir(parents=True)
+        (out / "state.json").write_text(json.dumps({"verdicts": {CLAIM: "holds"}}))
+        return out
+
+    monkeypatch.setattr(reproduction, "reproduce", reproduce)
+    r = CliRunner().invoke(cli, ["reproduce", PAPER, "--artifact", str(artifact), "--results-dir", str(results)])
+    assert r.exit_code == 0, r.output
+    assert f"removed {killed}: the unpacked artifact of a rerun that was killed" in r.output
+    assert f"removed {reused}" in r.output and str(running) not in r.output
+    assert seen["regfile"].parent.name.startswith(f".artifact-{os.getpid()}-") and "x3" not in seen["regfile"].name
+    assert len(seen["scratch"]) == 2  # the one under way, and this rerun's own
+    assert [p.name for p in results.glob(".artifact-*")] == [running.name]  # this rerun's is gone with it
+    assert os.environ[rerun.REGISTRY_FILE] == "/etc/pirex/registry.yaml"
+
+    monkeypatch.delenv(rerun.REGISTRY_FILE)
+    monkeypatch.setattr(reproduction, "reproduce", lambda *_: (_ for _ in ()).throw(PirexError("a run failed")))
+    r = CliRunner().invoke(cli, ["reproduce", PAPER, "--artifact", str(artifact), "--results-dir", str(results)])
+    assert isinstance(r.exception, PirexError) and rerun.REGISTRY_FILE not in os.environ
+    assert [p.name for p in results.glob(".artifact-*")] == [running.name]
