@@ -147,19 +147,20 @@ def _unpack(path: Path, scratch: Path) -> Path:
 
 
 def load_images(opened: Opened, platform, regfile: Path) -> dict[str, str]:
-    """This machine's platform of the artifact's images into the local registry (every blob's digest checked
-    against the archive and against the artifact's own registry.yaml), and regfile naming each of them by the
-    digest imported, so that the runs take them as imported (their bundles say so), never a build of this
-    checkout. Returns each image's platform manifest digest (what a bundle records as the image's digest), {} when
-    the artifact holds no images."""
+    """This machine's platform of the artifact's images into the local registry by digest only (every blob's digest
+    checked against the archive and against the artifact's own registry.yaml; no tag touched: a build of this
+    checkout under the artifact's tag stays a build, which later runs record as built), and regfile naming each of
+    them by the digest imported, with the artifact, so that the runs take them as imported from it (their bundles
+    say so), never a build of this checkout. Returns each image's platform manifest digest (what a bundle records
+    as the image's digest), {} when the artifact holds no images."""
     from pirex.images import archive, localregistry, publish, registryfile
 
     if opened.images is None:
         return {}
     theirs = opened.top / "source" / "registry.yaml"
     published = registryfile.load(theirs) if theirs.is_file() else {}
-    imported = archive.import_(opened.images, platform, theirs if theirs.is_file() else None)
-    entries = {}
+    imported = archive.import_(opened.images, platform, theirs if theirs.is_file() else None, tag=False)
+    entries, where = {}, str(Path(opened.path).resolve())
     for i in imported:
         e = published.get(i.name)
         repository = (
@@ -167,7 +168,7 @@ def load_images(opened: Opened, platform, regfile: Path) -> dict[str, str]:
             if e and e.digest == i.index_digest
             else f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}/{i.name}"
         )
-        entries[i.name] = registryfile.Entry(repository, i.tag, [str(platform)], i.index_digest)
+        entries[i.name] = registryfile.Entry(repository, i.tag, [str(platform)], i.index_digest, {"artifact": where})
     registryfile.save(regfile, entries)
     return {i.name: i.manifest_digest for i in imported}
 

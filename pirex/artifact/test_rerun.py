@@ -5,6 +5,8 @@ rerun itself, offline on a second machine with the images from the archive, is t
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import io
 import json
 import os
 import subprocess
@@ -18,7 +20,7 @@ from pirex.artifact import check, pack, rerun
 from pirex.artifact.test_pack import PAPER, _reproduction
 from pirex.cli import cli
 from pirex.errors import PirexError
-from pirex.images import localregistry
+from pirex.images import archive, localregistry
 
 CLAIM = f"{PAPER}:cost-grows-with-memory"
 
@@ -221,3 +223,78 @@ def test_a_killed_reruns_scratch_folder_goes_at_the_next_rerun_and_the_registry_
     r = CliRunner().invoke(cli, ["reproduce", PAPER, "--artifact", str(artifact), "--results-dir", str(results)])
     assert isinstance(r.exception, PirexError) and rerun.REGISTRY_FILE not in os.environ
     assert [p.name for p in results.glob(".artifact-*")] == [running.name]
+
+
+class _Registry:
+    """The local registry, as the archive import talks to it: what was put, by repository and reference."""
+
+    def __init__(self):
+        self.blobs, self.manifests = {}, {}
+
+    def has_blob(self, repo, digest):
+        return (repo, digest) in self.blobs
+
+    def put_blob(self, repo, digest, data, size):
+        self.blobs[repo, digest] = data if isinstance(data, bytes) else data.read()
+
+    def put_manifest(self, repo, ref, body, media):
+        self.manifests[repo, ref] = body
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _image_archive(file: Path, name: str, tag: str, platform) -> tuple[str, str]:
+    """A one-image archive as `pirex images export` writes it; (manifest list digest, platform manifest digest)."""
+    config, layer = b'{"architecture": "x"}', b"layer"
+    manifest = json.dumps(
+        {
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"digest": _digest(config), "size": len(config)},
+            "layers": [{"digest": _digest(layer), "size": len(layer)}],
+        }
+    ).encode()
+    p = {
+        "os": platform.os,
+        "architecture": platform.architecture,
+        **({"variant": platform.variant} if platform.variant else {}),
+    }
+    index = json.dumps({"manifests": [{"digest": _digest(manifest), "size": len(manifest), "platform": p}]}).encode()
+    names = {archive.REF_NAME: f"{name}:{tag}", archive.IMAGE: name, archive.PLATFORMS: str(platform)}
+    layout = {"manifests": [{"digest": _digest(index), "annotations": names}]}
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(file, "w") as tar:
+        for member, data in [("index.json", json.dumps(layout).encode())] + [
+            (archive._blob_path(_digest(b)), b) for b in (index, manifest, config, layer)
+        ]:
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return _digest(index), _digest(manifest)
+
+
+def test_the_artifacts_images_are_imported_by_digest_alone_and_named_as_its(tmp_path, monkeypatch):
+    """The rerun imports the artifact's images without tagging them: the archive's tag (the maker's `git describe`,
+    often this checkout's too) would otherwise replace this machine's build under it in the local registry, and later
+    plain runs would take the artifact's image and record it as built here. The runs' bundles name the artifact."""
+    from pirex.images import platforms, registryfile, sources
+
+    here = platforms.host()
+    top = tmp_path / "unpacked" / f"{PAPER}-artifact"
+    index, manifest = _image_archive(top / pack.IMAGES, "jmh", "v1.0", here)
+    registry = _Registry()
+    monkeypatch.setattr(archive.regclient, "Registry", lambda _host: registry)
+    opened = rerun.Opened(Path("icpe18-artifact.tar"), top, PAPER, {})
+    regfile = tmp_path / "registry.yaml"
+    assert rerun.load_images(opened, here, regfile) == {"jmh": manifest}
+    assert set(registry.manifests) == {("pirex/jmh", manifest)}  # by digest, and no tag
+    (entry,) = registryfile.load(regfile).values()
+    assert (entry.digest, entry.platforms) == (index, [str(here)])
+    assert entry.extra == {"artifact": str(Path("icpe18-artifact.tar").resolve())}
+
+    monkeypatch.setattr(sources, "_local_build", lambda *_: False)
+    monkeypatch.setattr(sources, "_imported", lambda *_: manifest)
+    monkeypatch.setattr(sources.proc, "run", lambda *a, **k: None)  # the docker pull of it
+    origin = sources.resolve("jmh", "artifact-x", here, regfile).origin
+    assert origin["kind"] == "imported" and origin["artifact"] == str(Path("icpe18-artifact.tar").resolve())

@@ -193,9 +193,10 @@ def _damaged(file: Path, e: Exception) -> PirexError:
     )
 
 
-def import_(file: Path, platform: Platform, regfile: Path | None) -> list[Imported]:
+def import_(file: Path, platform: Platform, regfile: Path | None, tag: bool = True) -> list[Imported]:
     """Put this machine's platform of every image in the archive into the local registry, every
-    blob's digest checked and every manifest list checked against registry.yaml."""
+    blob's digest checked and every manifest list checked against registry.yaml; tagged as in the
+    archive unless tag is False (by digest only: a local build under that tag stays what the tag names)."""
     if not file.is_file():
         raise PirexError(f"{file} does not exist")
     entries = registryfile.load(regfile) if regfile and regfile.exists() else {}
@@ -222,7 +223,7 @@ def import_(file: Path, platform: Platform, regfile: Path | None) -> list[Import
                 name, ref_name = ann.get(IMAGE), ann.get(REF_NAME, "")
                 if not name:
                     continue
-                tag = ref_name.rpartition(":")[2] or "latest"
+                ref_tag = ref_name.rpartition(":")[2] or "latest"
                 entry = entries.get(name)
                 if entry and entry.digest and entry.digest != d["digest"]:
                     raise PirexError(
@@ -256,9 +257,10 @@ def import_(file: Path, platform: Platform, regfile: Path | None) -> list[Import
                         local.put_blob(repo, b["digest"], f, member.size)
                 media = manifest.get("mediaType") or m.get("mediaType")
                 local.put_manifest(repo, m["digest"], mbody, media)
-                local.put_manifest(repo, tag, mbody, media)
+                if tag:
+                    local.put_manifest(repo, ref_tag, mbody, media)
                 local.put_blob(repo, d["digest"], body, len(body))  # the list itself, for lookups by its digest
-                out.append(Imported(name, tag, d["digest"], m["digest"], manifest["config"]["digest"]))
+                out.append(Imported(name, ref_tag, d["digest"], m["digest"], manifest["config"]["digest"]))
     except (tarfile.TarError, EOFError, json.JSONDecodeError, KeyError, OSError) as e:
         raise _damaged(file, e) from None
     if not out:

@@ -87,6 +87,8 @@ def resolve(name: str, tag: str, platform: Platform, regfile: Path | None = None
             f"{name} for {platform}: run `make build` first (or `pirex images import FILE`)"
         )
     origin = {"kind": "published", "repository": entry.repository, "tag": entry.tag, "index_digest": entry.digest}
+    if entry.extra.get("artifact"):  # a rerun of an artifact (artifact/rerun.py): the images came in it
+        origin["artifact"] = entry.extra["artifact"]
     if mdigest := _imported(name, entry, platform):
         ref = f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}/{name}@{mdigest}"
         proc.run(["docker", "pull", "-q", ref], timeout=publish.TIMEOUT, what=f"docker pull {ref}")
