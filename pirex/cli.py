@@ -6,9 +6,11 @@ import json
 import logging
 import signal
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from pirex import __version__, paths
 from pirex.errors import PirexError
@@ -709,8 +711,9 @@ def reproduce(
     if whole_pilot and not opts.budget:
         raise PirexError("--whole-pilot says how --budget treats the first runs: give --budget too (e.g. 15m)")
     if artifact:
-        level_given = click.get_current_context().get_parameter_source("level") != click.core.ParameterSource.DEFAULT
-        out = _rerun(opts, artifact, explicit_tag=tag, level_given=level_given)
+        ctx = click.get_current_context()
+        given = {o for o in ("level", "confidence", "design") if ctx.get_parameter_source(o) != ParameterSource.DEFAULT}
+        out = _rerun(opts, artifact, explicit_tag=tag, given=given)
     else:
         out = reproduction.reproduce(opts, reproduction.run_with_runner)
     left_out = json.loads((out / reproduction.STATE).read_text()).get("left_out") or {}
@@ -722,7 +725,7 @@ def reproduce(
         )
 
 
-def _rerun(opts, artifact: Path, explicit_tag: str | None, level_given: bool = False) -> Path:
+def _rerun(opts, artifact: Path, explicit_tag: str | None, given: Collection[str] = ()) -> Path:
     """pirex reproduce PAPER --artifact: the artifact's checksums and images first, then the reproduction on them."""
     from pirex.artifact import rerun
     from pirex.reproduce import reproduction
@@ -765,7 +768,7 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, level_given: bool = F
         commit = git_version()[1]
         for line in rerun.preamble(opened, commit, images):
             click.echo(line)
-        if not opts.resume and (line := rerun.adopt(opened, opts, level_given)):
+        if not opts.resume and (line := rerun.adopt(opened, opts, given)):
             click.echo(line)
         opts.artifact = artifact.resolve()
         opts.artifact_images = images or None  # reused and resumed: only bundles that ran the artifact's images

@@ -15,7 +15,7 @@ import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,19 +214,31 @@ def _commit_note(opened: Opened, commit: str | None) -> list[str]:
     ]
 
 
-def adopt(opened: Opened, opts, level_given: bool) -> str:
-    """The level and --set values of the reproduction inside, where the rerun was given none: the two are then
+def adopt(opened: Opened, opts, given: Collection[str] = ()) -> str:
+    """The settings of the reproduction inside that its verdicts depend on, where the rerun was not given them
+    (given: the options on the command line, of level, confidence and design): its level, --set values, confidence
+    (the intervals' level), A/A runs (an unsteady A/A makes a verdict inconclusive) and design: the two are then
     comparable. Returns what was taken, "" when nothing."""
     if opened.reproduction is None:
         return ""
     state = json.loads((opened.reproduction / STATE).read_text())
     taken = []
-    if not level_given and state.get("level") and state["level"] != opts.level:
+    if "level" not in given and state.get("level") and state["level"] != opts.level:
         opts.level = state["level"]
         taken.append(f"--level {opts.level}")
     if not opts.sets and state.get("sets"):
         opts.sets = state["sets"]
         taken += [f"--set {e}.{k}={v}" for e, kv in opts.sets.items() for k, v in kv.items()]
+    if "confidence" not in given and state.get("confidence") and state["confidence"] != opts.confidence:
+        opts.confidence = state["confidence"]
+        taken.append(f"--confidence {100 * opts.confidence:g}%")
+    if opts.aa is None and isinstance(state.get("aa"), bool):
+        opts.aa = state["aa"]
+        if opts.aa != (opts.level == "full"):  # not what the level gives by default
+            taken.append("--aa" if opts.aa else "--no-aa")
+    if "design" not in given and state.get("design") and state["design"] != opts.design:
+        opts.design = state["design"]
+        taken.append(f"--design {opts.design}")
     return f"as the reproduction inside: {' '.join(taken)}" if taken else ""
 
 

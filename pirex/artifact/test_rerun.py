@@ -118,13 +118,31 @@ def test_the_rerun_takes_the_level_and_sets_inside_unless_given(artifact, tmp_pa
     state |= {"level": "full", "sets": {"fork": {"repetitions": 2}}}
     (opened.reproduction / "state.json").write_text(json.dumps(state))
     opts = Options([PAPER])
-    assert (
-        rerun.adopt(opened, opts, level_given=False)
-        == "as the reproduction inside: --level full --set fork.repetitions=2"
-    )
+    assert rerun.adopt(opened, opts) == "as the reproduction inside: --level full --set fork.repetitions=2"
     assert (opts.level, opts.sets) == ("full", {"fork": {"repetitions": 2}})
     given = Options([PAPER], sets={"fork": {"repetitions": 7}})
-    assert rerun.adopt(opened, given, level_given=True) == "" and given.level == "kick-the-tires"
+    assert rerun.adopt(opened, given, given={"level"}) == "" and given.level == "kick-the-tires"
+
+
+def test_the_rerun_takes_the_confidence_aa_and_design_inside_unless_given(artifact, tmp_path):
+    """What else a verdict depends on: the intervals' level (a 90 % interval decides where a 95 % one may not), the
+    A/A runs (an unsteady A/A makes a verdict inconclusive) and the design (a duet's halves of the CPUs)."""
+    from pirex.reproduce.reproduction import Options
+
+    opened = rerun.open_(artifact, PAPER, tmp_path / "u")
+    state = json.loads((opened.reproduction / "state.json").read_text())
+    state |= {"level": "kick-the-tires", "confidence": 0.9, "aa": True, "design": "duet"}
+    (opened.reproduction / "state.json").write_text(json.dumps(state))
+    opts = Options([PAPER])
+    assert rerun.adopt(opened, opts) == "as the reproduction inside: --confidence 90% --aa --design duet"
+    assert (opts.confidence, opts.aa, opts.design) == (0.9, True, "duet")
+    mine = Options([PAPER], confidence=0.99, aa=False)
+    assert rerun.adopt(opened, mine, given={"confidence", "design"}) == ""
+    assert (mine.confidence, mine.aa, mine.design) == (0.99, False, "interleaved")
+    state |= {"aa": False}
+    (opened.reproduction / "state.json").write_text(json.dumps(state))
+    quiet = Options([PAPER])
+    assert "--aa" not in rerun.adopt(opened, quiet) and quiet.aa is False  # the level's default: taken, not said
 
 
 def test_the_cli_refuses_what_a_rerun_cannot_take(artifact, tmp_path):
