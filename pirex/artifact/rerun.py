@@ -281,6 +281,8 @@ def compare(opened: Opened, out: Path) -> list[Row]:
         row = Row(key, opened.inside.get(key, "not in the artifact"), here.get(key, "not judged here"))
         if row.agrees is False:
             row.why = _why(row.inside, row.here, opened.reasons.get(key, ""), reasons.get(key, ""))
+        elif row.agrees and row.here == INCONCLUSIVE:
+            row.why = "the same verdict, but neither side decided"
         elif row.agrees is None and (row.inside in JUDGED or row.here in JUDGED):
             side, reason = (
                 ("here", reasons.get(key, "")) if row.inside in JUDGED else ("inside", opened.reasons.get(key))
@@ -291,10 +293,13 @@ def compare(opened: Opened, out: Path) -> list[Row]:
 
 
 def _why(inside: str, here: str, inside_reason: str, here_reason: str) -> str:
+    """Why two verdicts differ, in words true of every way a verdict comes about: an inconclusive one may have no
+    interval at all (too few runs), an unsteady A/A, or a "differs" that Holm's adjustment did not keep; its reason
+    follows."""
     if inside != INCONCLUSIVE and here != INCONCLUSIVE:
-        kind = "opposite verdicts: the two machines' estimates lie on different sides of the rule"
+        kind = "opposite verdicts: one side's interval lies where the claim holds, the other's where it differs"
     else:
-        kind = "one side decided, the other's interval still reaches across the rule's edge"
+        kind = f"one side decided, the other did not ({'inside' if inside == INCONCLUSIVE else 'here'}: inconclusive)"
     parts = [kind]
     if inside_reason:
         parts.append(f"inside: {inside_reason}")
@@ -307,10 +312,18 @@ def agreement(rows: Sequence[Row]) -> str:
     both = [r for r in rows if r.agrees is not None]
     agree = sum(bool(r.agrees) for r in both)
     one = sum(1 for r in rows if r.agrees is None and (r.inside in JUDGED or r.here in JUDGED))
+    neither = sum(1 for r in both if r.agrees and r.here == INCONCLUSIVE)
     text = f"{agree} of {len(both)} claims judged on both sides agree"
+    if neither:  # the same word, not a result reproduced
+        text += f" ({neither} of them inconclusive on both)"
     if agree < len(both):
         text += f"; {len(both) - agree} differ (COMPARISON.md says why)"
     return text + (f"; {one} judged on one side only" if one else "")
+
+
+def _cell(text: str) -> str:
+    """Text in one cell of a Markdown table: a reason's "|" or line break would end the cell or the row."""
+    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def write(opened: Opened, out: Path, rows: Sequence[Row], commit: str | None) -> Path:
@@ -330,7 +343,7 @@ def write(opened: Opened, out: Path, rows: Sequence[Row], commit: str | None) ->
         "",
         "| Claim | Inside the artifact | Here | Agree | Why not |",
         "|---|---|---|---|---|",
-        *(f"| {r.key} | {r.inside} | {r.here} | {AGREE[r.agrees]} | {r.why} |" for r in rows),
+        *(f"| {r.key} | {_cell(r.inside)} | {_cell(r.here)} | {AGREE[r.agrees]} | {_cell(r.why)} |" for r in rows),
         "",
     ]
     path = out / COMPARISON

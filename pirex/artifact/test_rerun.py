@@ -1,6 +1,6 @@
 """pirex reproduce PAPER --artifact: the artifact's checksums before anything runs, the paper it is of, the report
 inside copied beside the rerun's, and COMPARISON.md saying which verdicts agree and why the others do not. The
-rerun itself, offline on a second machine with the images from the archive, is tests/test_artifact_rerun.py."""
+rerun itself, offline on a second machine with the images from the archive, is in tests/test_reproduce_icpe18.py."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_a_disagreement_says_which_and_why(artifact, tmp_path):
     rows = rerun.compare(opened, out)
     assert not rows[0].agrees
     assert rows[0].why == (
-        "one side decided, the other's interval still reaches across the rule's edge; "
+        "one side decided, the other did not (here: inconclusive); "
         "inside: the ratio's interval lies above 1; here: the interval reaches across 1"
     )
     assert rerun.agreement(rows) == "0 of 1 claims judged on both sides agree; 1 differ (COMPARISON.md says why)"
@@ -316,3 +316,19 @@ def test_the_artifacts_images_are_imported_by_digest_alone_and_named_as_its(tmp_
     monkeypatch.setattr(sources.proc, "run", lambda *a, **k: None)  # the docker pull of it
     origin = sources.resolve("jmh", "artifact-x", here, regfile).origin
     assert origin["kind"] == "imported" and origin["artifact"] == str(Path("icpe18-artifact.tar").resolve())
+
+
+def test_the_comparison_says_what_a_disagreement_is_and_that_two_inconclusive_verdicts_decided_nothing(
+    artifact, tmp_path
+):
+    opened = rerun.open_(artifact, PAPER, tmp_path / "u")
+    out = _rerun_folder(tmp_path, {CLAIM: "differs"}, {CLAIM: "our 95 % interval | lies outside"})
+    (row,) = rerun.compare(opened, out)
+    assert row.why.startswith("opposite verdicts: one side's interval lies where the claim holds, the other's where")
+    table = [line for line in rerun.write(opened, out, [row], None).read_text().splitlines() if line.startswith("|")]
+    assert len(table[-1].replace("\\|", "").split("|")) == len(table[0].split("|"))  # a reason's "|": one cell
+    opened.inside = {CLAIM: "inconclusive"}
+    out = _rerun_folder(tmp_path / "again", {CLAIM: "inconclusive"}, {CLAIM: "no interval: 2 runs, 5 needed"})
+    (row,) = rerun.compare(opened, out)
+    assert row.agrees and row.why == "the same verdict, but neither side decided"
+    assert rerun.agreement([row]) == "1 of 1 claims judged on both sides agree (1 of them inconclusive on both)"
