@@ -131,19 +131,40 @@ def _reproduction(reproduction: Path, paper: claims_mod.Paper, into: Path) -> di
     for name in REPORT_FOLDERS:
         if (reproduction / name).is_dir():
             shutil.copytree(reproduction / name, into / name)
-    images = {}
+    images, ran = {}, set()
     for b in bundles:
         shutil.copytree(b, into / "bundles" / _bundle_dest(b), symlinks=True)
-        for image in Bundle.open(b).manifest.get("images", {}).values():
+        for name, image in Bundle.open(b).manifest.get("images", {}).items():
             images[image["digest"]] = f"{image.get('name', '?')}@{image['digest']} ({image.get('platform', '?')})"
+            ran.add((image.get("name", name), image.get("platform", "?"), image["digest"]))
     verdicts = {k: v for k, v in (state.get("verdicts") or {}).items() if k.startswith(f"{paper.id}:")}
     return {
         "id": reproduction.name,
         "level": state.get("level", "?"),
         "verdicts": verdicts,
         "images": sorted(images.values()),
+        "ran": sorted(ran),  # (image, platform, platform manifest digest): what the images archive must hold
         "bundles": len(bundles),
     }
+
+
+def _check_ran(file: Path, ran: list[tuple[str, str, str]], platforms: list[plat.Platform], tag: str) -> None:
+    """The archive holds, for each of its platforms, the very images the reproduction inside ran: else its rerun
+    would compare verdicts of other images with them (a rebuild since, another tag)."""
+    from pirex.images import archive
+
+    held = archive.platform_digests(file)
+    wanted = {str(p) for p in platforms}
+    # a bundle names the platform manifest it ran, or the manifest list where it pulled a published image
+    other = [(n, p, d) for n, p, d in ran if p in wanted and d not in held.get((n, p), ())]
+    if other:
+        n, p, d = other[0]
+        got = held[n, p][1] if (n, p) in held else "none"
+        raise PirexError(
+            f"the images exported under tag {tag} are not those the reproduction ran: {n} ({p}) ran {d}, the archive "
+            f"holds {got}{f' (and {len(other) - 1} more)' if len(other) > 1 else ''}; give --tag the tag of the "
+            "images it ran, or reproduce again on these"
+        )
 
 
 def export_images(file: Path, names: list[str], platforms: list[plat.Platform], tag: str) -> None:
@@ -233,6 +254,8 @@ def pack(
             names = list(dict.fromkeys(i for e in _experiments(paper) for i in experiment.load(e).images))
             (top / IMAGES).parent.mkdir()
             export(top / IMAGES, names, chosen, tag or git_version()[0])
+            if contents.reproduction:
+                _check_ran(top / IMAGES, contents.reproduction["ran"], chosen, tag or git_version()[0])
             contents.images, contents.platforms = IMAGES, ", ".join(map(str, chosen))
         for name in ("CITATION.cff", ".zenodo.json"):
             if (root / name).is_file():

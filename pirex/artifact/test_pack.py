@@ -4,6 +4,7 @@ reproduction's report and verified bundles inside, the images through the archiv
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import tarfile
 from pathlib import Path
@@ -15,6 +16,8 @@ from pirex.artifact import appendix, check, pack
 from pirex.bundle import Bundle
 from pirex.cli import cli
 from pirex.errors import PirexError
+from pirex.images import archive
+from pirex.images import platforms as plat
 from pirex.reproduce import claims
 
 PAPER = "fork24"  # the smallest paper (one experiment): quick to pack
@@ -91,7 +94,7 @@ def test_a_bad_paper_gives_reproduces_error_and_writes_nothing(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def _bundle(root: Path, experiment: str) -> Path:
+def _bundle(root: Path, experiment: str, images: dict | None = None) -> Path:
     b = Bundle.create(
         root / experiment / "20260101T000000Z-abcdef",
         experiment,
@@ -99,7 +102,7 @@ def _bundle(root: Path, experiment: str) -> Path:
         {},
         ["native"],
         [("native", 0)],
-        {},
+        images or {},
         {"version": "t", "commit": "c"},
     )
     b.write_machine(before={"hostname": "h"}, after={"hostname": "h"})
@@ -109,9 +112,9 @@ def _bundle(root: Path, experiment: str) -> Path:
     return b.path
 
 
-def _reproduction(tmp_path: Path) -> tuple[Path, Path]:
+def _reproduction(tmp_path: Path, images: dict | None = None) -> tuple[Path, Path]:
     results = tmp_path / "results"
-    mine, other = _bundle(results, "fork"), _bundle(results, "jmh")
+    mine, other = _bundle(results, "fork", images), _bundle(results, "jmh")
     rep = results / "reproduce" / f"{PAPER}-20260101T000000Z-000000"
     rep.mkdir(parents=True)
     (rep / "REPORT.md").write_text("# Reproduction\n")
@@ -181,3 +184,58 @@ def test_kick_the_tires_takes_the_quickest_experiments_within_ten_minutes():
     cmd, timed = appendix.kick_the_tires(paper, appendix.rows(paper, appendix.LEVEL))
     assert cmd.startswith("pirex reproduce icpe18 --experiment ")
     assert timed.seconds is not None and timed.seconds <= appendix.KICK_SECONDS
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _image_archive(file: Path, name: str, tag: str, platform) -> tuple[str, str]:
+    """A one-image archive as `pirex images export` writes it; (manifest list digest, platform manifest digest)."""
+    config, layer = b'{"architecture": "x"}', b"layer"
+    manifest = json.dumps(
+        {
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"digest": _digest(config), "size": len(config)},
+            "layers": [{"digest": _digest(layer), "size": len(layer)}],
+        }
+    ).encode()
+    p = {
+        "os": platform.os,
+        "architecture": platform.architecture,
+        **({"variant": platform.variant} if platform.variant else {}),
+    }
+    index = json.dumps({"manifests": [{"digest": _digest(manifest), "size": len(manifest), "platform": p}]}).encode()
+    names = {archive.REF_NAME: f"{name}:{tag}", archive.IMAGE: name, archive.PLATFORMS: str(platform)}
+    layout = {"manifests": [{"digest": _digest(index), "annotations": names}]}
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(file, "w") as tar:
+        for member, data in [("index.json", json.dumps(layout).encode())] + [
+            (archive._blob_path(_digest(b)), b) for b in (index, manifest, config, layer)
+        ]:
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return _digest(index), _digest(manifest)
+
+
+def test_the_images_must_be_those_the_reproduction_ran(tmp_path):
+    """--reproduction with --images: the archive must hold the very images the reproduction's bundles ran (else its
+    rerun compares verdicts of other images with them: a rebuild since, or the default tag where it ran another)."""
+    here = plat.host()
+    index, manifest = _image_archive(tmp_path / "probe.tar", "fork", "v9", here)
+
+    def export(file, names, platforms, tag):
+        _image_archive(file, "fork", tag, here)
+
+    for ran in ("sha256:" + "c" * 64, manifest, index):  # another image; the one exported; it, pulled (the list)
+        rep, _ = _reproduction(tmp_path / ran[-6:], {"fork": {"name": "fork", "digest": ran, "platform": str(here)}})
+        out = tmp_path / ran[-6:] / "out.tar"
+        if ran not in (manifest, index):
+            with pytest.raises(PirexError, match=rf"not those the reproduction ran: fork \({here}\) ran {ran}, the"):
+                pack.pack(PAPER, out, reproduction=rep, platforms="host", export=export, tag="v9")
+            assert not out.exists()
+        else:
+            assert pack.pack(PAPER, out, reproduction=rep, platforms="host", export=export, tag="v9") == out
+    rep, _ = _reproduction(tmp_path / "arm", {"fork": {"name": "fork", "digest": manifest, "platform": "linux/arm/v7"}})
+    assert pack.pack(PAPER, tmp_path / "arm" / "o", reproduction=rep, platforms="host", export=export)  # not exported

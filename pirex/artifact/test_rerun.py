@@ -5,8 +5,6 @@ rerun itself, offline on a second machine with the images from the archive, is i
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import io
 import json
 import os
 import subprocess
@@ -17,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from pirex.artifact import check, pack, rerun
-from pirex.artifact.test_pack import PAPER, _reproduction
+from pirex.artifact.test_pack import PAPER, _image_archive, _reproduction
 from pirex.cli import cli
 from pirex.errors import PirexError
 from pirex.images import archive, localregistry
@@ -257,39 +255,6 @@ class _Registry:
 
     def put_manifest(self, repo, ref, body, media):
         self.manifests[repo, ref] = body
-
-
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _image_archive(file: Path, name: str, tag: str, platform) -> tuple[str, str]:
-    """A one-image archive as `pirex images export` writes it; (manifest list digest, platform manifest digest)."""
-    config, layer = b'{"architecture": "x"}', b"layer"
-    manifest = json.dumps(
-        {
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {"digest": _digest(config), "size": len(config)},
-            "layers": [{"digest": _digest(layer), "size": len(layer)}],
-        }
-    ).encode()
-    p = {
-        "os": platform.os,
-        "architecture": platform.architecture,
-        **({"variant": platform.variant} if platform.variant else {}),
-    }
-    index = json.dumps({"manifests": [{"digest": _digest(manifest), "size": len(manifest), "platform": p}]}).encode()
-    names = {archive.REF_NAME: f"{name}:{tag}", archive.IMAGE: name, archive.PLATFORMS: str(platform)}
-    layout = {"manifests": [{"digest": _digest(index), "annotations": names}]}
-    file.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(file, "w") as tar:
-        for member, data in [("index.json", json.dumps(layout).encode())] + [
-            (archive._blob_path(_digest(b)), b) for b in (index, manifest, config, layer)
-        ]:
-            info = tarfile.TarInfo(member)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return _digest(index), _digest(manifest)
 
 
 def test_the_artifacts_images_are_imported_by_digest_alone_and_named_as_its(tmp_path, monkeypatch):

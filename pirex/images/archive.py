@@ -186,6 +186,23 @@ def export(file: Path, names: list[str], tag: str, platforms: list[Platform], re
     return per_platform
 
 
+def platform_digests(file: Path) -> dict[tuple[str, str], tuple[str, str]]:
+    """(image, platform) -> (its manifest list's digest, the platform manifest's), of every image and platform an
+    archive holds."""
+    out = {}
+    try:
+        with tarfile.open(file, "r:") as tar:
+            for d in json.loads(tar.extractfile("index.json").read()).get("manifests", []):
+                name = (d.get("annotations") or {}).get(IMAGE)
+                index = json.loads(tar.extractfile(_blob_path(d["digest"])).read())
+                for m in index.get("manifests", []):
+                    if name and (p := _platform_of(m)):
+                        out[name, str(p)] = (d["digest"], m["digest"])
+    except (tarfile.TarError, EOFError, json.JSONDecodeError, KeyError, OSError, AttributeError) as e:
+        raise _damaged(file, e) from None
+    return out
+
+
 def _damaged(file: Path, e: Exception) -> PirexError:
     return PirexError(
         f"{file} is truncated or damaged ({e}): copy it again from where it was exported "
