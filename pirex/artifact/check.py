@@ -293,11 +293,15 @@ def _sums(text: str) -> dict[str, str]:
     return out
 
 
-def checksums_dir(top: Path) -> Result:
+def checksums_dir(top: Path, unlisted_ok: str | None = None) -> Result:
+    """A folder artifact's files against its SHA256SUMS; files below unlisted_ok (a folder, e.g. "source/") that it
+    does not list are let be: what installing and running pirex there writes (.venv, __pycache__, results)."""
     if not (top / SUMS).is_file():
         return False, f"no {SUMS} in {top}"
     listed = _sums((top / SUMS).read_text())
     have = {p.relative_to(top).as_posix() for p in top.rglob("*") if p.is_file()} - {SUMS}
+    if unlisted_ok:
+        have = {n for n in have if n in listed or not n.startswith(unlisted_ok)}
     return _compare(top.name, listed, have, lambda name: sha256(top / name))
 
 

@@ -102,8 +102,8 @@ class Opened:
 def open_(path: Path, paper: str, scratch: Path) -> Opened:
     """Check the artifact's SHA256SUMS, unpack a tar into scratch, and read what the rerun needs."""
     path = Path(path)
-    if path.is_dir():
-        ok, why = check.checksums_dir(path)
+    if path.is_dir():  # its source/ may be where pirex was installed from and runs: what that adds is let be
+        ok, why = check.checksums_dir(path, unlisted_ok="source/")
         top = path
     elif path.is_file():
         ok, why = check.checksums_tar(path)

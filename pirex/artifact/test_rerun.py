@@ -297,3 +297,24 @@ def test_the_comparison_says_what_a_disagreement_is_and_that_two_inconclusive_ve
     (row,) = rerun.compare(opened, out)
     assert row.agrees and row.why == "the same verdict, but neither side decided"
     assert rerun.agreement([row]) == "1 of 1 claims judged on both sides agree (1 of them inconclusive on both)"
+
+
+def test_a_folder_artifact_may_hold_the_pirex_installed_and_run_from_its_source(tmp_path):
+    """docs/artifact.md: pirex installed from the artifact's source/ (`make run` there): its .venv, bytecode and
+    results in a folder artifact are not the artifact's files, and no reason to refuse it; an unlisted file
+    elsewhere (images that were not in it) and a changed file anywhere still are."""
+    rep, _ = _reproduction(tmp_path)
+    folder = pack.pack(PAPER, tmp_path / f"{PAPER}-artifact", reproduction=rep)
+    for made in ("source/.venv/bin/python", "source/pirex/__pycache__/cli.cpython-311.pyc", "source/results/x"):
+        (folder / made).parent.mkdir(parents=True, exist_ok=True)
+        (folder / made).write_text("made here\n")
+    assert rerun.open_(folder, PAPER, tmp_path / "u").top == folder
+    assert not check.checksums_dir(folder)[0]  # pirex artifact --check: every file, as it was made
+    (folder / pack.IMAGES).parent.mkdir()
+    (folder / pack.IMAGES).write_text("not in it\n")
+    with pytest.raises(PirexError, match=r"1 file\(s\) not listed against SHA256SUMS: images/pirex-images.tar"):
+        rerun.open_(folder, PAPER, tmp_path / "u")
+    (folder / pack.IMAGES).unlink()
+    (folder / "source" / "LICENSE").write_text("changed\n")
+    with pytest.raises(PirexError, match=r"1 file\(s\) changed against SHA256SUMS: source/LICENSE"):
+        rerun.open_(folder, PAPER, tmp_path / "u")
