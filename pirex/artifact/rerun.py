@@ -22,6 +22,7 @@ from pathlib import Path
 from pirex.artifact import check
 from pirex.artifact.pack import IMAGES, META, REPORT_FILES, REPORT_FOLDERS
 from pirex.errors import PirexError
+from pirex.reproduce import sources
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
 
 JUDGED = (HOLDS, DIFFERS, INCONCLUSIVE)
@@ -30,7 +31,7 @@ COMPARISON = "COMPARISON.md"
 AGREE = {True: "yes", False: "no", None: "-"}
 INSIDE = "artifact"  # the reproduction's subfolder holding the report that was inside the artifact
 STATE = "state.json"
-SCRATCH = ".artifact-"  # results/.artifact-<pid>-<its start>-<random>: the unpacked artifact, while a rerun runs
+SCRATCH = sources.SCRATCH  # results/.artifact-<pid>-<its start>-<random>: the unpacked artifact, while a rerun runs
 REGISTRY_FILE = "PIREX_REGISTRY_FILE"  # pirex.images.sources reads it: the images the runs take
 
 

@@ -13,6 +13,10 @@ from pirex.bundle import MANIFEST, Bundle, Verifier
 from pirex.errors import PirexError
 from pirex.reproduce import plan
 
+# a rerun of an artifact's scratch folder under the results folder (artifact/rerun.py): the artifact unpacked, its
+# bundles (another machine's) among them; never results of this machine
+SCRATCH = ".artifact-"
+
 
 def given_bundles(paths: Sequence[Path]) -> list[Path]:
     """Every bundle under the given paths: a bundle, a fleet run (its verified hosts' bundles), or a folder holding
@@ -26,7 +30,11 @@ def given_bundles(paths: Sequence[Path]) -> list[Path]:
         elif (p / MANIFEST).is_file():
             found = [p]
         else:
-            found = sorted(m.parent for m in p.rglob(MANIFEST) if ".fleet" not in m.parts)
+            found = sorted(
+                m.parent
+                for m in p.rglob(MANIFEST)
+                if ".fleet" not in m.parts and not any(d.startswith(SCRATCH) for d in m.relative_to(p).parts)
+            )
         if not found:
             raise PirexError(f"--bundles {p}: no bundle there (a bundle has {MANIFEST}; a fleet run {fleet.MANIFEST})")
         for b in found:

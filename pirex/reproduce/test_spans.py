@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from pathlib import Path
 
 import html5lib
@@ -158,6 +159,9 @@ def test_given_paths_expand_to_bundles_and_a_path_without_one_is_an_error(tmp_pa
     a = jmh_bundle(tmp_path / "r" / "jmh", record("pi-a"))
     assert sources.given_bundles([tmp_path / "r"]) == [a]
     assert sources.given_bundles([a, tmp_path / "r"]) == [a]  # each once
+    unpacked = tmp_path / "r" / ".artifact-1-2-x" / "unpacked" / "icpe18-artifact" / "reproduction" / "bundles"
+    shutil.copytree(a, unpacked / "jmh" / a.name)  # a rerun's scratch folder: the artifact's bundles, not results
+    assert sources.given_bundles([tmp_path / "r"]) == [a]
     (tmp_path / "empty").mkdir()
     with pytest.raises(PirexError, match="no bundle there"):
         sources.given_bundles([tmp_path / "empty"])
