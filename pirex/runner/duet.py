@@ -14,24 +14,26 @@ of repetitions.
                              is interrupted, the others are stopped (SIGTERM: their workloads and containers go on
                              their own exit paths) and every child is reaped
 
-Each side runs as a forked child of the runner, not a thread: a child can be stopped (SIGTERM unwinds it like
-Ctrl-C, through proc.run's and run_step's cleanup), dies with the runner (PR_SET_PDEATHSIG), and can have its own
-mount namespace. Two native sides of one image (an A/A duet) share one exported root: each gets its own mount
-namespace with its own /tmp and /work, so that their mounts (/results) and files (JMH's /tmp/jmh.lock, B5's files)
-stay apart; a native side against a docker side runs exactly as in the interleaved design."""
+Each side runs as a forked child of the runner (multiprocessing's fork context), not a thread: a child can be
+stopped (SIGTERM unwinds it like Ctrl-C, through proc.run's and run_step's cleanup), dies with the runner
+(PR_SET_PDEATHSIG), and can have its own mount namespace. Two native sides of one image (an A/A duet) share one
+exported root: each gets its own mount namespace with its own /tmp and /work, so that their mounts (/results) and
+files (JMH's /tmp/jmh.lock, B5's files) stay apart; a native side against a docker side runs exactly as in the
+interleaved design."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import logging
+import multiprocessing.context
+import multiprocessing.process
 import os
-import pickle
-import select
 import signal
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ STOP_GRACE = 180  # seconds a stopped side has to unwind (docker rm -f, unmounts
 CLONE_NEWNS = 0x00020000  # unshare(2): a mount namespace of its own
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal when the parent dies
 GO = b"g"
+FORK = multiprocessing.context.ForkContext()  # a side is a forked child (get_context of fork, named by its class)
 
 
 # --- the CPUs --------------------------------------------------------------------------------------------------------
@@ -207,119 +210,122 @@ def run_together(
     job raises or its value is `failed`, the other children are stopped at once (SIGTERM, SIGKILL after `grace`
     seconds): a repetition's steps count together or not at all. An interruption of the runner (Ctrl-C, SIGTERM
     through the CLI's handler) stops them the same way and is raised again once every child is reaped.
-    `prepare[name]` runs in that child before the release (e.g. its own mount namespace)."""
+    `prepare[name]` runs in that child before the release (e.g. its own mount namespace).
+
+    The children are multiprocessing's, of the fork context (the jobs are closures: nothing is pickled on the way
+    in); each has a pipe its release comes on and one its Outcome goes back on."""
     prepare = prepare or {}
-    go_r, go_w = os.pipe()
-    children: dict[str, tuple[int, int]] = {}  # name -> (pid, fd its outcome comes on)
+    sides: dict[str, _Side] = {}
     outcomes: dict[str, Outcome] = {}
     try:
         for name, job in jobs.items():
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the child: never returns
-                os.close(r)
-                os.close(go_w)
-                _child(job, prepare.get(name), go_r, w)
-            os.close(w)
-            children[name] = (pid, r)
-        os.write(go_w, GO * len(children))  # every side starts now
-        _collect(children, outcomes, failed, grace)
+            go_r, go_w = FORK.Pipe(duplex=False)
+            out_r, out_w = FORK.Pipe(duplex=False)
+            theirs = [go_w, out_r, *(c for side in sides.values() for c in (side.go, side.out))]  # the runner's ends
+            child = FORK.Process(target=_child, args=(job, prepare.get(name), go_r, out_w, theirs), name=f"duet {name}")
+            try:
+                child.start()
+            except BaseException:
+                go_w.close()
+                out_r.close()
+                raise
+            finally:
+                go_r.close()  # the child's ends: EOF comes once the child has gone
+                out_w.close()
+            sides[name] = _Side(child, go_w, out_r)
+        for side in sides.values():  # every side starts now
+            with contextlib.suppress(OSError):  # a side whose preparation failed has gone already
+                side.go.send_bytes(GO)
+        _collect(sides, outcomes, failed)
     finally:
-        os.close(go_r)
-        os.close(go_w)  # a child not yet released reads EOF and ends without running its job
-        _stop(children, outcomes, grace)
+        for side in sides.values():
+            side.go.close()  # a child not yet released reads EOF and ends without running its job
+        _stop(sides, outcomes, grace)
     return outcomes
 
 
-def _collect(
-    children: dict[str, tuple[int, int]], outcomes: dict[str, Outcome], failed: Callable[[Any], bool], grace: float
-) -> None:
+@dataclass(frozen=True)
+class _Side:
+    process: multiprocessing.process.BaseProcess
+    go: Connection  # the release: GO, or EOF when the runner goes first
+    out: Connection  # the Outcome, once the job has ended
+
+
+def _collect(sides: dict[str, _Side], outcomes: dict[str, Outcome], failed: Callable[[Any], bool]) -> None:
     """Each child's outcome as it ends; the first failure stops the others."""
-    buffers: dict[int, bytearray] = {fd: bytearray() for _, fd in children.values()}
-    by_fd = {fd: name for name, (_, fd) in children.items()}
-    open_fds = set(by_fd)
-    while open_fds:
-        ready, _, _ = select.select(list(open_fds), [], [])
-        for fd in ready:
-            chunk = os.read(fd, 1 << 16)
-            if chunk:
-                buffers[fd] += chunk
-                continue
-            open_fds.discard(fd)
-            name = by_fd[fd]
-            _reap(children[name][0])
-            outcomes[name] = _decode(bytes(buffers[fd]))
-            o = outcomes[name]
+    waiting = {side.out: name for name, side in sides.items()}
+    while waiting:
+        for conn in wait(list(waiting)):
+            name = waiting.pop(conn)
+            o = _receive(conn)
+            sides[name].process.join()  # reaped before it counts as ended: _stop reaps one interrupted here
+            outcomes[name] = o
             if o.error or failed(o.value):
                 log.info("duet: %s %s; stopping the other side", name, f"raised {o.error}" if o.error else "failed")
-                for other, (pid, _) in children.items():
+                for other, side in sides.items():
                     if other not in outcomes:
-                        _signal(pid, signal.SIGTERM)
+                        side.process.terminate()
 
 
-def _stop(children: dict[str, tuple[int, int]], outcomes: dict[str, Outcome], grace: float) -> None:
+def _stop(sides: dict[str, _Side], outcomes: dict[str, Outcome], grace: float) -> None:
     """Every child still running stopped and reaped (the runner interrupted, or a fault in the schedule)."""
-    running = {name: pid for name, (pid, _) in children.items() if name not in outcomes}
-    for pid in running.values():
-        _signal(pid, signal.SIGTERM)
+    running = {name: side.process for name, side in sides.items() if name not in outcomes}
+    for child in running.values():
+        child.terminate()
     deadline = time.monotonic() + grace
-    for name, pid in running.items():
-        if not proc.wait_until(lambda pid=pid: _reaped(pid), max(deadline - time.monotonic(), 0), 0.05):
-            log.warning("duet: %s (pid %d) did not stop within %.0f s: killed", name, pid, grace)
-            _signal(pid, signal.SIGKILL)
-            _reap(pid)
-    for _, fd in children.values():
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    for name, child in running.items():
+        child.join(max(deadline - time.monotonic(), 0))
+        if child.exitcode is None:
+            log.warning("duet: %s (pid %d) did not stop within %.0f s: killed", name, child.pid, grace)
+            child.kill()
+            child.join()
+    for side in sides.values():
+        side.out.close()
+        with contextlib.suppress(ValueError):  # still running: only an interruption of this very wait leaves one
+            side.process.close()
 
 
-def _signal(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _reaped(pid: int) -> bool:
-    """Whether the child has ended (and is reaped now)."""
-    with contextlib.suppress(InterruptedError):
-        return bool(os.waitpid(pid, os.WNOHANG)[0])
-    return False
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
-
-
-def _decode(data: bytes) -> Outcome:
+def _receive(conn: Connection) -> Outcome:
     try:
-        return pickle.loads(data)
+        return conn.recv()
     except Exception:  # a child killed before it could say (SIGKILL): nothing to unpickle
         return Outcome(error="Stopped", message="the side ended without a result (killed)")
 
 
-def _child(job: Callable[[], Any], prepare: Callable[[], None] | None, go: int, out: int) -> None:
+def _child(
+    job: Callable[[], Any],
+    prepare: Callable[[], None] | None,
+    go: Connection,
+    out: Connection,
+    theirs: Sequence[Connection],
+) -> None:
     """A side: wait for the release, run the job, send its outcome, exit (os._exit: nothing of the parent's
-    atexit, pytest's or click's runs here)."""
+    atexit, pytest's or click's runs here, nor multiprocessing's own ending). `theirs`: the runner's ends of the
+    pipes, copied by the fork and closed here, so that the release's pipe ends (EOF) when the runner closes it."""
+    for c in theirs:
+        c.close()
     try:
         _stop_once()
         _die_with_parent()
         if prepare:
             prepare()
-        if os.read(go, 1) != GO:  # the runner went before the release
+        try:
+            released = go.recv_bytes() == GO
+        except EOFError:  # the runner went before the release
+            released = False
+        if not released:
             os._exit(3)
-        os.close(go)
+        go.close()
         start = time.time()
         try:
             value = job()
             outcome = Outcome(value=value, start=start, end=time.time())
         except BaseException as e:
             outcome = Outcome(error=type(e).__name__, message=str(e), start=start, end=time.time())
-        data = pickle.dumps(outcome)
+        out.send(outcome)  # pickled whole before a byte is written: a value that cannot be pickled fails here
     except BaseException as e:  # the preparation, or a value that cannot be pickled
-        data = pickle.dumps(Outcome(error=type(e).__name__, message=str(e)))
-    try:
-        with os.fdopen(out, "wb") as f:
-            f.write(data)
+        with contextlib.suppress(BaseException):
+            out.send(Outcome(error=type(e).__name__, message=str(e)))
     finally:
         os._exit(0)
 
