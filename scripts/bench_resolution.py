@@ -181,10 +181,6 @@ class Measured:
         return self.bundle.path
 
     @property
-    def parameters(self) -> dict:
-        return self.bundle.parameters
-
-    @property
     def design(self) -> str:
         """The manifest's design (older bundles: interleaved)."""
         return self.bundle.design or "interleaved"
@@ -252,7 +248,7 @@ def run_means(b: Measured, variant: str) -> dict[int, float]:
 
 def costs(b: Measured) -> list[float]:
     """Seconds per unit, top first: repetition (one JVM start), fork (warm-up + one JVM start), iteration."""
-    p = b.parameters
+    p = b.bundle.parameters
     wi, it, forks = int(p.get("warmup_iterations", 0)), int(p.get("iterations", 1)), int(p.get("forks", 1))
     w, t = seconds(p.get("warmup_time", "1s")), seconds(p.get("time", "1s"))
     steps = [s for v in b.step_seconds.values() for s in v]
@@ -283,7 +279,7 @@ def ratio_line(label: str, b: Measured, num: str, den: str) -> list[str]:
 def report(b: Measured, name: str = "") -> list[str]:
     v = b.variants
     out = [f"== {name or b.path.name}: {b.path}"]
-    p = b.parameters
+    p = b.bundle.parameters
     if p:
         a = Allocation(
             p.get("repetitions"), int(p.get("forks", 1)), p.get("warmup_iterations"), p.get("iterations"), p.get("time")
