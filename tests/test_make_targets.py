@@ -22,9 +22,8 @@ NOT_YET = {
     "bench-fleet": "three namespace hosts with sshd and dockerd each; tests/test_fleet.py runs the same lab",
     "lab-reproduce": "a paper's reproduction on three namespace hosts; tests/test_fleet.py reproduces on the lab",
     "bench-fresh-machine": "a whole make run on a fresh machine, 15+ min; tests/test_fresh_machine.py runs its set-up",
-    "bench-resolution": "jmh in Docker and natively per allocation; tests/test_bench_resolution.py checks its output",
 }
-SMOKED = {"bench-analysis"}
+SMOKED = {"bench-analysis", "bench-resolution"}
 
 
 def make(*args: str) -> str:
@@ -65,3 +64,19 @@ def test_bench_analysis_smoke_run_agrees_with_pandas():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "300,000 rows (3 loops x 20,000 calls x 5 configurations)" in r.stdout
     assert "statistics: identical (rel. 1e-9)" in r.stdout
+
+
+@pytest.mark.docker
+def test_bench_resolution_smoke_run_reports_a_half_width(built, tmp_path):
+    """make bench-resolution ARGS="--allocations small" (its smoke setting, the Makefile's help says), on this
+    session's images: one jmh run of the small allocation, natively and in Docker, and its report."""
+    cmd = recipe_line(
+        "bench-resolution", "scripts/bench_resolution.py", f"--allocations small --results-dir {tmp_path}"
+    )
+    r = subprocess.run(
+        [sys.executable, *cmd[1:], "--tag", built.tag], cwd=paths.REPO, capture_output=True, text=True, timeout=900
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "bench-resolution: small: " in r.stdout and "time spent: " in r.stdout, r.stdout
+    assert "per-variant mean over repetitions (95 %, modified Cox):" in r.stdout, r.stdout
+    assert list(tmp_path.glob("*-small/jmh/*/manifest.json")), "no bundle where --results-dir says"
