@@ -271,3 +271,20 @@ def which(name: str) -> str | None:
     from shutil import which as _which
 
     return _which(name)
+
+
+def start_time(pid: int) -> str | None:
+    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def same_process(pid: int, start: str | None) -> bool:
+    """pid is still the process recorded, and alive (a zombie has ended; whoever adopted it reaps it)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] not in ("Z", "X") and (start is None or fields[19] == start)

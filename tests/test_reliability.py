@@ -121,7 +121,7 @@ def _nothing_left(bundle: Path) -> None:
         if e["kind"] == "mount":
             assert not leftovers._mounts_under(Path(e["root"])), f"mounts left under {e['root']}"
         if e["kind"] == "process":
-            assert not leftovers._same_process(e["pid"], e.get("start")), f"process left: {e}"
+            assert not proc.same_process(e["pid"], e.get("start")), f"process left: {e}"
     assert leftovers.find(run_id, bundle) == []
     assert not (leftovers.runs_dir() / f"{run_id}.json").exists()
 
@@ -172,7 +172,7 @@ def test_killed_in_a_native_step_resume_unmounts_and_finishes(results):
 
     def native_java():
         procs = [e for e in _resources(bundle) if e["kind"] == "process" and e["what"] == "native native"]
-        return procs and leftovers._same_process(procs[-1]["pid"], procs[-1]["start"])
+        return procs and proc.same_process(procs[-1]["pid"], procs[-1]["start"])
 
     _wait("the native step's process", native_java, p)
     _kill(p)

@@ -172,7 +172,8 @@ def megabytes(mb: float | None) -> str:
     return f"{mb / 1000:.1f} GB" if mb >= 1000 else f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
+    """Text in one cell of a Markdown table: a "|" or a line break would end the cell or the row."""
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
@@ -294,7 +295,7 @@ def markdown(contents: Contents, rows_: Sequence[Row]) -> str:
             f"{r.published}: {r.expected}.{ran_text}" if r.expected else "not judged",
             "; ".join(r.images) or "-",
         ]
-        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+        lines.append("| " + " | ".join(cell(x) for x in cells) + " |")
     if contents.reproduction:
         rep = contents.reproduction
         counts: dict[str, int] = {}

@@ -120,10 +120,9 @@ def _bundle_dest(path: Path) -> Path:
     return Path(Bundle.open(path).experiment, path.name)
 
 
-def _reproduction(reproduction: Path, paper: claims_mod.Paper, into: Path) -> dict:
-    """reproduction/: its report, state and bundles; what ARTIFACT.md says of it."""
-    state = _state(reproduction, paper)
-    bundles = _bundles(state, paper)
+def copy_report(reproduction: Path, into: Path) -> None:
+    """A reproduction's report into a new folder: REPORT.md, report.html and state.json, and the figures/ and
+    tables/ REPORT.md shows (what an artifact holds, and what its rerun copies beside its own)."""
     into.mkdir(parents=True)
     for name in REPORT_FILES:
         if (reproduction / name).is_file():
@@ -131,6 +130,13 @@ def _reproduction(reproduction: Path, paper: claims_mod.Paper, into: Path) -> di
     for name in REPORT_FOLDERS:
         if (reproduction / name).is_dir():
             shutil.copytree(reproduction / name, into / name)
+
+
+def _reproduction(reproduction: Path, paper: claims_mod.Paper, into: Path) -> dict:
+    """reproduction/: its report, state and bundles; what ARTIFACT.md says of it."""
+    state = _state(reproduction, paper)
+    bundles = _bundles(state, paper)
+    copy_report(reproduction, into)
     images, ran = {}, set()
     for b in bundles:
         shutil.copytree(b, into / "bundles" / _bundle_dest(b), symlinks=True)

@@ -19,8 +19,10 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pirex import proc
 from pirex.artifact import check
-from pirex.artifact.pack import IMAGES, META, REPORT_FILES, REPORT_FOLDERS
+from pirex.artifact.appendix import cell
+from pirex.artifact.pack import IMAGES, META, STATE, copy_report
 from pirex.errors import PirexError
 from pirex.reproduce import sources
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
@@ -30,18 +32,8 @@ JUDGED = (HOLDS, DIFFERS, INCONCLUSIVE)
 COMPARISON = "COMPARISON.md"
 AGREE = {True: "yes", False: "no", None: "-"}
 INSIDE = "artifact"  # the reproduction's subfolder holding the report that was inside the artifact
-STATE = "state.json"
 SCRATCH = sources.SCRATCH  # results/.artifact-<pid>-<its start>-<random>: the unpacked artifact, while a rerun runs
 REGISTRY_FILE = "PIREX_REGISTRY_FILE"  # pirex.images.sources reads it: the images the runs take
-
-
-def _started(pid: int) -> str | None:
-    """When pid started (field 22 of /proc/<pid>/stat, clock ticks since boot); None when no such process runs."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[19] if fields[0] not in ("Z", "X") else None
 
 
 def remove_stale(results_dir: Path) -> list[Path]:
@@ -50,7 +42,7 @@ def remove_stale(results_dir: Path) -> list[Path]:
     gone = []
     for d in sorted(results_dir.glob(f"{SCRATCH}*")):
         m = re.fullmatch(rf"{re.escape(SCRATCH)}(\d+)-(\d+)-.+", d.name)
-        if m and d.is_dir() and _started(int(m[1])) != m[2]:
+        if m and d.is_dir() and not proc.same_process(int(m[1]), m[2]):
             shutil.rmtree(d, ignore_errors=True)
             gone.append(d)
     return gone
@@ -61,7 +53,7 @@ def scratch(results_dir: Path) -> Iterator[Path]:
     """A scratch folder under results_dir (where the user gave pirex room) for the rerun's length, named after this
     process so that a rerun after a kill removes it (remove_stale); gone when the rerun ends (SIGTERM included)."""
     pid = os.getpid()
-    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH}{pid}-{_started(pid) or 0}-", dir=results_dir) as d:
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH}{pid}-{proc.start_time(pid) or 0}-", dir=results_dir) as d:
         yield Path(d)
 
 
@@ -249,13 +241,7 @@ def copy_inside(opened: Opened, out: Path) -> None:
         return
     dest = out / INSIDE
     shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir()
-    for name in REPORT_FILES:
-        if (opened.reproduction / name).is_file():
-            shutil.copy2(opened.reproduction / name, dest / name)
-    for name in REPORT_FOLDERS:
-        if (opened.reproduction / name).is_dir():
-            shutil.copytree(opened.reproduction / name, dest / name)
+    copy_report(opened.reproduction, dest)
 
 
 @dataclass
@@ -322,11 +308,6 @@ def agreement(rows: Sequence[Row]) -> str:
     return text + (f"; {one} judged on one side only" if one else "")
 
 
-def _cell(text: str) -> str:
-    """Text in one cell of a Markdown table: a reason's "|" or line break would end the cell or the row."""
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def write(opened: Opened, out: Path, rows: Sequence[Row], commit: str | None) -> Path:
     inside = (
         f"its report is in [{INSIDE}/]({INSIDE}/REPORT.md)"
@@ -344,7 +325,7 @@ def write(opened: Opened, out: Path, rows: Sequence[Row], commit: str | None) ->
         "",
         "| Claim | Inside the artifact | Here | Agree | Why not |",
         "|---|---|---|---|---|",
-        *(f"| {r.key} | {_cell(r.inside)} | {_cell(r.here)} | {AGREE[r.agrees]} | {_cell(r.why)} |" for r in rows),
+        *(f"| {r.key} | {cell(r.inside)} | {cell(r.here)} | {AGREE[r.agrees]} | {cell(r.why)} |" for r in rows),
         "",
     ]
     path = out / COMPARISON

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pirex import proc
 from pirex.artifact import check, pack, rerun
 from pirex.artifact.test_pack import PAPER, _image_archive, _reproduction
 from pirex.cli import cli
@@ -209,7 +210,7 @@ def test_a_killed_reruns_scratch_folder_goes_at_the_next_rerun_and_the_registry_
     (killed / "unpacked").mkdir(parents=True)
     reused = results / f".artifact-{os.getpid()}-0-x2"  # its pid is another process now (it started at another time)
     reused.mkdir()
-    running = results / f".artifact-{os.getpid()}-{rerun._started(os.getpid())}-x3"  # a rerun under way
+    running = results / f".artifact-{os.getpid()}-{proc.start_time(os.getpid())}-x3"  # a rerun under way
     running.mkdir()
     monkeypatch.setattr(localregistry, "local_registry", contextlib.nullcontext)  # no registry started here
     monkeypatch.setattr(rerun, "load_images", lambda *_: {"jmh": "sha256:" + "a" * 64})

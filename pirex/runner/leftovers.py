@@ -68,7 +68,7 @@ def note(kind: str, **info) -> None:
 
 def note_process(pid: int, what: str) -> None:
     """A process the current run started in its own process group (its start time tells it from a reused pid)."""
-    note("process", pid=pid, start=_start_time(pid), what=what)
+    note("process", pid=pid, start=proc.start_time(pid), what=what)
 
 
 class Owner:
@@ -242,7 +242,7 @@ def _still_there(e: dict, ours: set[int] = frozenset()) -> list[Leftover]:
             return [Leftover(rid, kind, e["project"], e)]
         if kind == "stack" and e["name"] in _stacks():
             return [Leftover(rid, kind, e["name"], e)]
-        if kind == "process" and _same_process(int(e["pid"]), e.get("start")):
+        if kind == "process" and proc.same_process(int(e["pid"]), e.get("start")):
             return [Leftover(rid, kind, f"{e['pid']} ({e.get('what', '?')})", e)]
         if kind == "mount" and _mounts_under(Path(e["root"])):
             others = [p for p in _users_of(e["root"]) if _pgid(p) not in ours]
@@ -325,23 +325,6 @@ def _compose_objects(project: str) -> list[tuple[str, str]]:
     return out
 
 
-def _start_time(pid: int) -> str | None:
-    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _same_process(pid: int, start: str | None) -> bool:
-    """pid is still the process recorded, and alive (a zombie has ended; whoever adopted it reaps it)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return False
-    return fields[0] not in ("Z", "X") and (start is None or fields[19] == start)
-
-
 def _mountpoints() -> list[str]:
     try:
         with open("/proc/self/mountinfo") as f:
@@ -373,7 +356,7 @@ def _users_of(root: str) -> list[int]:
         if p.name.isdigit():
             with contextlib.suppress(OSError):
                 r = os.readlink(p / "root")
-                if (r == root or r.startswith(root + "/")) and _same_process(int(p.name), None):
+                if (r == root or r.startswith(root + "/")) and proc.same_process(int(p.name), None):
                     out.append(int(p.name))
     return out
 
@@ -470,7 +453,7 @@ def unmount_under(root: Path) -> None:
 
 def _kill_group(pid: int, start: str | None, grace: float = 10) -> None:
     """SIGTERM, then SIGKILL, to the process group a run started; never to a reused pid."""
-    now = _start_time(pid)
+    now = proc.start_time(pid)
     if now is not None and start is not None and now != start:
         return  # the pid is another process now: the group it led is gone
     proc.terminate_group(pid, grace)
