@@ -1,6 +1,7 @@
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -106,22 +107,34 @@ def test_terminate_group_ends_every_member_and_reaps_the_leader():
     assert proc.terminate_group(p, grace=10) and proc.terminate_group(p.pid)  # gone already: nothing sent, no error
 
 
+def _ready(code: str) -> subprocess.Popen:
+    """A Python process leading its own group that prints "ready" once its signal handlers are set: no test
+    signals it before that, however slow the machine (a shell's trap gives no such moment to wait for)."""
+    p = subprocess.Popen(
+        [sys.executable, "-c", f"import signal, sys, time\n{code}\nprint('ready', flush=True)\ntime.sleep(60)"],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout.readline() == "ready\n"
+    return p
+
+
 def test_terminate_group_kills_what_ignores_sigterm_after_the_grace():
-    """The leader ends on SIGTERM at once; a member that ignores it keeps the group alive until SIGKILL."""
-    p = _started("(trap '' TERM; exec sleep 60) & exec sleep 60")
-    _members_up(p, 2)
+    """A group whose member ignores SIGTERM is still there after the grace, and SIGKILL ends it."""
+    p = _ready("signal.signal(signal.SIGTERM, signal.SIG_IGN)")
     t = time.monotonic()
-    assert proc.terminate_group(p, grace=2, kill_grace=10)  # 2 s: the leader has long died of SIGTERM by then
-    assert time.monotonic() - t >= 2 and proc.group_members(p.pid) == [] and p.returncode == -signal.SIGTERM
+    assert proc.terminate_group(p, grace=2, kill_grace=10)
+    assert time.monotonic() - t >= 2  # it waited the whole grace: a lower bound, which no load can break
+    assert p.returncode == -signal.SIGKILL and proc.group_members(p.pid) == []
 
 
 def test_terminate_group_can_ask_first_with_sigint_and_takes_a_bare_pgid():
-    # every member ends on SIGINT (the foreground sleep by it, then the shell by its trap), so the group is gone
-    # well within the grace: no SIGKILL, whatever the load; SIGTERM first would have ended the shell with -15
-    p = _started("trap 'exit 3' INT; sleep 60; exit 0")
-    _members_up(p, 2)
+    # the process exits 3 on SIGINT and would die with -15 on SIGTERM: its code shows which signal came first
+    p = _ready("signal.signal(signal.SIGINT, lambda *_: sys.exit(3))")
     assert proc.terminate_group(p, grace=60, first=signal.SIGINT)
-    assert p.returncode == 3  # the shell's own trap ran: SIGINT came first
+    assert p.returncode == 3
     q = _started("sleep 60")
     _members_up(q, 1)
     assert proc.terminate_group(q.pid, grace=10) and proc.group_members(q.pid) == []  # reaped through waitpid
