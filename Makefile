@@ -167,8 +167,9 @@ bench-resolution: $(VENV)/.installed ## jmh B1 docker/native and native-aa/nativ
 	$(VENV)/bin/python scripts/bench_resolution.py $(TAG_ARG) $(if $(VARIANTS),--variants $(VARIANTS)) $(ARGS)
 
 .PHONY: lint
-lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, hadolint, shellcheck, actionlint, and docs/ built by MkDocs (--strict: a broken link fails).
+lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, the layers (import-linter), hadolint, shellcheck, actionlint, and docs/ built by MkDocs (--strict: a broken link fails).
 	$(VENV)/bin/ruff check pirex tests scripts images/locust
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff format --check pirex tests scripts images/locust
 	$(VENV)/bin/hadolint images/*/Dockerfile images/bootstrap/*/Dockerfile images/stages/*/Dockerfile
 	$(VENV)/bin/shellcheck scripts/*.sh .ci/run images/*/pirex-* images/stages/*/mvn-package

@@ -12,11 +12,12 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from pirex import __version__, paths
-from pirex.errors import PirexError
+from pirex import __version__
+from pirex.core import paths
+from pirex.core.errors import PirexError
+from pirex.core.paths import git_version
 from pirex.images import bake, bootstrap, builder, collection, localregistry, publish, regclient, sizes, sources
 from pirex.images import platforms as plat
-from pirex.paths import git_version
 
 log = logging.getLogger("pirex")
 
@@ -130,7 +131,7 @@ def run(
     budget,
 ) -> None:
     """Run experiments (default: all) natively and in Docker; each writes one result bundle."""
-    from pirex import experiment as experiment_mod
+    from pirex.core import experiment as experiment_mod
     from pirex.runner import run as runner
 
     if resume_:
@@ -186,7 +187,7 @@ def run(
         if precision is None:
             runner.run(opts)
             continue
-        from pirex.runner import precision as two_stage
+        from pirex.reproduce import two_stage
 
         opts.precision, opts.confidence = _fraction(precision, "--precision"), _fraction(confidence, "--confidence")
         opts.budget = _duration(budget)
@@ -206,7 +207,7 @@ def service_cmd(experiment_id, name, profile, sets, tag, hours) -> None:
     Pi, as ICPE'18 sent B6's packets to a remote machine). In the foreground until Ctrl-C."""
     import time
 
-    from pirex import experiment as experiment_mod
+    from pirex.core import experiment as experiment_mod
     from pirex.images import platforms
     from pirex.runner import run as runner
 
@@ -301,7 +302,8 @@ def env_cmd(experiment_id, profile, sets, write_to, tag, results_dir, numbers_on
     """The experiment's numbers as NAME=VALUE lines, as compose files and images read them. For an
     experiment with a compose deployment also its images (tagged in this engine as `pirex compose`
     tags them) and RESULTS_DIR: a complete .env for plain `docker compose up` (compose/jpa-rest.yml)."""
-    from pirex import experiment, settings
+    from pirex.core import experiment
+    from pirex.images import settings
 
     if write_to:
         if sets:
@@ -409,8 +411,8 @@ def fleet_run(
 @click.option("--design", default="interleaved", type=click.Choice(["interleaved", "duet"]))
 def fleet_on_host(experiment_id, profile, variants, sets, tag, results_dir, design) -> None:
     """What fleet/run.yml runs on each host: its bundle of the fleet run, run, resumed, or taken as it is."""
-    from pirex import experiment as experiment_mod
     from pirex import fleet as fleet_mod
+    from pirex.core import experiment as experiment_mod
     from pirex.runner import run as runner
 
     exp = experiment_mod.load(experiment_id)
@@ -421,8 +423,8 @@ def fleet_on_host(experiment_id, profile, variants, sets, tag, results_dir, desi
 
 
 def _analysis(experiment_id: str, view: str | None):
-    from pirex import experiment as experiment_mod
     from pirex.analysis import modules
+    from pirex.core import experiment as experiment_mod
 
     exp = experiment_mod.load(experiment_id)
     mod = modules.module(exp)
@@ -440,7 +442,7 @@ def _chosen(exp, bundles, results_dir: Path, view: str | None) -> tuple[list[Pat
     reads (they may come from another machine, a fleet host, or an earlier run), and the analysis reads every
     file anyway, so hashing costs about one more read."""
     from pirex.analysis import modules
-    from pirex.bundle import Verifier
+    from pirex.core.bundle import Verifier
 
     paths_ = modules.bundles(exp, bundles, results_dir, view)
     Verifier().refuse(paths_, digests=True)
@@ -787,7 +789,7 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, given: Collection[str
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
 def verify(bundles) -> None:
     """Check every file of result bundles against their manifests; exit 1 on any problem."""
-    from pirex.bundle import verify as verify_bundle
+    from pirex.core.bundle import verify as verify_bundle
 
     bad = 0
     for b in bundles:
@@ -809,7 +811,7 @@ def verify(bundles) -> None:
 @click.option("--no-docker", is_flag=True, help="Leave the Docker engine out of the record.")
 def machine(work_dir: Path, no_docker: bool) -> None:
     """Print this machine's record (as stored in every result bundle), as JSON."""
-    from pirex import machine as machine_record
+    from pirex.core import machine as machine_record
 
     click.echo(json.dumps(machine_record.record(work_dir, docker=not no_docker), indent=2))
 
@@ -832,8 +834,8 @@ def doctor(
     work_dir: Path, io_heavy: bool, min_free_disk_mb: int, min_free_mem_mb: int, reap: bool, fix_: bool, undo: bool
 ) -> None:
     """Check the machine before a run and say what to fix; exit 1 when something must be fixed."""
-    from pirex import machine as machine_record
-    from pirex import preflight, tuning
+    from pirex.core import machine as machine_record
+    from pirex.core import preflight, tuning
     from pirex.runner import leftovers
 
     if fix_ or undo:
@@ -998,7 +1000,7 @@ def ensure_cmd(
     platforms: str, offline: str, tag: str | None, experiments: tuple[str, ...], targets: tuple[str, ...]
 ) -> None:
     """make run's first step: pull what registry.yaml publishes for this platform (verified), build the rest."""
-    from pirex import experiment
+    from pirex.core import experiment
 
     [p] = _platforms(platforms)
     targets += tuple(name for e in experiments for name in experiment.load(e).images)
@@ -1127,7 +1129,7 @@ def main() -> None:
         click.echo("pirex: interrupted", err=True)
         sys.exit(130)
     except Exception as e:  # no input may end in a traceback: one line naming the problem (-v shows where)
-        from pirex import errors
+        from pirex.core import errors
 
         if "-v" in sys.argv[1:2] or "--verbose" in sys.argv[1:2]:
             log.exception("the traceback:")

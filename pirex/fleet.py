@@ -26,20 +26,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import bundle as B
-from pirex import experiment, proc
-from pirex.errors import PirexError
-from pirex.paths import REPO
+from pirex.core import bundle as B
+from pirex.core import experiment, proc
+from pirex.core.errors import PirexError
+from pirex.core.fleetrun import (
+    FAILED,
+    MISSING,
+    SCHEMA,
+    UNREACHABLE,
+    VERIFIED,
+    read_manifest,
+    write_manifest,
+)
+from pirex.core.paths import REPO
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "fleet.json"
-SCHEMA = "pirex-fleet/1"
 PLAYBOOK = REPO / "fleet" / "run.yml"
 WORK = ".fleet"  # the controller's files of a fleet run: variables, the checkout's git bundle, per-attempt status
 HOST_RESULTS = "results/fleet"  # on a host, under its checkout: <fleet-run>/<experiment>/<run-id>/
 BUNDLE_LINE = "pirex-fleet-bundle:"  # how on-host names its bundle to the playbook
-VERIFIED, FAILED, UNREACHABLE, MISSING = "verified", "failed", "unreachable", "missing"
 HOST_TIMEOUT = 24 * 3600  # one host's run, at most (a paper profile on a Pi takes hours)
 PREPARE_TIMEOUT = 3600  # copying, installing and loading images on every host
 
@@ -131,28 +137,6 @@ def images_of(exp: experiment.Experiment) -> list[str]:
 def new_dir(results_dir: Path, experiment_id: str) -> Path:
     stamp = B.utcnow().strftime("%Y%m%dT%H%M%SZ")
     return results_dir / experiment_id / f"fleet-{stamp}-{secrets.token_hex(3)}"
-
-
-def read_manifest(fleet_dir: Path) -> dict:
-    f = Path(fleet_dir) / MANIFEST
-    if not f.is_file():
-        raise PirexError(f"--resume {fleet_dir}: not a fleet run (no {MANIFEST}); give results/<experiment>/fleet-...")
-    doc = B.read_json(f, dict)
-    if doc.get("schema") != SCHEMA:
-        raise PirexError(f"{f}: schema {doc.get('schema')!r} is not {SCHEMA}: use the pirex that wrote it")
-    return doc
-
-
-def write_manifest(fleet_dir: Path, doc: dict) -> None:
-    B._write_atomic(Path(fleet_dir) / MANIFEST, json.dumps(doc, indent=2, default=str) + "\n")
-
-
-def bundles(fleet_dir: Path) -> list[Path]:
-    """The hosts' bundles fetched into a fleet run (what `pirex table EXPERIMENT FLEET_RUN` reads)."""
-    found = sorted(d for d in Path(fleet_dir).iterdir() if (d / B.MANIFEST).is_file())
-    if not found:
-        raise PirexError(f"{fleet_dir}: no host's bundle has been fetched yet: `pirex fleet run --resume {fleet_dir}`")
-    return found
 
 
 def playbook_vars(req: Request, fleet_dir: Path, fleet_run: str, images: list[str]) -> dict:

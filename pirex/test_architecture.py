@@ -1,23 +1,30 @@
 """The design's rules that a grep can check, checked on every test run (docs/design.md: "Layers", "Reading and
 planning", "The experiment folder is the unit", "Claims, verdicts, precision"):
 
-- one reading of a bundle: no module but pirex/bundle.py parses manifest.json, run.json, step.json or machine.json;
+- one reading of a bundle: no module but pirex/core/bundle.py parses manifest.json, run.json, step.json or machine.json;
 - one verdict system: the analysis modules do not judge against the papers (pirex/reproduce does);
 - no experiment's name in the CLI, the runner or reproduce, outside help text, docstrings and comments;
-- `ruff format` applies to the tree: a `# fmt: skip` only for a table of data, a handful in all.
+- `ruff format` applies to the tree: a `# fmt: skip` only for a table of data, a handful in all;
+- the layers (pyproject.toml's [tool.importlinter], run by make lint) fail on an import that goes up, and no two
+  modules import each other, however far round.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from pirex import experiment
+import grimp
+
+from pirex.core import experiment
 
 PKG = Path(__file__).resolve().parent
 BUNDLE_FILES = {"manifest.json", "run.json", "step.json", "machine.json"}
-BUNDLE_NAMES = {"MANIFEST", "MACHINE", "RUN_INFO", "STEP_INFO"}  # pirex.bundle's constants for them
+BUNDLE_NAMES = {"MANIFEST", "MACHINE", "RUN_INFO", "STEP_INFO"}  # pirex.core.bundle's constants for them
 READERS = {"load", "loads", "read_json", "read_text", "safe_load"}
 
 
@@ -58,8 +65,8 @@ def test_only_the_bundle_module_reads_a_bundles_own_files():
         if f.name != "bundle.py"
         for line in _bundle_reads(f.read_text())
     ]
-    assert not found, "read these through pirex.bundle (Bundle.run_info, machine_before, Step.info...): " + ", ".join(
-        found
+    assert not found, (
+        "read these through pirex.core.bundle (Bundle.run_info, machine_before, Step.info...): " + ", ".join(found)
     )
 
 
@@ -115,3 +122,36 @@ def test_no_experiment_is_named_in_the_cli_the_runner_or_reproduce():
 def test_format_skips_are_a_handful():
     skips = sum(f.read_text().count("# fmt: skip") for f in PKG.rglob("*.py"))
     assert skips <= 20, f"{skips} '# fmt: skip' in pirex/: let ruff format the code; skip only tables of data"
+
+
+def _lint_imports(tree: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_layers_contract_fails_on_an_upward_import_even_inside_a_function(tmp_path):
+    shutil.copytree(PKG, tmp_path / "pirex", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PKG.parent / "pyproject.toml", tmp_path)
+    assert _lint_imports(tmp_path).returncode == 0, "the tree as it is keeps its layers"
+    core = tmp_path / "pirex" / "core" / "bundle.py"
+    core.write_text(core.read_text() + "\n\ndef _upward():\n    from pirex.runner import run  # noqa: F401\n")
+    r = _lint_imports(tmp_path)
+    assert r.returncode != 0 and "pirex.core.bundle -> pirex.runner.run" in r.stdout, r.stdout + r.stderr
+
+
+def test_no_two_modules_import_each_other_however_far_round():
+    graph = grimp.build_graph("pirex")
+    modules = sorted(m for m in graph.modules if ".test_" not in m and not m.endswith(".conftest"))
+    circles = [
+        f"{a} <-> {b}"
+        for a in modules
+        for b in graph.find_upstream_modules(a)
+        if a < b and ".test_" not in b and graph.find_shortest_chain(importer=b, imported=a)
+    ]
+    assert not circles, "modules that import each other (one of them belongs lower):\n" + "\n".join(circles)

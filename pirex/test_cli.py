@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from pirex.paths import REPO
+from pirex.core.paths import REPO
 
 
 def pirex(*args: str) -> subprocess.CompletedProcess:

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from pirex import bundle as B
-from pirex import experiment, fleet, machine
+from pirex import fleet
 from pirex.analysis import devices, jmh, modules
 from pirex.analysis.tidy import device_of
-from pirex.errors import PirexError
-from pirex.paths import REPO
+from pirex.core import bundle as B
+from pirex.core import experiment, fleetrun, machine
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
 
 RUN_ID = "20261124T090000Z-c0ffee"  # the same run id on every host: it happens, and must not matter
 CPU = {"model": "Cortex-A53", "cores": 4}
@@ -77,7 +78,7 @@ def test_bundles_with_colliding_run_ids_and_hostnames_merge_one_column_per_devic
         jmh_bundle(tmp_path, h, "raspberrypi", [v * k for k in (1.0, 1.1, 0.9, 1.05, 0.95)])
         for h, v in (("pi-a", 100.0), ("pi-b", 200.0), ("pi-c", 300.0))
     ]
-    (tmp_path / fleet.MANIFEST).write_text("{}")
+    (tmp_path / fleetrun.MANIFEST).write_text("{}")
     assert modules._expand(tmp_path) == paths  # a fleet run's folder stands for its hosts' bundles
     named = modules.tables(jmh, paths, None)
     assert [n.name for n in named][-1] == "devices"
@@ -138,12 +139,12 @@ def test_the_playbook_gets_the_request_and_only_the_hosts_left(tmp_path):
 def test_a_host_state_says_which_task_failed_and_why(tmp_path):
     unreachable = {"failed": {"task": "run the experiment", "unreachable": True, "message": "Connection refused"}}
     s = fleet.host_state(tmp_path, "pi-c", unreachable, 4)
-    assert s["state"] == fleet.UNREACHABLE and s["why"] == "unreachable at 'run the experiment': Connection refused"
-    assert fleet.host_state(tmp_path, "pi-b", None, 2)["state"] == fleet.MISSING
+    assert s["state"] == fleetrun.UNREACHABLE and s["why"] == "unreachable at 'run the experiment': Connection refused"
+    assert fleet.host_state(tmp_path, "pi-b", None, 2)["state"] == fleetrun.MISSING
     jmh_bundle(tmp_path, "pi-a", "h", [1.0])
     s = fleet.host_state(tmp_path, "pi-a", {"failed": None, "verified": True, "bundle": "/x"}, 0)
-    assert s["state"] == fleet.VERIFIED and s["run_id"] == RUN_ID and s["bundle"] == "pi-a"
-    assert fleet.host_state(tmp_path, "pi-a", {"failed": None, "verified": False}, 0)["state"] == fleet.MISSING
+    assert s["state"] == fleetrun.VERIFIED and s["run_id"] == RUN_ID and s["bundle"] == "pi-a"
+    assert fleet.host_state(tmp_path, "pi-a", {"failed": None, "verified": False}, 0)["state"] == fleetrun.MISSING
 
 
 def test_the_callback_names_pirex_own_error_line():
@@ -215,28 +216,28 @@ def test_on_host_refuses_two_bundles(tmp_path):
 
 def test_resume_needs_a_fleet_run(tmp_path):
     with pytest.raises(PirexError, match="not a fleet run"):
-        fleet.read_manifest(tmp_path)
-    fleet.write_manifest(tmp_path, {"schema": "other"})
+        fleetrun.read_manifest(tmp_path)
+    fleetrun.write_manifest(tmp_path, {"schema": "other"})
     with pytest.raises(PirexError, match="is not pirex-fleet/1"):
-        fleet.read_manifest(tmp_path)
-    assert os.listdir(tmp_path) == [fleet.MANIFEST]
+        fleetrun.read_manifest(tmp_path)
+    assert os.listdir(tmp_path) == [fleetrun.MANIFEST]
 
 
 def test_pirex_table_without_bundles_reads_the_newest_fleet_run(tmp_path):
-    from pirex import experiment
+    from pirex.core import experiment
 
     single = jmh_bundle(tmp_path / "results" / "jmh", "20261101T000000Z-000001", "h", [1.0])
     os.utime(single / B.MANIFEST, (1, 1))  # an older run of one machine
     fleet_dir = tmp_path / "results" / "jmh" / "fleet-x"
     hosts = [jmh_bundle(fleet_dir, h, "h", [1.0]) for h in ("pi-a", "pi-b")]
-    fleet.write_manifest(fleet_dir, {"schema": fleet.SCHEMA})
+    fleetrun.write_manifest(fleet_dir, {"schema": fleetrun.SCHEMA})
     assert modules.bundles(experiment.load("jmh"), [], tmp_path / "results", None) == hosts
 
 
 def test_moobench_from_three_pis_gives_ssp17_table1_with_a_column_per_device(tmp_path):
     """Three Pi 3s, all called raspberrypi, one run id: SSP'17 Table 1's layout names each by its inventory name."""
-    from pirex import experiment
     from pirex.analysis import moobench
+    from pirex.core import experiment
 
     paths = []
     for k, host in enumerate(("pi-1", "pi-2", "pi-3"), 1):

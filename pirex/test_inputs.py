@@ -18,9 +18,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pirex import cli, experiment
-from pirex.bundle import Bundle, verify
-from pirex.errors import PirexError
+from pirex import cli
+from pirex.core import experiment
+from pirex.core.bundle import Bundle, verify
+from pirex.core.errors import PirexError
 from pirex.runner import compose
 
 SETTINGS = settings(

@@ -77,8 +77,8 @@ def parameters(calls: int, loops: int, configurations: list[str], seed: int) -> 
     """The run's parameters as the runner records them: experiments/moobench's paper profile (recursion depth 5, the
     defaults of method_time, threads, heap, JVM options, settling) with these calls, loops and configurations. The
     tables read every setup parameter from the bundle (moobench_read.SETUP) and refuse a bundle that lacks one."""
-    from pirex import experiment
     from pirex.analysis.moobench_read import MOOBENCH
+    from pirex.core import experiment
 
     return {
         **experiment.load(MOOBENCH).resolve("paper"),
@@ -90,7 +90,7 @@ def parameters(calls: int, loops: int, configurations: list[str], seed: int) -> 
 
 
 def generate(root: Path, calls: int, loops: int, configurations: list[str], seed: int) -> Path:
-    from pirex.bundle import Bundle
+    from pirex.core.bundle import Bundle
 
     plan = [("native", r) for r in range(loops)]
     params = parameters(calls, loops, configurations, seed)
@@ -218,7 +218,7 @@ def main() -> None:
     if a.dir is None:
         tmp = Path(tempfile.mkdtemp(prefix="pirex-bench-"))
     root = a.dir or tmp
-    from pirex.bundle import MANIFEST, Bundle  # here, not at the top: the children's peak RSS is theirs alone
+    from pirex.core.bundle import MANIFEST, Bundle  # here, not at the top: the children's peak RSS is theirs alone
 
     try:
         existing = sorted(root.glob(f"moobench/*/{MANIFEST}"))

@@ -33,11 +33,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pirex import proc  # noqa: E402
-from pirex.errors import PirexError  # noqa: E402
+from pirex.core import proc  # noqa: E402
+from pirex.core.errors import PirexError  # noqa: E402
+from pirex.core.paths import git_version  # noqa: E402
 from pirex.images import localregistry, publish  # noqa: E402
 from pirex.images import platforms as plat  # noqa: E402
-from pirex.paths import git_version  # noqa: E402
 from pirex.runner import deployment  # noqa: E402
 
 PREFIX = "pirex-bench-driver"

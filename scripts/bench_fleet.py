@@ -27,9 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pirex import fleet, proc  # noqa: E402
-from pirex.bundle import Bundle  # noqa: E402
-from pirex.paths import git_version  # noqa: E402
+from pirex.core import fleetrun, proc  # noqa: E402
+from pirex.core.bundle import Bundle  # noqa: E402
+from pirex.core.paths import git_version  # noqa: E402
 from tests import fleet_lab  # noqa: E402
 
 
@@ -54,8 +54,8 @@ def fleet_run(inventory: Path, results: Path, tag: str, archive: Path, sets: lis
     ]
     args += [a for s in sets for a in ("--set", s)] + (["--serial"] if serial else [])
     r = proc.run(args, timeout=7200, check=False)
-    [f] = sorted(results.glob(f"jmh/fleet-*/{fleet.MANIFEST}"), key=lambda p: p.stat().st_mtime)[-1:]
-    doc = fleet.read_manifest(f.parent)
+    [f] = sorted(results.glob(f"jmh/fleet-*/{fleetrun.MANIFEST}"), key=lambda p: p.stat().st_mtime)[-1:]
+    doc = fleetrun.read_manifest(f.parent)
     if r.returncode != 0:
         raise SystemExit(f"the fleet run failed: {r.stderr.strip().splitlines()[-1:]} ({f.parent / 'ansible.log'})")
     steps = {host: sum(s.seconds for s in Bundle.open(f.parent / host).steps()) for host in doc["hosts"]}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pirex import paths  # noqa: E402
+from pirex.core import paths  # noqa: E402
 from tests import fresh_machine  # noqa: E402
 
 SCRIPT = r"""

@@ -80,11 +80,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pirex import experiment, proc  # noqa: E402
 from pirex.analysis import in_time, jmh, modules, precision, stats  # noqa: E402
-from pirex.bundle import MANIFEST, Bundle, Step, from_iso  # noqa: E402
-from pirex.errors import PirexError  # noqa: E402
-from pirex.runner import duet, host  # noqa: E402
+from pirex.core import cpuset, experiment, proc  # noqa: E402
+from pirex.core.bundle import MANIFEST, Bundle, Step, from_iso  # noqa: E402
+from pirex.core.errors import PirexError  # noqa: E402
 
 BENCHMARK = "b1_default"  # the JMH method of ICPE'18's B1 (images/jmh RecursionBenchmark)
 PATTERN = "RecursionBenchmark.b1_default"  # JMH's include regex, matched against the benchmark's full name
@@ -167,7 +166,7 @@ def seconds(duration: str) -> float:
 @dataclass(frozen=True)
 class Measured:
     """One benchmark of a jmh bundle as this script reports it: every fork's measured iterations and every step's
-    wall time, per variant, beside the bundle (pirex.bundle.Bundle) they were read from."""
+    wall time, per variant, beside the bundle (pirex.core.bundle.Bundle) they were read from."""
 
     bundle: Bundle
     forks: dict[str, dict[int, list[list[float]]]]  # variant -> repetition -> fork -> measured iterations
@@ -190,15 +189,15 @@ class Measured:
         return list(self.forks)
 
     def halves(self, variant: str) -> dict[int, int]:
-        """A duet's: repetition -> the CPU half (+1, -1) the variant ran on (duet.half_of, run.json's halves, else
+        """A duet's: repetition -> the CPU half (+1, -1) the variant ran on (cpuset.half_of, run.json's halves, else
         the lower CPU's first); {} for a bundle of one step at a time."""
         mine = (self.cpus or {}).get(variant, {})
         if not mine:
             return {}
         split = self.bundle.run_info().duet.get("halves")
         every = {c for by_rep in (self.cpus or {}).values() for c in by_rep.values()}
-        split = split or sorted(every, key=lambda c: min(host.parse_cpus(c)))
-        return {rep: duet.half_of(c, split) for rep, c in mine.items()}
+        split = split or sorted(every, key=lambda c: min(cpuset.parse_cpus(c)))
+        return {rep: cpuset.half_of(c, split) for rep, c in mine.items()}
 
 
 def wall_seconds(b: Bundle, steps: list[Step]) -> float:

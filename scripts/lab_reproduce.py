@@ -21,8 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pirex import experiment, proc  # noqa: E402
-from pirex.paths import git_version  # noqa: E402
+from pirex.core import experiment, proc  # noqa: E402
+from pirex.core.paths import git_version  # noqa: E402
 from pirex.reproduce import claims  # noqa: E402
 from tests import fleet_lab  # noqa: E402
 

@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
-from pirex import proc
+from pirex.core import proc
+from pirex.core.paths import git_version
 from pirex.images import bake, builder, collection, localregistry, publish
 from pirex.images import platforms as plat
-from pirex.paths import git_version
 from pirex.runner import compose
 
 from . import netns

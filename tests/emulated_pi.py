@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import paths, proc
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.errors import PirexError
 from pirex.images import bootstrap
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ ESSENTIAL_HOOK = "; ".join(DIVERT.format(p, "--add") for p in NO_BYTECOMPILE)
 CUSTOMIZE_HOOK = "; ".join(f'rm -f "$1/usr/bin/{p}"; ' + DIVERT.format(p, "--remove") for p in NO_BYTECOMPILE)
 
 MODEL = "Raspberry Pi 3 Model B Rev 1.2"
-CPUINFO = Path(__file__).resolve().parent.parent / "pirex/testdata/machine/pi3-raspbian32.cpuinfo"
+CPUINFO = Path(__file__).resolve().parent.parent / "pirex/core/testdata/machine/pi3-raspbian32.cpuinfo"
 VCGENCMD = """#!/bin/sh
 # a stand-in for the firmware's vcgencmd: a healthy Pi 3 (readings from PI-FACTS.md)
 case "$1" in

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from pirex import paths, proc
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.errors import PirexError
 from pirex.images import archive, localregistry
 from pirex.images import platforms as plat
 

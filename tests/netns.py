@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import paths, proc
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.errors import PirexError
 
 BRIDGE = "pirexbr0"
 SUBNET = "10.77.0"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pirex import proc
+from pirex.core import proc
+from pirex.core.paths import REPO
 from pirex.images.test_release_workflow import SAMPLE_TAGS, release_graph
-from pirex.paths import REPO
 
 FOO_DOCKERFILE = """\
 # pirex foo: the smallest image, for tests/test_adding_an_experiment.py.

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pirex import paths
 from pirex.analysis import stats
-from pirex.proc import group_members
+from pirex.core import paths
+from pirex.core.proc import group_members
 
 spec = importlib.util.spec_from_file_location("bench_resolution", paths.REPO / "scripts" / "bench_resolution.py")
 bench = importlib.util.module_from_spec(spec)
@@ -72,7 +72,8 @@ def _bundle(
         "warmup_time": "1s",
         "time": "1s",
     }
-    manifest = {  # a whole manifest (pirex.bundle's SCHEMA_VERSION 1): the script reads it through pirex.bundle
+    # a whole manifest (pirex.core.bundle's SCHEMA_VERSION 1): the script reads it through pirex.core.bundle
+    manifest = {
         "schema_version": 1,
         "run_id": path.name,
         "experiment": "jmh",

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from pirex import paths, proc
+from pirex.core import paths, proc
 
 DEBIAN_PYTHON = "/usr/bin/python3"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pirex.paths import REPO
+from pirex.core.paths import REPO
 
 README = REPO / "README.md"
 PAGES = sorted((REPO / "docs").glob("*.md"))

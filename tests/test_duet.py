@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from pirex import paths, proc
 from pirex.analysis import jmh
-from pirex.bundle import Bundle, verify
+from pirex.core import paths, proc
+from pirex.core.bundle import Bundle, verify
 from pirex.runner import host, leftovers
 from pirex.runner import run as runner
 

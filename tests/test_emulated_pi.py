@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pirex import proc
+from pirex.core import proc
 
 from . import emulated_pi
 from .conftest import TEST_TAG

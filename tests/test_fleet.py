@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pirex import bundle, proc
+from pirex.core import bundle, proc
 
 from . import fleet_lab
 from .conftest import TEST_TAG

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pirex.paths import REPO
+from pirex.core.paths import REPO
 
 SRC = REPO / "images" / "fork"
 NOBODY = 65534

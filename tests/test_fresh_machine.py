@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pirex import paths
+from pirex.core import paths
 
 from . import fresh_machine
 

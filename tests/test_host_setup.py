@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pirex import paths
+from pirex.core import paths
 
 SCRIPT = paths.REPO / "scripts" / "host-setup.sh"
 MISSING = {"PIREX_EXTRA_APT_PACKAGES": "pirex-no-such-package"}

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pirex import proc
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 from pirex.images import bake, localregistry, publish, regclient
 from pirex.images.platforms import SUPPORTED, Platform
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pirex import paths, proc
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.errors import PirexError
 from pirex.images import localregistry, regclient
 from pirex.images import platforms as plat
 

@@ -12,8 +12,8 @@ import sys
 import pytest
 import yaml
 
-from pirex import proc
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 from pirex.images import localregistry, publish, regclient, sources
 from pirex.images import platforms as plat
 

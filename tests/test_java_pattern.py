@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from pirex import proc
+from pirex.core import proc
+from pirex.core.paths import REPO
 from pirex.images import bake, localregistry, publish, regclient
 from pirex.images.platforms import host, parse
-from pirex.paths import REPO
 
 pytestmark = pytest.mark.docker
 

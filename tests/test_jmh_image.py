@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from pirex import experiment, proc, settings
-from pirex.images import publish
+from pirex.core import experiment, proc
+from pirex.images import publish, settings
 from pirex.images.platforms import host, parse
 
 pytestmark = pytest.mark.docker

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from pirex import experiment, proc, settings
 from pirex.analysis import jpa
 from pirex.analysis import tables as T
-from pirex.images import localregistry, publish
+from pirex.core import experiment, proc
+from pirex.images import localregistry, publish, settings
 from pirex.images import platforms as plat
 from pirex.runner import compose
 

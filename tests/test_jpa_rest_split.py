@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from pirex import proc
 from pirex.analysis import jpa
-from pirex.paths import REPO
+from pirex.core import proc
+from pirex.core.paths import REPO
 from pirex.runner import compose
 
 from .conftest import ROLES, TEST_TAG

@@ -8,11 +8,11 @@ import socket
 
 import pytest
 
-from pirex import proc
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, regclient, registryfile
 from pirex.images.platforms import SUPPORTED
-from pirex.paths import REPO
 
 pytestmark = pytest.mark.docker
 

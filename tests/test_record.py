@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
+from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, registryfile
-from pirex.paths import REPO
 
 pytestmark = pytest.mark.docker
 

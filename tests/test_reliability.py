@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pirex import proc
-from pirex.bundle import Bundle, verify
+from pirex.core import proc
+from pirex.core.bundle import Bundle, verify
 from pirex.runner import leftovers
 
 from .conftest import TEST_TAG
@@ -39,7 +39,7 @@ DEADLINE = 240  # seconds for any one wait below; a run of TINY takes well under
 # A pirex that dies (SIGKILL, no cleanup) in the middle of writing the manifest that records the first step.
 KILL_IN_MANIFEST = """
 import os, signal, sys
-from pirex import bundle
+from pirex.core import bundle
 from pirex.cli import main
 save = bundle.Bundle._save
 def dying_save(self):

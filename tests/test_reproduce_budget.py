@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pirex import proc
-from pirex.bundle import verify
+from pirex.core import proc
+from pirex.core.bundle import verify
 from pirex.reproduce import budget
 
 from .test_reproduce_icpe18 import pirex, status

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pirex.bundle import verify
+from pirex.core.bundle import verify
 from pirex.reproduce import claims, reproduction
 from pirex.reproduce.verdict import NOT_RUN
 

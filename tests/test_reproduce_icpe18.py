@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pirex import machine, proc
 from pirex.artifact.rerun import JUDGED
-from pirex.bundle import verify
+from pirex.core import machine, proc
+from pirex.core.bundle import verify
 from pirex.reproduce import claims, plan
 from pirex.reproduce.verdict import NOT_RUN
 

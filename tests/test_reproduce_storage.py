@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from pirex import proc
-from pirex.bundle import Bundle
+from pirex.core import proc
+from pirex.core.bundle import Bundle
 
 from .conftest import TEST_TAG
 

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from pirex import pmu
-from pirex.bundle import Bundle, verify
+from pirex.core import pmu
+from pirex.core.bundle import Bundle, verify
 from pirex.runner import run as runner
 
 from .conftest import TEST_TAG

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pirex.analysis import jmh
-from pirex.bundle import Bundle, verify
+from pirex.core.bundle import Bundle, verify
 from pirex.runner import run as runner
 from pirex.runner import variants
 

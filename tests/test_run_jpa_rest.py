@@ -13,12 +13,12 @@ import time
 
 import pytest
 
-from pirex import proc
 from pirex.analysis import jpa
-from pirex.bundle import Bundle, verify
+from pirex.core import proc
+from pirex.core.bundle import Bundle, verify
+from pirex.core.paths import REPO
 from pirex.images import localregistry, publish
 from pirex.images import platforms as plat
-from pirex.paths import REPO
 from pirex.runner import deployment
 from pirex.runner import run as runner
 
@@ -108,7 +108,7 @@ def test_soak_holds_the_load_for_a_duration(built, tmp_path):
 
 
 def test_soak_is_only_for_a_service(tmp_path):
-    from pirex.errors import PirexError
+    from pirex.core.errors import PirexError
 
     with pytest.raises(PirexError, match="--soak holds a service under load"):
         runner.run(runner.Options("fork", "quick", "docker", results_dir=tmp_path, tag=TEST_TAG, soak="1m"))
@@ -184,7 +184,7 @@ def test_service_reports_down_and_the_wait_ends(built):
 
 
 def test_web_host_role_fails_clearly_without_its_database_and_is_taken_down(built, tmp_path):
-    from pirex.errors import PirexError
+    from pirex.core.errors import PirexError
     from pirex.runner import compose
 
     env_file = tmp_path / "web.env"

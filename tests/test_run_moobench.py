@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pirex import experiment
-from pirex.bundle import Bundle, verify
-from pirex.paths import REPO
+from pirex.core import experiment
+from pirex.core.bundle import Bundle, verify
+from pirex.core.paths import REPO
 from pirex.runner import run as runner
 
 from .conftest import TEST_TAG
@@ -134,7 +134,7 @@ def test_fluctuation_matrix_records_its_cases(built, tmp_path):
 
 def test_the_images_stand_alone_default_is_the_quick_profile():
     """`docker run IMAGE` runs the quick profile's loops (images/moobench/pirex-moobench's standalone) with
-    the numbers of profiles/quick.env, rendered from experiment.yaml (pirex/test_settings.py checks the
+    the numbers of profiles/quick.env, rendered from experiment.yaml (pirex/images/test_settings.py checks the
     file is current). Every option it gives must be what the runner would render."""
     body = (REPO / "images" / "moobench" / "pirex-moobench").read_text().split("standalone() {", 1)[1]
     names = dict(re.findall(r"(q_\w+)=\$([A-Z_]+)\b", body))  # q_calls -> CALLS, the profile file's name

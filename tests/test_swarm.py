@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from pirex import experiment, machine, proc, settings
 from pirex.analysis import jpa
-from pirex.images import localregistry, publish
+from pirex.core import experiment, machine, proc
+from pirex.core.paths import REPO
+from pirex.images import localregistry, publish, settings
 from pirex.images import platforms as plat
-from pirex.paths import REPO
 
 from . import netns
 from .conftest import TEST_TAG

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pirex import paths
+from pirex.core import paths
 
 from . import timebudget as tb
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from pirex import experiment, proc, settings
-from pirex.images import localregistry, publish, sources
+from pirex.core import experiment, proc
+from pirex.core.paths import REPO
+from pirex.images import localregistry, publish, settings, sources
 from pirex.images import platforms as plat
-from pirex.paths import REPO
 
 from . import netns
 from .conftest import ROLES, TEST_TAG

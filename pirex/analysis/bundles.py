@@ -10,8 +10,8 @@ from typing import TypeVar
 
 from pirex.analysis.interface import NamedTable
 from pirex.analysis.tables import Table
-from pirex.bundle import Bundle, Step
-from pirex.errors import PirexError
+from pirex.core.bundle import Bundle, Step
+from pirex.core.errors import PirexError
 
 T = TypeVar("T")
 

@@ -26,13 +26,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import pmu
 from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import device_of, storage_of
-from pirex.bundle import Bundle, Step, read_csv, read_text, reading
-from pirex.errors import PirexError
+from pirex.core import pmu
+from pirex.core.bundle import Bundle, Step, read_csv, read_text, reading
+from pirex.core.errors import PirexError
 
 MODES = ("single", "single-migrate", "concurrent", "concurrent-migrate")
 WALL = "wall_ns"  # forkbench's own CLOCK_MONOTONIC time around fork() + waitpid(), beside the counters

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 START, END = "pirex-fork-start", "pirex-fork-end"
 MODE = re.compile(r"pirex-mode (\S+)")  # written by pirex-fork before each mode's forkbench run

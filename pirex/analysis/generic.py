@@ -11,14 +11,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from pirex import experiment
 from pirex.analysis import stats
 from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import device_of
-from pirex.bundle import Step, read_csv
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.bundle import Step, read_csv
+from pirex.core.errors import PirexError
 
 VIEWS: dict[str, str] = {}
 LEVEL = 0.95

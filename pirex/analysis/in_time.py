@@ -30,9 +30,9 @@ import numpy as np
 
 from pirex.analysis import stats
 from pirex.analysis.bundles import open_bundle
-from pirex.bundle import DUET, Step, read_json, reading
-from pirex.errors import PirexError
-from pirex.runner import duet
+from pirex.core import cpuset
+from pirex.core.bundle import DUET, Step, read_json, reading
+from pirex.core.errors import PirexError
 
 MIN_OVERLAP = 0.5  # of the shorter iteration: pairs that overlapped less are not the same moment
 _UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
@@ -160,7 +160,7 @@ def in_time(bundle_path: Path, numerator: str, denominator: str, level: float = 
             sides[(step.variant, step.repetition)] = windows(step)
     if not any(v == numerator for v, _ in sides) or not any(v == denominator for v, _ in sides):
         raise PirexError(f"{bundle_path} has no {numerator} and {denominator} steps to pair")
-    on = duet.step_halves(b)  # the numerator's CPU half per repetition: a factor of both ratios' model
+    on = cpuset.step_halves(b)  # the numerator's CPU half per repetition: a factor of both ratios' model
     halves = {rep: on.get((numerator, rep), 0) for v, rep in sides if v == numerator}
     out = []
     keys = sorted({k for w in sides.values() for k in w})

@@ -1,5 +1,5 @@
 """ICPE'18 section 5.2 and Figure 3: the interrupts the machine took during each step (the runner records
-/proc/interrupts before and after every step as interrupts.json: pirex/machine.py, write_interrupts), per source
+/proc/interrupts before and after every step as interrupts.json: pirex/core/machine.py, write_interrupts), per source
 for the figure, and per kind as run values for the claims. Any experiment's bundles have them, so `pirex plot`
 draws the figure for every experiment.
 
@@ -41,7 +41,7 @@ from pathlib import Path
 
 from pirex.analysis.bundles import steps
 from pirex.analysis.interface import RunValue
-from pirex.bundle import read_json, reading
+from pirex.core.bundle import read_json, reading
 
 TOP = 12  # the sources with the most interrupts; the rest summed as "other"
 KINDS = ("timer", "work", "rescheduling", "function-call")

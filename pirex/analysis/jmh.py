@@ -14,9 +14,9 @@ from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import Row, device_of, storage_of
-from pirex.bundle import DUET, Step, read_json, reading
-from pirex.errors import PirexError
-from pirex.runner import duet
+from pirex.core import cpuset
+from pirex.core.bundle import DUET, Step, read_json, reading
+from pirex.core.errors import PirexError
 
 LEVEL = 0.999
 JMH_JSON = "jmh.json"  # a step's output (experiments/jmh/experiment.yaml: outputs)
@@ -134,12 +134,12 @@ Halves = dict[tuple[str, str, int], int]  # (run id, variant, repetition) -> the
 
 
 def _halves(bundles: Sequence[Path]) -> Halves:
-    """The CPU half each step of the duet bundles ran on (+1, -1: duet.step_halves), the factor of their ratio's
+    """The CPU half each step of the duet bundles ran on (+1, -1: cpuset.step_halves), the factor of their ratio's
     model (stats.duet_ratio); none for bundles that ran one step at a time."""
     out: Halves = {}
     for path in bundles:
         b = open_bundle(path, "jmh")
-        out.update({(b.run_id, v, r): h for (v, r), h in duet.step_halves(b).items()})
+        out.update({(b.run_id, v, r): h for (v, r), h in cpuset.step_halves(b).items()})
     return out
 
 

@@ -58,8 +58,8 @@ from pirex.analysis.bundles import open_bundle, per_setup, steps
 from pirex.analysis.interface import NamedTable, RunValue
 from pirex.analysis.tables import Table
 from pirex.analysis.tidy import device_of, storage_of
-from pirex.bundle import Step, read_csv, read_json, read_machine
-from pirex.errors import PirexError
+from pirex.core.bundle import Step, read_csv, read_json, read_machine
+from pirex.core.errors import PirexError
 
 LEVEL = 0.99  # ICPE'18 Table 3: 99 % CI
 REQUESTS = "requests.csv"

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from pirex import experiment
 from pirex.analysis import interface
 from pirex.analysis import tables as T
 from pirex.analysis.interface import NamedTable
-from pirex.bundle import MANIFEST, Bundle
-from pirex.errors import PirexError
+from pirex.core import experiment, fleetrun
+from pirex.core.bundle import MANIFEST, Bundle
+from pirex.core.errors import PirexError
 
 
 def module(exp: experiment.Experiment) -> ModuleType:
@@ -66,10 +66,8 @@ def bundles(exp: experiment.Experiment, given: Sequence[Path], results_dir: Path
 
 def _expand(path: Path) -> list[Path]:
     """A fleet run's folder (pirex fleet: fleet.json, a bundle per host) stands for its hosts' bundles."""
-    from pirex import fleet
-
-    if not (path / "manifest.json").exists() and (path / fleet.MANIFEST).is_file():
-        return fleet.bundles(path)
+    if fleetrun.is_fleet_run(path):
+        return fleetrun.bundles(path)
     return [path]
 
 

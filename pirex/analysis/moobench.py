@@ -74,8 +74,8 @@ from pirex.analysis.moobench_read import (
 )
 from pirex.analysis.moobench_stats import PEAK_FACTOR, analyse, analyse_files, overheads, statistics
 from pirex.analysis.moobench_tables import overhead_table, table1, table2, table5
-from pirex.errors import PirexError
-from pirex.runner import duet
+from pirex.core import cpuset
+from pirex.core.errors import PirexError
 
 __all__ = [  # what tests and callers use as moobench.<name>
     "PUBLISHED_DIR",
@@ -180,7 +180,7 @@ def run_values(bundles: Iterable[Path], view: str | None = None) -> list[RunValu
         b = open_bundle(path, MOOBENCH)
         device = device_label(b.machine_before())
         run = setup_of(b.param) if b.matrix else None  # a matrix's cases change parameters on purpose: its rows
-        halves = duet.step_halves(b)  # a duet's: the CPU half each step ran on, a factor of its ratio's model
+        halves = cpuset.step_halves(b)  # a duet's: the CPU half each step ran on, a factor of its ratio's model
         step_loops = []
         for step in b.steps():
             setup = (run or setup_of(step.param)).text

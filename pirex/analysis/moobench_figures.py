@@ -12,7 +12,7 @@ import numpy as np
 
 from pirex.analysis.moobench_read import BLOCK
 from pirex.analysis.moobench_stats import Result, config_order, label
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 
 def figure(results: list[Result], stem: Path, configurations: Sequence[str] | None = None) -> list[Path]:

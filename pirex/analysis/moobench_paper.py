@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pirex.analysis.moobench_read import profile_setup
 from pirex.analysis.moobench_stats import BASELINE
-from pirex.paths import PAPERS
+from pirex.core.paths import PAPERS
 
 PUBLISHED_DIR = PAPERS
 PAPER_SPASS = "spass-meter"
@@ -61,7 +61,7 @@ def fluctuation_cases(matrix=None) -> tuple[Case, ...]:
     """Every Id of the published Table 5, with the case of experiments/moobench's fluctuation matrix whose
     table_id it is (the matrix is the one source of truth of what we run)."""
     if matrix is None:
-        from pirex import experiment
+        from pirex.core import experiment
 
         matrix = experiment.load("moobench").matrices[FLUCTUATION]
     ours = {c.table_id: c for c in matrix.cases if c.table_id is not None}

@@ -36,8 +36,8 @@ import numpy as np
 
 from pirex.analysis.bundles import open_bundle
 from pirex.analysis.tidy import device_of, storage_of
-from pirex.bundle import Bundle, Step
-from pirex.errors import PirexError
+from pirex.core.bundle import Bundle, Step
+from pirex.core.errors import PirexError
 
 BLOCK = 1_000  # calls per point of the series (the papers' figures aggregate 1,000 raw observations)
 ENGINES = ("numba", "numpy")
@@ -213,7 +213,7 @@ class Setup:
 
 @cache
 def _defaults() -> dict[str, str]:
-    from pirex import experiment
+    from pirex.core import experiment
 
     return {n: str(p.default) for n, p in experiment.load(MOOBENCH).declared.items() if p.has_default}
 
@@ -229,7 +229,7 @@ def setup_of(param) -> Setup:
 
 def profile_setup(profile: str, matrix: str | None = None) -> Setup:
     """The setup a profile of experiments/moobench runs (with a matrix's own parameters at that profile)."""
-    from pirex import experiment
+    from pirex.core import experiment
 
     exp = experiment.load(MOOBENCH)
     params = {**exp.resolve(profile), **(exp.matrices[matrix].parameters_for(profile) if matrix else {})}

@@ -19,7 +19,7 @@ import numpy as np
 
 from pirex.analysis import stats
 from pirex.analysis.moobench_read import Key, Loop, default_engine, groups, read_loop
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 LEVEL = 0.95
 PEAK_FACTOR = 5.0  # ICPE'18 section 5: "a value as a peak if it is larger than 5 times the mean value"

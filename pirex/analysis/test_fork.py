@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pirex.analysis import fork
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "fork"
 PI = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pirex.analysis import ftrace
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "ftrace"
 

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from pirex import experiment
 from pirex.analysis import in_time, jmh, tables
-from pirex.bundle import STDOUT, STDOUT_TIMES, Bundle
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.bundle import STDOUT, STDOUT_TIMES, Bundle
+from pirex.core.errors import PirexError
 
 T0 = 1_795_000_000.0
 WARMUP, MEASURED = 2, 4

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pirex import experiment
 from pirex.analysis import interrupts, moobench, precision, stats
 from pirex.analysis.interface import RunValue
-from pirex.bundle import Bundle, write_step_info
+from pirex.core import experiment
+from pirex.core.bundle import Bundle, write_step_info
 from pirex.reproduce import claims, verdict
 
 DATA = Path(__file__).parent / "testdata" / "interrupts"

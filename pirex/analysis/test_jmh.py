@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from pirex import experiment
 from pirex.analysis import jmh, tables
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 
 MACHINE = {
     "hostname": "pi-a",

@@ -13,9 +13,9 @@ from scipy import stats as sps
 
 from pirex.analysis import jpa
 from pirex.analysis import tables as T
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
-from pirex.paths import PAPERS
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
+from pirex.core.paths import PAPERS
 
 DATA = Path(__file__).parent / "testdata" / "jpa"
 NATIVE, DOCKER = "web-native_db-native", "web-docker_db-docker"

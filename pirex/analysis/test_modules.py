@@ -4,9 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pirex import experiment
 from pirex.analysis import interface, modules
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.errors import PirexError
 
 
 @pytest.mark.parametrize("exp_id", experiment.available())

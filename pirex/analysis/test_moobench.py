@@ -7,11 +7,11 @@ import statistics as pystats
 import numpy as np
 import pytest
 
-from pirex import experiment
 from pirex.analysis import moobench, moobench_read
 from pirex.analysis import tables as T
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 
 T975 = {1: 12.706204736174698, 4: 2.7764451051977987}  # Student t 0.975 quantiles (tables)
 ENGINES = ["numpy"] + (["numba"] if moobench_read.has_numba() else [])
@@ -234,7 +234,7 @@ def test_raw_files_refuse_other_experiments(tmp_path):
 
 
 def test_fluctuation_cases_come_from_the_matrix_and_the_published_table():
-    from pirex import experiment
+    from pirex.core import experiment
 
     matrix = experiment.load("moobench").matrices["fluctuation"]
     cases = {c.id: c for c in moobench.fluctuation_cases()}
@@ -296,7 +296,7 @@ def test_table5_names_the_collector_each_case_ran_with(tmp_path):
 
 
 def test_the_matrix_at_the_paper_profile_runs_moobench_defaults():
-    from pirex import experiment
+    from pirex.core import experiment
 
     exp = experiment.load("moobench")
     m = exp.matrices["fluctuation"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pirex.analysis import moobench_read as mr
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "moobench"
 ENGINES = [

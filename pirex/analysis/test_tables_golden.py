@@ -24,10 +24,10 @@ from unittest import mock
 
 import pytest
 
-from pirex import experiment
 from pirex.analysis import fork, generic, jmh, jpa, modules, moobench
 from pirex.analysis import tables as T
-from pirex.bundle import Bundle
+from pirex.core import experiment
+from pirex.core.bundle import Bundle
 
 DATA = Path(__file__).parent / "testdata"
 GOLDEN = DATA / "golden"

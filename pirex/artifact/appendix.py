@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import experiment
+from pirex.core import experiment
 from pirex.images.registryfile import Entry
 from pirex.reproduce import plan
 from pirex.reproduce.claims import Claim, Paper

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import yaml
 
-from pirex.bundle import sha256
-from pirex.errors import PirexError
-from pirex.paths import REPO
+from pirex.core.bundle import sha256
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
 from pirex.reproduce import claims as claims_mod
 
 Result = tuple[bool, str]

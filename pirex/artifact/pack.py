@@ -26,13 +26,14 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pirex import __version__, experiment, proc
+from pirex import __version__
 from pirex.artifact import appendix
-from pirex.bundle import Bundle, Verifier, sha256
-from pirex.errors import PirexError
+from pirex.core import experiment, proc
+from pirex.core.bundle import Bundle, Verifier, sha256
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO, git_version
 from pirex.images import platforms as plat
 from pirex.images import registryfile
-from pirex.paths import REPO, git_version
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce import plan
 

@@ -19,11 +19,11 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import proc
 from pirex.artifact import check
 from pirex.artifact.appendix import cell
 from pirex.artifact.pack import IMAGES, META, STATE, copy_report
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 from pirex.reproduce import sources
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
 

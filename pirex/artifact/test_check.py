@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from pirex.artifact import check, pack
 from pirex.cli import cli
-from pirex.paths import REPO
+from pirex.core.paths import REPO
 
 PAPER = "fork24"  # the smallest paper: its claims are checked in a moment
 

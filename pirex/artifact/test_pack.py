@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from pirex.artifact import appendix, check, pack
-from pirex.bundle import Bundle
 from pirex.cli import cli
-from pirex.errors import PirexError
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 from pirex.images import archive
 from pirex.images import platforms as plat
 from pirex.reproduce import claims

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pirex import proc
 from pirex.artifact import check, pack, rerun
 from pirex.artifact.test_pack import PAPER, _image_archive, _reproduction
 from pirex.cli import cli
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 from pirex.images import archive, localregistry
 
 CLAIM = f"{PAPER}:cost-grows-with-memory"

@@ -22,7 +22,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 from pirex.images import localregistry, publish, regclient, registryfile
 from pirex.images.platforms import Platform
 

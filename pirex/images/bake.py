@@ -9,8 +9,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import paths, proc
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.errors import PirexError
 from pirex.images import builder
 from pirex.images.platforms import Platform
 

@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import paths, proc
-from pirex.bundle import sha256
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.bundle import sha256
+from pirex.core.errors import PirexError
 from pirex.images import builder, localregistry, regclient
 from pirex.images.platforms import Platform
 

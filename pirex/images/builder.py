@@ -16,8 +16,8 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 
-from pirex import paths, proc
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.errors import PirexError
 from pirex.images import localregistry
 from pirex.images.daemon import Daemon
 

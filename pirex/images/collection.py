@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from pirex import proc
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 from pirex.images import bake, bootstrap, builder, publish
 from pirex.images import platforms as plat
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from pirex import proc
+from pirex.core import proc
 from pirex.images import bake
 
 

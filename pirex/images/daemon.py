@@ -10,8 +10,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pirex import proc
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from pirex import paths
-from pirex.errors import PirexError
+from pirex.core import paths
+from pirex.core.errors import PirexError
+from pirex.core.proc import which
 from pirex.images.daemon import Daemon
-from pirex.proc import which
 
 HOST = os.environ.get("PIREX_LOCAL_REGISTRY", "localhost:5000")
 LISTEN = HOST.replace("localhost", "127.0.0.1")

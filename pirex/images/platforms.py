@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform as _platform
 from dataclasses import dataclass
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 
 @dataclass(frozen=True, order=True)

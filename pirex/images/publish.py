@@ -11,8 +11,8 @@ import logging
 import re
 from pathlib import Path
 
-from pirex import proc
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 from pirex.images import builder, localregistry, regclient, registryfile
 from pirex.images import platforms as plat
 from pirex.images.platforms import Platform

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 from pirex.images.platforms import Platform
 
 INDEX_TYPES = (

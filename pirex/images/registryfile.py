@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 from pirex.images import platforms as plat
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import paths, proc
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.errors import PirexError
 from pirex.images import localregistry, publish, regclient, registryfile
 from pirex.images.platforms import Platform
 

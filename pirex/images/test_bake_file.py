@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from pirex.core.paths import REPO
 from pirex.images import bake
-from pirex.paths import REPO
 
 IMAGES = REPO / "images"
 STAGES = IMAGES / "stages"

@@ -10,8 +10,8 @@ import socket
 
 import pytest
 
-from pirex import proc
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 from pirex.images import builder, localregistry
 
 

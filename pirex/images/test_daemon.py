@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 from pirex.images.daemon import Daemon, alive
 
 

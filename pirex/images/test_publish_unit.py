@@ -1,6 +1,6 @@
 import pytest
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 from pirex.images import publish
 
 

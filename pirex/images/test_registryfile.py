@@ -1,8 +1,8 @@
 import pytest
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
 from pirex.images import registryfile
-from pirex.paths import REPO
 
 GOOD = """\
 images:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
+from pirex.core.paths import REPO
 from pirex.images import bake
 from pirex.images.platforms import SUPPORTED
-from pirex.paths import REPO
 
 WORKFLOW = Path(".github/workflows/release.yml")
 SAMPLE_TAGS = ["1.2.3", "1.2", "sha-0123abc"]  # what metadata-action makes of refs/tags/v1.2.3

@@ -59,7 +59,7 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as sps
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 OBRIEN_FLEMING, POCOCK = "obrien-fleming", "pocock"
 SHAPES = (OBRIEN_FLEMING, POCOCK)

@@ -28,8 +28,8 @@ import numpy as np
 
 from pirex.analysis import precision as prec
 from pirex.analysis.interface import RunValue
-from pirex.bundle import DUET, Bundle
-from pirex.errors import PirexError
+from pirex.core.bundle import DUET, Bundle
+from pirex.core.errors import PirexError
 from pirex.reproduce import budget, plan
 from pirex.reproduce.claims import Claim
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, Verdict, edges, on_values

@@ -25,7 +25,7 @@ a load error naming the file and the key. A claim:
         beyond (edge x)         an effect past a size ("more than 98 % fewer": edge 0.02): the interval wholly
                                 past x (below it when x < 1, above it when x > 1)
     device_dependent: why only the direction is judged
-    needs: [a capability of the machine record (pirex/capabilities.py: cpufreq, pmu, function_graph, root, swap),
+    needs: [a capability of the machine record (pirex/core/capabilities.py: cpufreq, pmu, function_graph, root, swap),
             devices:N, storages:N, pi or server (the kind of machine a paper's words are about: the thesis's Pi
             and server behave differently, so each kind has its claim), or a need the file declares]
 
@@ -56,9 +56,9 @@ from typing import Any
 
 import yaml
 
-from pirex import capabilities, experiment
-from pirex.errors import PirexError
-from pirex.paths import PAPERS
+from pirex.core import capabilities, experiment
+from pirex.core.errors import PirexError
+from pirex.core.paths import PAPERS
 
 RULES = ("within", "direction", "equivalent", "direction-at-most", "different", "beyond")
 MARGINED = ("equivalent", "direction-at-most", "different")  # the rules that need a margin
@@ -404,7 +404,7 @@ def _beyond_direction(edge: float, value: float | None, direction: str | None, p
     return side
 
 
-STORAGE_KINDS = ("sd-card", "emmc", "usb", "nvme", "virtio", "other")  # pirex.machine.classify_storage's
+STORAGE_KINDS = ("sd-card", "emmc", "usb", "nvme", "virtio", "other")  # pirex.core.machine.classify_storage's
 
 
 def _agreement(c: dict, path: Path, where: str, base: dict) -> Claim:

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from pirex import experiment
 from pirex.analysis.interface import NamedTable
 from pirex.analysis.tables import Table
+from pirex.core import experiment
 from pirex.reproduce import claims, report, spans
 from pirex.reproduce.verdict import Verdict, holm, on_values, verdict_level
 

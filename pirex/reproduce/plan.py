@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import capabilities, experiment
-from pirex.bundle import DUET, Bundle, RunInfo, Step, from_iso
-from pirex.errors import PirexError
-from pirex.experiment import AA_SUFFIX
-from pirex.paths import REPO
+from pirex.core import capabilities, experiment
+from pirex.core.bundle import DUET, Bundle, RunInfo, Step, from_iso
+from pirex.core.errors import PirexError
+from pirex.core.experiment import AA_SUFFIX
+from pirex.core.paths import REPO
 from pirex.reproduce.claims import Claim, Requirement
 
 LEVELS = {"kick-the-tires": "quick", "full": "paper"}

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import experiment
 from pirex.analysis import modules
 from pirex.analysis import tables as T
 from pirex.analysis.interface import NamedTable
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN
-from pirex.bundle import Bundle
-from pirex.paths import PAPERS
+from pirex.core import experiment
+from pirex.core.bundle import Bundle
+from pirex.core.paths import PAPERS
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce.plan import LEVELS, MIN_REPETITIONS, Need
 from pirex.reproduce.verdict import CONFIDENCE, Verdict, verdict_level

@@ -17,12 +17,12 @@ from typing import Any
 import click
 import yaml
 
-from pirex import bundle as bundle_mod
-from pirex import experiment, machine
 from pirex.analysis import modules
-from pirex.bundle import from_iso
-from pirex.errors import PirexError
-from pirex.paths import PAPERS, git_version
+from pirex.core import bundle as bundle_mod
+from pirex.core import experiment, machine
+from pirex.core.bundle import from_iso
+from pirex.core.errors import PirexError
+from pirex.core.paths import PAPERS, git_version
 from pirex.reproduce import budgeted, plan, report, sources, spans
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce.budget import Design

@@ -8,9 +8,10 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pirex import experiment, fleet
-from pirex.bundle import MANIFEST, Bundle, Verifier
-from pirex.errors import PirexError
+from pirex import fleet
+from pirex.core import experiment, fleetrun
+from pirex.core.bundle import MANIFEST, Bundle, Verifier
+from pirex.core.errors import PirexError
 from pirex.reproduce import plan
 
 # a rerun of an artifact's scratch folder under the results folder (artifact/rerun.py): the artifact unpacked, its
@@ -25,8 +26,8 @@ def given_bundles(paths: Sequence[Path]) -> list[Path]:
     for p in map(Path, paths):
         if not p.exists():
             raise PirexError(f"--bundles {p}: no such file or directory")
-        if (p / fleet.MANIFEST).is_file():
-            found = fleet.bundles(p)
+        if (p / fleetrun.MANIFEST).is_file():
+            found = fleetrun.bundles(p)
         elif (p / MANIFEST).is_file():
             found = [p]
         else:
@@ -36,7 +37,9 @@ def given_bundles(paths: Sequence[Path]) -> list[Path]:
                 if ".fleet" not in m.parts and not any(d.startswith(SCRATCH) for d in m.relative_to(p).parts)
             )
         if not found:
-            raise PirexError(f"--bundles {p}: no bundle there (a bundle has {MANIFEST}; a fleet run {fleet.MANIFEST})")
+            raise PirexError(
+                f"--bundles {p}: no bundle there (a bundle has {MANIFEST}; a fleet run {fleetrun.MANIFEST})"
+            )
         for b in found:
             if b.resolve() not in {x.resolve() for x in out}:
                 out.append(b)

@@ -23,8 +23,8 @@ from pirex.analysis import across, precision
 from pirex.analysis.interface import RunValue
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 from pirex.reproduce.claims import Claim
 from pirex.reproduce.verdict import Ours, Verdict, holm, judge, verdict_level
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 from pirex.reproduce import budget, budgeted
 from pirex.reproduce.claims import Claim, Side
 from pirex.reproduce.verdict import edges, regions

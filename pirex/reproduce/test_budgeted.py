@@ -8,10 +8,10 @@ import re
 import numpy as np
 import pytest
 
-from pirex import experiment, machine
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
-from pirex.paths import git_version
+from pirex.core import experiment, machine
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
+from pirex.core.paths import git_version
 from pirex.reproduce import budget, budgeted, claims, plan, reproduction
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
 

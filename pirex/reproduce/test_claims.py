@@ -7,8 +7,8 @@ import re
 import pytest
 import yaml
 
-from pirex.errors import PirexError
-from pirex.paths import PAPERS
+from pirex.core.errors import PirexError
+from pirex.core.paths import PAPERS
 from pirex.reproduce import claims, plan
 
 ICPE18 = yaml.safe_load((PAPERS / "icpe18" / "claims.yaml").read_text())

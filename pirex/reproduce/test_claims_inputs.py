@@ -8,9 +8,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pirex import experiment
-from pirex.errors import PirexError
-from pirex.paths import PAPERS
+from pirex.core import experiment
+from pirex.core.errors import PirexError
+from pirex.core.paths import PAPERS
 from pirex.reproduce import claims
 from pirex.test_inputs import JSONISH, SETTINGS
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from pirex.analysis.interface import RunValue
-from pirex.bundle import Bundle, iso
-from pirex.paths import REPO
+from pirex.core.bundle import Bundle, iso
+from pirex.core.paths import REPO
 from pirex.reproduce import claims, plan, report, reproduction
 from pirex.reproduce.test_reproduce import _jmh_bundle
 from pirex.reproduce.verdict import NOT_RUN, Verdict, judge, ours

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import yaml
 
-from pirex import experiment, machine
 from pirex.analysis import jmh, stats
 from pirex.analysis.interface import RunValue
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
-from pirex.paths import PAPERS, git_version
+from pirex.core import experiment, machine
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
+from pirex.core.paths import PAPERS, git_version
 from pirex.reproduce import claims, plan, reproduction, sources
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Ours, judge, ours
 
@@ -242,7 +242,7 @@ def test_the_summary_keeps_its_limit_whatever_the_verdicts(n_held, n_wide, n_odd
 
 def _record(cpuinfo: str, arch: str) -> dict:
     """A machine record as `pirex machine` writes it, from a /proc/cpuinfo fixture."""
-    from pirex import machine
+    from pirex.core import machine
 
     info = machine.parse_cpuinfo((Path(machine.__file__).parent / "testdata" / "machine" / cpuinfo).read_text())
     return {
@@ -322,7 +322,7 @@ def test_this_machines_bundles_give_the_median_step_and_the_runs_own_part(tmp_pa
 
 
 def test_a_durations_block_that_breaks_its_shape_is_a_load_error(tmp_path):
-    from pirex.errors import PirexError
+    from pirex.core.errors import PirexError
 
     src = (experiment.EXPERIMENTS / "fork" / "experiment.yaml").read_text()
     bad_blocks = [

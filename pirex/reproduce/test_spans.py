@@ -14,11 +14,11 @@ import html5lib
 import numpy as np
 import pytest
 
-from pirex import experiment
 from pirex.analysis.test_fork import DATA as FORK_DATA
 from pirex.analysis.test_fork import PI, SERVER, make_bundle
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
+from pirex.core import experiment, fleetrun
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 from pirex.reproduce import reproduction, sources
 from pirex.reproduce.test_reproduce import BENCHMARKS
 from pirex.reproduce.verdict import DIFFERS, HOLDS, NOT_RUN
@@ -199,8 +199,8 @@ def test_inventory_runs_each_need_on_the_fleet_names_a_failed_device_and_resumes
         d = Path(resume) if resume else tmp_path / "results" / "jmh" / f"fleet-{len(calls)}"
         made = {h: jmh_bundle(d / "src" / h, record(h), seed=i) for i, h in enumerate(("pi-a", "pi-b"))}
         out = fleet.Outcome(d, req.experiment)
-        out.hosts = {h: {"state": fleet.VERIFIED} for h in made}
-        out.hosts["pi-c"] = {"state": fleet.UNREACHABLE, "why": "unreachable at 'run the experiment'"}
+        out.hosts = {h: {"state": fleetrun.VERIFIED} for h in made}
+        out.hosts["pi-c"] = {"state": fleetrun.UNREACHABLE, "why": "unreachable at 'run the experiment'"}
         monkeypatch.setattr(fleet.Outcome, "bundles", property(lambda self: list(made.values())))
         return out
 

@@ -39,7 +39,7 @@ from pirex.analysis import stats
 from pirex.analysis.interface import RunValue
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE
 from pirex.analysis.verdicts import NOT_RUN as NOT_RUN  # the words are pirex.analysis.verdicts'; here for reproduce/
-from pirex.experiment import AA_SUFFIX
+from pirex.core.experiment import AA_SUFFIX
 from pirex.reproduce.claims import Claim, Side
 
 CONFIDENCE = 0.95  # the default: alpha = 5 % for each one-sided conclusion

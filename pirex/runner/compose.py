@@ -5,7 +5,7 @@ recorded, `docker compose up --exit-code-from driver`, and `down -v` on every ex
 driver writes its results (jpa-rest: requests.csv and summary.json) into the run's folder.
 
 The compose files hold no number of the experiment: each comes from the environment, which
-pirex fills from experiment.yaml (pirex/settings.py: the profile, and --set; in a split run the
+pirex fills from experiment.yaml (pirex/images/settings.py: the profile, and --set; in a split run the
 .env file's own settings win)."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import json
 import logging
 from pathlib import Path
 
-from pirex import experiment, machine, proc, settings
-from pirex.bundle import sha256, utcnow
-from pirex.errors import PirexError
-from pirex.images import localregistry, publish, sources
+from pirex.core import experiment, machine, proc
+from pirex.core.bundle import sha256, utcnow
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
+from pirex.images import localregistry, publish, settings, sources
 from pirex.images import platforms as plat
-from pirex.paths import REPO
 from pirex.runner import leftovers
 from pirex.runner.deployment import SECRET, masked
 

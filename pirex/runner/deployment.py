@@ -29,10 +29,10 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from pirex import proc
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
-from pirex.experiment import Deployment, Role, Setup, render
+from pirex.core import proc
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
+from pirex.core.experiment import Deployment, Role, Setup, render
 from pirex.runner import leftovers, native, samplers, variants
 
 log = logging.getLogger(__name__)

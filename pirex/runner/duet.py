@@ -8,8 +8,7 @@ of repetitions.
   steps(variants, n, halves, first)
                              the plan: per repetition both variants, each with its CPU list, swapped every repetition;
                              a later bundle of one plan (a precision run's second stage) continues the alternation
-  half_of(cpus, halves)      +1 or -1: which half a step ran on, the factor of the duet's model (stats.duet_ratio)
-  step_halves(bundle)        (variant, repetition) -> that half, for every step of a duet bundle
+  (core/cpuset.py reads back which half each step of a bundle ran on: half_of, step_halves)
   run_together(jobs)         every job in a forked child, released at once; waits for all; when one fails or the run
                              is interrupted, the others are stopped (SIGTERM: their workloads and containers go on
                              their own exit paths) and every child is reaped
@@ -37,9 +36,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from pirex import proc
-from pirex.bundle import DUET, Bundle
-from pirex.errors import PirexError
+from pirex.core import cpuset, proc
+from pirex.core.errors import PirexError
 
 log = logging.getLogger(__name__)
 
@@ -54,27 +52,13 @@ FORK = multiprocessing.context.ForkContext()  # a side is a forked child (get_co
 # --- the CPUs --------------------------------------------------------------------------------------------------------
 
 
-def cpu_list(cpus: Iterable[int]) -> str:
-    """{0, 1, 2, 5} -> "0-2,5" (what taskset and --cpuset-cpus take)."""
-    out: list[str] = []
-    for c in sorted(set(cpus)):
-        if out and "-" in out[-1] and int(out[-1].split("-")[1]) == c - 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{c}"
-        elif out and "-" not in out[-1] and int(out[-1]) == c - 1:
-            out[-1] = f"{out[-1]}-{c}"
-        else:
-            out.append(str(c))
-    return ",".join(out)
-
-
 def siblings(cpu_root: Path = CPU) -> dict[int, frozenset[int]]:
     """CPU -> the hardware threads of its core (topology/thread_siblings_list); {} where the kernel does not say."""
-    from pirex.runner import host
 
     out = {}
     for f in cpu_root.glob("cpu[0-9]*/topology/thread_siblings_list"):
         try:
-            out[int(f.parent.parent.name[3:])] = frozenset(host.parse_cpus(f.read_text().strip()))
+            out[int(f.parent.parent.name[3:])] = frozenset(cpuset.parse_cpus(f.read_text().strip()))
         except (OSError, ValueError):
             continue
     return out
@@ -110,7 +94,7 @@ def halves(cpus: Iterable[int], sibling_map: Mapping[int, frozenset[int]] | None
     if len(allowed) < 2:
         raise PirexError(
             f"--design duet runs each variant on CPUs of its own, and {whose or 'this machine lets pirex use'} "
-            f"only CPU {cpu_list(allowed) or 'none'}: it needs at least two (run the interleaved design instead)"
+            f"only CPU {cpuset.cpu_list(allowed) or 'none'}: it needs at least two (run the interleaved design instead)"
         )
     sibling_map = sibling_map or {}
     cores = sorted({frozenset(sibling_map.get(c, {c})) & set(allowed) for c in allowed}, key=lambda g: (min(g), len(g)))
@@ -122,7 +106,9 @@ def halves(cpus: Iterable[int], sibling_map: Mapping[int, frozenset[int]] | None
         n = len(allowed) // 2
         a, b = allowed[:n], allowed[n : 2 * n]
     shared = any(sibling_map.get(c, {c}) & set(b) for c in a)
-    return Halves(cpu_list(a), cpu_list(b), tuple(c for c in allowed if c not in a and c not in b), shared)
+    return Halves(
+        cpuset.cpu_list(a), cpuset.cpu_list(b), tuple(c for c in allowed if c not in a and c not in b), shared
+    )
 
 
 def steps(variants: tuple[str, ...], repetitions: int, split: Halves, first: int = 0) -> list[dict]:
@@ -148,33 +134,6 @@ def steps(variants: tuple[str, ...], repetitions: int, split: Halves, first: int
             {"variant": variants[1], "repetition": r, "cpus": other},
         ]
     return out
-
-
-def half_of(cpus: str, split: Sequence[str]) -> int:
-    """+1 where a step ran on the first of the duet's two halves (run.json's duet.halves[0]), -1 on the second:
-    the factor h_j of the duet's model. PirexError when the CPUs are neither."""
-    from pirex.runner import host
-
-    mine = host.parse_cpus(cpus)
-    for sign, half in zip((1, -1), split, strict=False):
-        if mine == host.parse_cpus(half):
-            return sign
-    raise PirexError(f"a duet step ran on CPUs {cpus}, neither of its halves ({' and '.join(split)})")
-
-
-def step_halves(bundle: Bundle) -> dict[tuple[str, int], int]:
-    """(variant, repetition) -> the half (+1, -1) each completed step of a duet bundle ran on; {} for a bundle
-    that ran one step at a time. The halves are run.json's; a bundle without that record takes the steps' own CPU
-    lists, the one with the lowest CPU first (as halves() splits them)."""
-    from pirex.runner import host
-
-    if bundle.design != DUET:
-        return {}
-    done = [s for s in bundle.steps() if s.cpus]
-    split = bundle.run_info().duet.get("halves") or sorted(
-        {s.cpus for s in done}, key=lambda c: min(host.parse_cpus(c))
-    )
-    return {(s.variant, s.repetition): half_of(s.cpus, split) for s in done}
 
 
 # --- the schedule ----------------------------------------------------------------------------------------------------

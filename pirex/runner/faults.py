@@ -9,10 +9,10 @@ import logging
 import os
 from pathlib import Path
 
-from pirex import machine
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
-from pirex.proc import CommandFailed
+from pirex.core import machine
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
+from pirex.core.proc import CommandFailed
 
 log = logging.getLogger(__name__)
 

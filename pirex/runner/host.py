@@ -17,9 +17,9 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import proc
-from pirex.errors import PirexError
-from pirex.experiment import Case, Matrix
+from pirex.core import cpuset, proc
+from pirex.core.errors import PirexError
+from pirex.core.experiment import Case, Matrix
 from pirex.runner import leftovers
 
 log = logging.getLogger(__name__)
@@ -34,15 +34,7 @@ def online_cpus() -> set[int]:
 
 def offline_cpus(text: str) -> list[int]:
     """The CPUs of a CPU list that this process cannot run on (not online, or outside its affinity)."""
-    return sorted(parse_cpus(text) - online_cpus())
-
-
-def parse_cpus(text: str) -> set[int]:
-    out: set[int] = set()
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out |= set(range(int(lo), int(hi or lo) + 1))
-    return out
+    return sorted(cpuset.parse_cpus(text) - online_cpus())
 
 
 def governor_files(cpu_root: Path = CPU) -> list[Path]:
@@ -138,7 +130,7 @@ def notes(
     if case.swap == "off" and (base is None or base.swap != "off") and not active_swaps(swaps):
         same.append("no swap area was active on this machine")
     online = online_cpus() if cpus is None else cpus
-    if case.cpus and (base is None or base.cpus != case.cpus) and parse_cpus(case.cpus) == online:
+    if case.cpus and (base is None or base.cpus != case.cpus) and cpuset.parse_cpus(case.cpus) == online:
         same.append(f"CPUs {case.cpus} are every CPU this machine has")
     return Notes(tuple(out + [f"{SAME_AS_BASE}: {why}" for why in same]), bool(same))
 

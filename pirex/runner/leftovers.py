@@ -26,9 +26,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex import paths, proc
-from pirex.bundle import held
-from pirex.errors import PirexError
+from pirex.core import paths, proc
+from pirex.core.bundle import held
+from pirex.core.errors import PirexError
 from pirex.runner import lock
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 
 def _lock_dir() -> Path:

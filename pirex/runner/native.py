@@ -14,8 +14,8 @@ import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from pirex import capabilities, paths, proc
-from pirex.errors import PirexError
+from pirex.core import capabilities, paths, proc
+from pirex.core.errors import PirexError
 from pirex.runner import leftovers, lock
 
 log = logging.getLogger(__name__)

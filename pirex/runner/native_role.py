@@ -29,10 +29,11 @@ import time
 from contextlib import ExitStack, suppress
 from pathlib import Path
 
-from pirex import experiment, machine, proc, settings
-from pirex.bundle import utcnow
-from pirex.errors import PirexError
-from pirex.experiment import Deployment, Role
+from pirex.core import experiment, machine, proc
+from pirex.core.bundle import utcnow
+from pirex.core.errors import PirexError
+from pirex.core.experiment import Deployment, Role
+from pirex.images import settings
 from pirex.runner import compose, deployment, leftovers, native, samplers
 
 HEALTH_TIMEOUT = 180  # seconds: a clear error, not a hang, when the database stays away

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pirex.bundle import STDOUT
+from pirex.core.bundle import STDOUT
 
 
 def _jmh_failures(step: Path) -> str | None:

@@ -15,49 +15,21 @@ import socket
 import struct
 import time
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
-from pirex import __version__, experiment, machine, preflight, proc
-from pirex.bundle import PARTIAL, Bundle, write_step_info
-from pirex.errors import PirexError
+from pirex import __version__
+from pirex.core import cpuset, experiment, machine, preflight, proc
+from pirex.core.bundle import PARTIAL, Bundle, write_step_info
+from pirex.core.errors import PirexError
+from pirex.core.paths import git_version
 from pirex.images import localregistry, sources
 from pirex.images import platforms as plat
-from pirex.paths import git_version
 from pirex.runner import deployment, duet, faults, host, leftovers, lock, native, outputs, runplan, tracing, variants
+from pirex.runner.runplan import Options
 
 log = logging.getLogger(__name__)
 
 STEP_TIMEOUT = 6 * 3600
-
-
-@dataclass
-class Options:
-    experiment: str
-    profile: str = "quick"
-    variants: str | None = None
-    order: str = "interleaved"
-    seed: int | None = None
-    results_dir: Path = Path("results")
-    tag: str = "dev"
-    overrides: dict | None = None  # typed values (experiment.overrides parses --set), checked again by runplan
-    force: bool = False
-    platform: str | None = None  # another platform than this machine's runs under QEMU: function, not timing
-    matrix: str | None = None  # run a matrix's cases (e.g. moobench fluctuation) instead of the variants
-    trace: bool = False  # ftrace around each step, as the experiment declares (fork)
-    soak: str | None = None  # a deployment's driver holds the load this long (Locust --run-time, e.g. 10m)
-    allow_concurrent: bool = False  # run even while another measuring run holds this host (lock.py)
-    precision: float | None = None  # --precision: the ratio's relative half-width a two-stage run aims at
-    confidence: float = 0.95
-    budget: float | None = None  # seconds
-    cases: tuple[str, ...] | None = None  # with matrix: only these of its cases (all when None)
-    cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
-    work_dir: Path | None = None  # the workload's /work on this host directory (a storage device's mount), any variant
-    design: str = "interleaved"  # --design: interleaved (one step at a time, in --order) or duet (two at once)
-    duet_first: int = 0  # a duet's later bundle of one plan: the repetitions before it, whose alternation it continues
-    # a later bundle of one plan (a budget's round, a precision second stage): "<plan>@<repetitions before>", in
-    # run.json; never reused as a plain run (its size was chosen from the data), found only by this very name
-    extends: str | None = None
 
 
 def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
@@ -302,7 +274,7 @@ def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
     if any(experiment.aa_base(v) == "native" for v in bundle.variants) and (why := native.unavailable_reason()):
         problems.append(f"native: {why}")
     if bundle.design == "duet":
-        wanted = {c for s in bundle.remaining_steps() for c in host.parse_cpus(s["cpus"])}
+        wanted = {c for s in bundle.remaining_steps() for c in cpuset.parse_cpus(s["cpus"])}
         if missing := sorted(wanted - host.online_cpus()):
             problems.append(f"the duet's CPUs {missing} are not online here (online: {sorted(host.online_cpus())})")
     if problems:

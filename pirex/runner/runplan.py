@@ -10,19 +10,46 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from pirex import experiment, pmu, preflight
-from pirex import params as P
-from pirex.errors import PirexError
+from pirex.core import cpuset, experiment, pmu, preflight
+from pirex.core import params as P
+from pirex.core.errors import PirexError
 from pirex.images import platforms as plat
-from pirex.runner import duet, host, plan, tracing, variants
-
-if TYPE_CHECKING:
-    from pirex.runner.run import Options
+from pirex.runner import duet, plan, tracing, variants
 
 WORKDIR = "/work"  # where a step's working directory is, seen from the step
 DESIGNS = ("interleaved", "duet")  # --design: one variant at a time (in --order), or a repetition's two at once
+
+
+@dataclass
+class Options:
+    experiment: str
+    profile: str = "quick"
+    variants: str | None = None
+    order: str = "interleaved"
+    seed: int | None = None
+    results_dir: Path = Path("results")
+    tag: str = "dev"
+    overrides: dict | None = None  # typed values (experiment.overrides parses --set), checked again by runplan
+    force: bool = False
+    platform: str | None = None  # another platform than this machine's runs under QEMU: function, not timing
+    matrix: str | None = None  # run a matrix's cases (e.g. moobench fluctuation) instead of the variants
+    trace: bool = False  # ftrace around each step, as the experiment declares (fork)
+    soak: str | None = None  # a deployment's driver holds the load this long (Locust --run-time, e.g. 10m)
+    allow_concurrent: bool = False  # run even while another measuring run holds this host (lock.py)
+    precision: float | None = None  # --precision: the ratio's relative half-width a two-stage run aims at
+    confidence: float = 0.95
+    budget: float | None = None  # seconds
+    cases: tuple[str, ...] | None = None  # with matrix: only these of its cases (all when None)
+    cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
+    work_dir: Path | None = None  # the workload's /work on this host directory (a storage device's mount), any variant
+    design: str = "interleaved"  # --design: interleaved (one step at a time, in --order) or duet (two at once)
+    duet_first: int = 0  # a duet's later bundle of one plan: the repetitions before it, whose alternation it continues
+    # a later bundle of one plan (a budget's round, a precision second stage): "<plan>@<repetitions before>", in
+    # run.json; never reused as a plain run (its size was chosen from the data), found only by this very name
+    extends: str | None = None
 
 
 @dataclass(frozen=True)
@@ -223,7 +250,7 @@ def _duet_halves(
             f"--design duet runs two variants at once, and only {', '.join(runnable)} can run here ({left_out})"
         )
     if cpus:
-        return duet.halves(host.parse_cpus(cpus), facts.siblings, f"--cpus {cpus} names")
+        return duet.halves(cpuset.parse_cpus(cpus), facts.siblings, f"--cpus {cpus} names")
     return duet.halves(facts.online_cpus, facts.siblings)
 
 
@@ -391,7 +418,7 @@ def _cpus(
 ) -> str | None:
     """--cpus, checked, and only CPUs this process may run on."""
     text = _cpu_list(text, exp, matrix)
-    if text and (missing := sorted(host.parse_cpus(text) - online)):
+    if text and (missing := sorted(cpuset.parse_cpus(text) - online)):
         raise PirexError(f"--cpus {text}: CPUs {missing} are not online here (online: {sorted(online)})")
     return text
 

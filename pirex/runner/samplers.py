@@ -88,7 +88,7 @@ class SpringActuatorMemory:
                     return
 
 
-KINDS = {"spring-actuator-memory": SpringActuatorMemory}
+KINDS = {"spring-actuator-memory": SpringActuatorMemory}  # one per experiment.SAMPLER_KINDS (test_deployment.py)
 
 
 def sampler(kind: str, role: str, pid: int | None, url: str, out: Path):

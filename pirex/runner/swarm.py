@@ -25,11 +25,11 @@ from pathlib import Path
 
 import yaml
 
-from pirex import experiment, proc, settings
-from pirex.bundle import sha256, utcnow
-from pirex.errors import PirexError
-from pirex.images import localregistry, publish
-from pirex.paths import REPO
+from pirex.core import experiment, proc
+from pirex.core.bundle import sha256, utcnow
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
+from pirex.images import localregistry, publish, settings
 from pirex.runner import deployment, leftovers, lock, samplers
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,11 @@ DRIVER = "driver"  # the experiment's own image and command, on the manager
 NETWORKS = ("host", "overlay")
 OVERLAY = "pirex-overlay"
 TIMEOUT = {"quick": 1800, "paper": 6 * 3600}
-READER_MODULES = ("__init__", "errors", "proc", "paths", "tuning", "capabilities", "machine")  # machine.py, its imports
+READER_MODULES = (
+    "__init__",
+    "core/__init__",
+    *(f"core/{m}" for m in ("errors", "proc", "paths", "tuning", "capabilities", "machine")),
+)  # machine.py, its imports
 RECORD_TAG = "pirex-record"
 NODE_ROOT = "/node"  # where compose/stack.yml's record service mounts the node's / (read-only)
 CHUNK = 3000  # characters per log line of a record: far below the 16 KiB at which engines split lines
@@ -104,7 +108,7 @@ def write_reader(path: Path) -> Path:
     node's root file system (bind-mounted at NODE_ROOT), not the container's overlay."""
     main = f'''import base64, json, os, zlib
 from pathlib import Path
-from pirex import machine
+from pirex.core import machine
 node = Path("{NODE_ROOT}")  # the node's / (read-only): its root disk, where the container's / is an overlay
 if (node / "proc").is_dir():
     record = machine.record(node, docker=False, dev=node / "dev")

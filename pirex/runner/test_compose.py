@@ -1,5 +1,5 @@
 """The compose files as docker compose reads them (`docker compose config`: the client alone, no engine):
-every number is experiment.yaml's, passed in as pirex/settings.py renders it, and one left out is an
+every number is experiment.yaml's, passed in as pirex/images/settings.py renders it, and one left out is an
 error naming it and `pirex env`, never a default written into the file."""
 
 import json
@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from pirex import experiment, settings
+from pirex.core import experiment
+from pirex.images import settings
 from pirex.runner import compose
 
 HAS_COMPOSE = (

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from pirex import experiment
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.errors import PirexError
 from pirex.runner import host, runplan
 
 

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from pirex import experiment, proc
-from pirex.errors import PirexError
+from pirex.core import experiment, proc
+from pirex.core.errors import PirexError
 from pirex.runner import compose, deployment, samplers
 
 
@@ -149,3 +149,7 @@ def test_env_file_is_read_as_compose_reads_it(tmp_path):
         compose.read_env_file(f)
     assert compose.results_dir_of("jpa-rest", {"RESULTS_DIR": "/abs/x"}).as_posix() == "/abs/x"
     assert compose.results_dir_of("jpa-rest", {}).parts[-2:] == ("jpa-rest", "split")
+
+
+def test_every_sampler_kind_experiment_yaml_may_name_is_one_the_runner_runs():
+    assert set(samplers.KINDS) == set(experiment.SAMPLER_KINDS)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pirex import experiment, proc
-from pirex.bundle import Bundle, verify
-from pirex.errors import PirexError
+from pirex.core import cpuset, experiment, proc
+from pirex.core.bundle import Bundle, verify
+from pirex.core.errors import PirexError
 from pirex.runner import duet, host, runplan
 from pirex.runner.run import Options
 from pirex.runner.test_runplan import facts
@@ -43,7 +43,9 @@ TOOL = {"version": "0", "commit": None}
 def test_halves_are_equal_disjoint_and_keep_cores_whole(cpus, siblings, a, b, unused, shared):
     h = duet.halves(cpus, {c: frozenset(s) for c, s in siblings.items()})
     assert (h.a, h.b, h.unused, h.shared_cores) == (a, b, unused, shared)
-    assert len(host.parse_cpus(h.a)) == len(host.parse_cpus(h.b)) and not host.parse_cpus(h.a) & host.parse_cpus(h.b)
+    assert len(cpuset.parse_cpus(h.a)) == len(cpuset.parse_cpus(h.b)) and not cpuset.parse_cpus(
+        h.a
+    ) & cpuset.parse_cpus(h.b)
 
 
 def test_one_cpu_is_refused_with_the_reason():
@@ -53,8 +55,8 @@ def test_one_cpu_is_refused_with_the_reason():
 
 def test_cpu_lists_read_back_as_the_sets_they_name():
     for cpus in ({0}, {0, 1, 2, 5}, {1, 3, 4, 5, 9}, set(range(64))):
-        assert host.parse_cpus(duet.cpu_list(cpus)) == cpus
-    assert duet.cpu_list({0, 1, 2, 5}) == "0-2,5"
+        assert cpuset.parse_cpus(cpuset.cpu_list(cpus)) == cpus
+    assert cpuset.cpu_list({0, 1, 2, 5}) == "0-2,5"
 
 
 def test_the_halves_are_swapped_every_repetition():
@@ -154,7 +156,7 @@ def test_a_side_that_raises_says_why_and_stops_the_other(tmp_path):
 RUNNER = """
 import signal, sys
 from pathlib import Path
-from pirex import proc
+from pirex.core import proc
 from pirex.runner import duet
 def terminate(signum, frame):  # as the CLI's handler does
     raise SystemExit(128 + signum)
@@ -390,7 +392,7 @@ SMALL_MOOBENCH = {"repetitions": 3, "calls": 10, "recursion_depth": 2, "sleep": 
 def test_the_runner_runs_a_duet_and_redoes_a_failed_repetition_whole_on_resume(tmp_path, monkeypatch):
     """Both sides of each repetition in forked children, each with its repetition's CPUs; repetition 1's docker-aa
     side fails the first time, so neither side of it counts and the resumed run does both again."""
-    from pirex import machine
+    from pirex.core import machine
     from pirex.runner import lock, run, variants
 
     monkeypatch.setattr(lock, "LOCK_DIR", tmp_path / "locks")
@@ -480,9 +482,9 @@ def test_a_plan_of_a_later_bundle_starts_where_the_pilot_left_and_records_it():
 
 
 def test_each_steps_half_is_read_from_its_cpus():
-    assert duet.half_of("0-1", ["0-1", "2-3"]) == 1 and duet.half_of("2,3", ["0-1", "2-3"]) == -1
+    assert cpuset.half_of("0-1", ["0-1", "2-3"]) == 1 and cpuset.half_of("2,3", ["0-1", "2-3"]) == -1
     with pytest.raises(PirexError, match="ran on CPUs 1-2, neither of its halves \\(0-1 and 2-3\\)"):
-        duet.half_of("1-2", ["0-1", "2-3"])
+        cpuset.half_of("1-2", ["0-1", "2-3"])
 
 
 def test_a_duet_bundles_steps_say_their_half(tmp_path):
@@ -490,7 +492,7 @@ def test_a_duet_bundles_steps_say_their_half(tmp_path):
     for r in range(3):
         _together(b, r)
     b.finish()
-    halves = duet.step_halves(Bundle.open(b.path))  # no run.json here: the lower CPU's half first
+    halves = cpuset.step_halves(Bundle.open(b.path))  # no run.json here: the lower CPU's half first
     assert halves == {
         ("native", 0): 1,
         ("docker", 0): -1,
@@ -500,7 +502,7 @@ def test_a_duet_bundles_steps_say_their_half(tmp_path):
         ("docker", 2): -1,
     }
     inter = Bundle.create(tmp_path / "i", "jmh", "quick", {}, ["native"], [("native", 0)], {}, TOOL)
-    assert duet.step_halves(inter) == {}
+    assert cpuset.step_halves(inter) == {}
 
 
 def _jmh_duet(root: Path, reps: int, first: int = 0, half: float = 1.02, seed: int = 1) -> Path:
@@ -508,7 +510,7 @@ def _jmh_duet(root: Path, reps: int, first: int = 0, half: float = 1.02, seed: i
     variant 2 % faster on the first CPU half than on the second, 0.2 % noise."""
     import numpy as np
 
-    from pirex import machine
+    from pirex.core import machine
 
     split = duet.Halves("0", "1")
     plan = duet.steps(("native", "docker"), reps, split, first)
@@ -559,7 +561,7 @@ def test_a_duet_pilots_second_stage_is_planned_from_the_model_and_continues_the_
     second bundle starts on the half the pilot would have used next: 5 + 3 repetitions, 4 on each half."""
     import dataclasses
 
-    from pirex.runner import precision
+    from pirex.reproduce import two_stage as precision
 
     runs: list[Options] = []
 

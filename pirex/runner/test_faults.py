@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from pirex import proc
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 from pirex.runner import faults
 
 
@@ -44,7 +44,7 @@ def test_settle_keeps_a_consistent_bundle_when_the_disk_refuses(bundle, monkeypa
     def full(*_a, **_k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("pirex.bundle._write_atomic", full)
+    monkeypatch.setattr("pirex.core.bundle._write_atomic", full)
     assert faults.settle(bundle, "failed") is None
     monkeypatch.undo()  # space again
     reopened = Bundle.resume(bundle.path)  # the lock was released; the last whole manifest stands

@@ -3,7 +3,7 @@ setting is put back, also when the step fails."""
 
 import pytest
 
-from pirex.experiment import Case
+from pirex.core.experiment import Case
 from pirex.runner import host
 
 
@@ -45,11 +45,6 @@ def test_the_governor_is_set_for_the_step_and_restored_even_when_it_fails(cpufre
     assert {f.read_text().strip() for f in files} == {"ondemand"}
 
 
-def test_cpu_lists():
-    assert host.parse_cpus("0") == {0}
-    assert host.parse_cpus("0-2,5") == {0, 1, 2, 5}
-
-
 def test_swaps_are_read_from_proc_swaps(tmp_path):
     swaps = tmp_path / "swaps"
     swaps.write_text("Filename\tType\tSize\tUsed\tPriority\n/var/swap file\t102396\t0\t-2\n")
@@ -80,7 +75,7 @@ def intel_pstate(tmp_path, now="performance"):
 
 
 def fluctuation():
-    from pirex import experiment
+    from pirex.core import experiment
 
     return experiment.load("moobench").matrices["fluctuation"]
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pirex import proc
+from pirex.core import proc
 from pirex.runner import leftovers, lock
 
 RUN_ID = "20261124T000000Z-0bad00"

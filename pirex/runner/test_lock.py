@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 from pirex.runner import lock
 
 HOLD = """

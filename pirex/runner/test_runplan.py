@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pirex import experiment
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 from pirex.images import platforms as plat
 from pirex.runner import runplan
 from pirex.runner.run import Options
@@ -195,8 +195,8 @@ def test_the_seed_is_the_runners_to_draw():
 
 def test_the_runner_runs_the_plan_into_a_bundle_and_resumes_it_with_the_planned_parameters(tmp_path, monkeypatch):
     """The whole runner without Docker: the images, the JVM probe, the bridge and the steps stand in."""
-    from pirex import machine
-    from pirex.bundle import verify
+    from pirex.core import machine
+    from pirex.core.bundle import verify
     from pirex.runner import lock, run, variants
 
     monkeypatch.setattr(lock, "LOCK_DIR", tmp_path / "locks")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 from pirex.runner import swarm
 
 JPA, SWARM = swarm.swarm_of("jpa-rest")

@@ -73,7 +73,7 @@ def test_another_users_tracer_and_filter_are_put_back(tracefs, tmp_path):
 
 
 def test_an_unwritable_tracefs_is_a_clear_error(tmp_path):
-    from pirex.errors import PirexError
+    from pirex.core.errors import PirexError
 
     with pytest.raises(PirexError, match="cannot set up ftrace"):
         with tracing.traced("function_graph", ["f"], tmp_path / "t.txt", root=tmp_path / "absent-file-as-dir"):

@@ -12,8 +12,8 @@ import platform
 import shutil
 from pathlib import Path
 
-from pirex import capabilities, proc
-from pirex.errors import PirexError
+from pirex.core import capabilities, proc
+from pirex.core.errors import PirexError
 from pirex.runner import leftovers
 
 log = logging.getLogger(__name__)

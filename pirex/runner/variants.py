@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pirex import proc
-from pirex.bundle import STDOUT, STDOUT_TIMES
-from pirex.errors import PirexError
-from pirex.experiment import Case, Privileges, aa_base
+from pirex.core import proc
+from pirex.core.bundle import STDOUT, STDOUT_TIMES
+from pirex.core.errors import PirexError
+from pirex.core.experiment import Case, Privileges, aa_base
 from pirex.runner import faults, leftovers, native
 
 LOOPBACK = "127.0.0.1"

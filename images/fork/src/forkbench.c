@@ -183,7 +183,7 @@ static void usage(void)
 	       "  --events LIST         count only these counters (perf names, comma-separated; default all)\n"
 	       "  --raw-events LIST     NAME=0xCODE,...: count NAME as the CPU's raw PMU event CODE (PERF_TYPE_RAW),\n"
 	       "                        replacing the generic counter of that name or adding a column; none: no raw\n"
-	       "                        events (default). The codes are the CPU's own (its TRM; pirex/pmu.py)\n"
+	       "                        events (default). The codes are the CPU's own (its TRM; pirex/core/pmu.py)\n"
 	       "  --pmu-sysfs DIR       where the kernel lists its PMUs' events (default " DEFAULT_PMU_SYSFS "): an Arm\n"
 	       "                        PMU's common events (below 0x40) it does not list are unsupported here\n"
 	       "  --output DIR          where the CSV files go (default .)\n"

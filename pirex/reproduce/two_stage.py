@@ -8,15 +8,14 @@ the worst metric decides."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pirex import experiment
-from pirex.bundle import DUET, Bundle
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.bundle import DUET, Bundle
+from pirex.core.errors import PirexError
 
 if TYPE_CHECKING:
     from pirex.analysis import precision as prec
@@ -35,9 +34,9 @@ class Target:
 
 def _analysis(name: str):
     """A module of pirex.analysis, which needs numpy and scipy (the analysis extra): the runner alone has neither,
-    and only --precision asks for them."""
+    and only --precision asks for them, so they are imported here, when it does."""
     try:
-        return importlib.import_module(f"pirex.analysis.{name}")
+        from pirex.analysis import modules, precision, stats
     except ModuleNotFoundError as e:
         if (e.name or "").partition(".")[0] not in ANALYSIS_EXTRA:
             raise
@@ -45,6 +44,7 @@ def _analysis(name: str):
             f"--precision plans from the pilot's statistics, which need the analysis extra ({e.name} is not "
             "installed here): run `make` in the pirex checkout, which installs it, or pip install 'pirex[analysis]'"
         ) from None
+    return {"modules": modules, "precision": precision, "stats": stats}[name]
 
 
 def _pair(variants: list[str]) -> tuple[str, str]:

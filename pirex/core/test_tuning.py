@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pirex import tuning
-from pirex.errors import PirexError
+from pirex.core import tuning
+from pirex.core.errors import PirexError
 
 SERVICES = {"bluetooth": ("100", "bluetoothd"), "avahi-daemon": ("101", "avahi-daemon"), "cron": ("102", "cron")}
 

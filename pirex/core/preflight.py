@@ -2,7 +2,7 @@
 
 A Pi on the default governor, with swap, on a weak power supply, hot, or with its work directory on an
 SD card gives numbers that say more about that state than about the software measured. Every check is a
-pure function of a record (pirex.machine.record), so it is tested on made-up machines. `check` runs them
+pure function of a record (pirex.core.machine.record), so it is tested on made-up machines. `check` runs them
 all before a run; `compare` looks at the records taken before and after one.
 """
 
@@ -251,7 +251,7 @@ def check_network(record: Mapping[str, Any]) -> list[Finding]:
 
 
 def check_services(record: Mapping[str, Any]) -> list[Finding]:
-    """The services the papers stopped before measuring (pirex.tuning.PAPER_SERVICES)."""
+    """The services the papers stopped before measuring (pirex.core.tuning.PAPER_SERVICES)."""
     svc = record.get("services")
     if not svc:
         return [Finding("ok", "services", "running services unknown: not checked")]

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pirex import experiment, machine, pmu
-from pirex.errors import PirexError
+from pirex.core import experiment, machine, pmu
+from pirex.core.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "machine"
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 TYPES = ("int", "float", "string", "bool", "duration", "choice", "list")
 ITEM_TYPES = ("int", "float", "string")

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from pirex import capabilities
+from pirex.core import capabilities
 
 
 def write(root: Path, rel: str, text: str) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from pirex import params as P
-from pirex.errors import PirexError
-from pirex.paths import REPO
+from pirex.core import params as P
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
 
 SCHEMA = 1
 EXPERIMENTS = REPO / "experiments"
@@ -60,9 +60,11 @@ TOP_KEYS = {
 ANALYSIS = re.compile(r"^[a-z][a-z0-9_]*$")  # a module of pirex/analysis/
 # What a parameter may declare as `resolve: NAME`: a value the runner works out per machine before the run, from
 # the machine record (the manifest records the result).
-RESOLVERS = {"pmu-raw-events": "auto -> this CPU's raw PMU event codes (pirex/pmu.py)"}
+RESOLVERS = {"pmu-raw-events": "auto -> this CPU's raw PMU event codes (pirex/core/pmu.py)"}
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
-CPU_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"  # 0, 0-1, 0,2-3: what host.parse_cpus reads (cases, --cpus)
+CPU_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"  # 0, 0-1, 0,2-3: what cpuset.parse_cpus reads (cases, --cpus)
+# What a deployment role's `samples` may name: the kinds runner/samplers.py runs (its KINDS has these keys).
+SAMPLER_KINDS = ("spring-actuator-memory",)
 CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
 GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative", "userspace")
 
@@ -791,11 +793,9 @@ def _role(c: _Checker, name: str, d: Any, names: set[str]) -> Role:
     ready = {k: c.get(d, k, str, "text", prefix=prefix, required=False, default="") for k in ("ready_line", "health")}
     if bool(ready["ready_line"]) == bool(ready["health"]):
         raise c.fail(prefix + "ready_line", "either ready_line (a log line) or health (an HTTP path), not both", ready)
-    from pirex.runner import samplers  # the registry of sampler kinds
-
     samples = tuple(c.get(d, "samples", list, "a list of sampler kinds", prefix=prefix, required=False, default=[]))
-    if unknown := [k for k in samples if k not in samplers.KINDS]:
-        raise c.fail(prefix + "samples", f"sampler kinds among {', '.join(samplers.KINDS)}", unknown)
+    if unknown := [k for k in samples if k not in SAMPLER_KINDS]:
+        raise c.fail(prefix + "samples", f"sampler kinds among {', '.join(SAMPLER_KINDS)}", unknown)
     if samples and not ready["health"]:
         raise c.fail(prefix + "samples", "samplers on a role with a health path (they ask its URL)", samples)
     missing = (placeholders(command) | placeholders(tuple(env.values()))) - names

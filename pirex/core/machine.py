@@ -34,8 +34,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pirex import __version__, capabilities, paths, proc, tuning
-from pirex.errors import PirexError
+from pirex import __version__
+from pirex.core import capabilities, paths, proc, tuning
+from pirex.core.errors import PirexError
 
 log = logging.getLogger(__name__)
 
@@ -588,7 +589,7 @@ def _network(r: _Reader, peers: list[str]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Services the papers stopped (the list is pirex.tuning.PAPER_SERVICES, shared with doctor --fix)
+# Services the papers stopped (the list is pirex.core.tuning.PAPER_SERVICES, shared with doctor --fix)
 
 
 def _services(r: _Reader) -> dict[str, Any]:

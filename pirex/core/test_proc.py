@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from pirex import proc
-from pirex.errors import PirexError
+from pirex.core import proc
+from pirex.core.errors import PirexError
 
 
 @pytest.mark.parametrize("stamp_lines", [False, True])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

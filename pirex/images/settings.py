@@ -20,11 +20,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from pirex import experiment
-from pirex.errors import PirexError
-from pirex.paths import REPO
+from pirex.core import experiment
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
 
-# The first lines of a rendered file: the command that writes it (pirex/test_settings.py checks it is current).
+# The first lines of a rendered file: the command that writes it (pirex/images/test_settings.py checks it is current).
 HEADER = (
     "# written by `pirex env {experiment} --profile {profile} --write {path}`\n"
     "# from experiments/{experiment}/experiment.yaml: edit that file, then rerun the command"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pirex import __version__, paths
+from pirex import __version__
+from pirex.core import paths
 
 
 def test_without_git_the_version_is_the_package_s(monkeypatch, tmp_path):

@@ -4,9 +4,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pirex import bundle
-from pirex.bundle import Bundle
-from pirex.errors import PirexError
+from pirex.core import bundle
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
 
 PLAN = [
     {"variant": "native", "repetition": 0},

@@ -4,8 +4,9 @@ import dataclasses
 import subprocess
 import sys
 
+from pirex.core import experiment
+from pirex.reproduce import two_stage as precision
 from pirex.reproduce.test_reproduce import _jmh_bundle
-from pirex.runner import precision
 from pirex.runner.run import Options
 
 
@@ -21,7 +22,7 @@ def test_the_pilot_plans_the_second_stage_and_the_precision_reached_is_reported(
     lines = []
     bundles = precision.two_stage(opts, run, lines.append)
     assert len(bundles) == 2 and runs[0] == 5 and runs[1] > 0  # the pilot, then what Stein's n asks for
-    plan = precision.plan(__import__("pirex").experiment.load("jmh"), bundles[0], precision.Target(0.0005))
+    plan = precision.plan(experiment.load("jmh"), bundles[0], precision.Target(0.0005))
     assert runs[1] == plan.extra and "precision plan (from the pilot" in lines[0]
     assert any("B1:" in ln and f"over {5 + plan.extra} repetitions" in ln for ln in lines[1:])
 
@@ -66,14 +67,14 @@ def without_analysis(code: str) -> subprocess.CompletedProcess:
 
 
 def test_the_runner_and_its_cli_import_neither_numpy_nor_scipy():
-    r = without_analysis("import pirex.cli, pirex.runner.run, pirex.runner.precision")
+    r = without_analysis("import pirex.cli, pirex.runner.run, pirex.reproduce.two_stage")
     assert r.returncode == 0, r.stderr
 
 
 def test_precision_without_the_analysis_extra_says_to_install_it_before_the_pilot_runs():
     r = without_analysis(
-        "from pirex.errors import PirexError\n"
-        "from pirex.runner import precision\n"
+        "from pirex.core.errors import PirexError\n"
+        "from pirex.reproduce import two_stage as precision\n"
         "from pirex.runner.run import Options\n"
         "pilots = []\n"
         "try:\n"

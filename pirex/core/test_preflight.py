@@ -2,8 +2,8 @@ import copy
 
 import pytest
 
-from pirex import machine, preflight
-from pirex.preflight import Finding
+from pirex.core import machine, preflight
+from pirex.core.preflight import Finding
 
 GIB = 2**30
 

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 if TYPE_CHECKING:
-    from pirex.experiment import Experiment
+    from pirex.core.experiment import Experiment
 
 RESOLVER = "pmu-raw-events"  # what a parameter declares as `resolve:` to be resolved here
 PARAMETER = "raw_events"  # the name fork's experiment.yaml gives it (pirex/analysis/fork.py reads it)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pirex import __version__, proc
+from pirex import __version__
+from pirex.core import proc
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # The papers: per paper (icpe18, ssp17, fork24) its published tables and its claims.
 PAPERS = REPO / "analysis"
 

@@ -3,10 +3,10 @@ before anything runs, and every mistake names the parameter, the value and what 
 
 import pytest
 
-from pirex import experiment
-from pirex import params as P
-from pirex.errors import PirexError
-from pirex.test_experiment import broken
+from pirex.core import experiment
+from pirex.core import params as P
+from pirex.core.errors import PirexError
+from pirex.core.test_experiment import broken
 
 
 @pytest.mark.parametrize(

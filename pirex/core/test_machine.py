@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pirex import __version__, capabilities, machine
+from pirex import __version__
+from pirex.core import capabilities, machine
 
 DATA = Path(__file__).parent / "testdata" / "machine"
 

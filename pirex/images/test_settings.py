@@ -8,9 +8,10 @@ import subprocess
 
 import pytest
 
-from pirex import experiment, settings
-from pirex.errors import PirexError
-from pirex.paths import REPO
+from pirex.core import experiment
+from pirex.core.errors import PirexError
+from pirex.core.paths import REPO
+from pirex.images import settings
 from pirex.runner import compose
 
 # Each image that runs on its own (`docker run IMAGE`: CMD ["quick"]) and the experiment whose profiles it runs
@@ -155,7 +156,7 @@ COPY = re.compile(r":-(\d+)|^\s*\w+=(\d+)\b|--[a-z-]+ (\d+)\b", re.M)
     ],
 )
 def test_no_copy_of_a_number_of_the_experiments(path):
-    """Every number of the experiments comes from experiment.yaml (pirex/settings.py); none is written out
+    """Every number of the experiments comes from experiment.yaml (pirex/images/settings.py); none is written out
     as a fallback default."""
     text = (REPO / path).read_text()
     numbers = {

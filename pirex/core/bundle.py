@@ -86,7 +86,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pirex.errors import PirexError
+from pirex.core.errors import PirexError
 
 SCHEMA_VERSION = 1
 RUN_SCHEMA_VERSION = 1  # run.json

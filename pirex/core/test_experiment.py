@@ -6,8 +6,8 @@ import copy
 import pytest
 import yaml
 
-from pirex import experiment
-from pirex.errors import PirexError
+from pirex.core import experiment
+from pirex.core.errors import PirexError
 
 JMH = yaml.safe_load(experiment.path_of("jmh").read_text())
 
