@@ -1,3 +1,3 @@
-from pirex.cli import main
+from pirex.cli.main import main
 
 main()

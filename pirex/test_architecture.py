@@ -110,7 +110,7 @@ def test_no_experiment_is_named_in_the_cli_the_runner_or_reproduce():
     word = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, ids)) + r"|spass|specj)(?![\w-])", re.IGNORECASE)
     found = [
         f"{f.relative_to(PKG.parent)}:{line}: {text!r}"
-        for f in _sources("cli.py", "runner", "reproduce")
+        for f in _sources("cli", "runner", "reproduce")
         for line, text in _code_strings(f)
         if word.search(text)
     ]

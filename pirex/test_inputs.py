@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pirex import cli
+from pirex.cli.main import main
 from pirex.core import experiment
 from pirex.core.bundle import Bundle, verify
 from pirex.core.errors import PirexError
@@ -219,7 +219,7 @@ def _pirex(*args: str) -> tuple[int, str, str]:
     code = 0
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main()
+            main()
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     finally:

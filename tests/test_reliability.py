@@ -40,7 +40,7 @@ DEADLINE = 240  # seconds for any one wait below; a run of TINY takes well under
 KILL_IN_MANIFEST = """
 import os, signal, sys
 from pirex.core import bundle
-from pirex.cli import main
+from pirex.cli.main import main
 save = bundle.Bundle._save
 def dying_save(self):
     if self.manifest["completed"] and self.manifest["status"] == "running":

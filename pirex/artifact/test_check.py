@@ -12,7 +12,7 @@ from cffconvert import Citation
 from click.testing import CliRunner
 
 from pirex.artifact import check, pack
-from pirex.cli import cli
+from pirex.cli.main import cli
 from pirex.core.paths import REPO
 
 PAPER = "fork24"  # the smallest paper: its claims are checked in a moment

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from pirex.artifact import appendix, check, pack
-from pirex.cli import cli
+from pirex.cli.main import cli
 from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
 from pirex.images import archive
@@ -50,7 +50,7 @@ def test_the_tar_holds_one_folder_whose_checksums_verify(packed):
     listed = {line.split("  ", 1)[1] for line in sums}
     for name in ("ARTIFACT.md", "CITATION.cff", ".zenodo.json", f"claims/{PAPER}/claims.yaml", "source/LICENSE"):
         assert name in listed
-    assert "source/pirex/cli.py" in listed and not any(n.startswith("images/") for n in listed)  # no --images
+    assert "source/pirex/cli/main.py" in listed and not any(n.startswith("images/") for n in listed)  # no --images
     assert check.checksums_tar(packed)[0]
 
 

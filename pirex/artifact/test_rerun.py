@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from pirex.artifact import check, pack, rerun
 from pirex.artifact.test_pack import PAPER, _image_archive, _reproduction
-from pirex.cli import cli
+from pirex.cli.main import cli
 from pirex.core import proc
 from pirex.core.errors import PirexError
 from pirex.images import archive, localregistry

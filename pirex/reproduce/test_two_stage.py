@@ -67,7 +67,7 @@ def without_analysis(code: str) -> subprocess.CompletedProcess:
 
 
 def test_the_runner_and_its_cli_import_neither_numpy_nor_scipy():
-    r = without_analysis("import pirex.cli, pirex.runner.run, pirex.reproduce.two_stage")
+    r = without_analysis("import pirex.cli.main, pirex.runner.run, pirex.reproduce.two_stage")
     assert r.returncode == 0, r.stderr
 
 
