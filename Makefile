@@ -133,8 +133,15 @@ pull: $(VENV)/.installed ## Pull every image by the digest in registry.yaml for 
 ##@ Development
 .PHONY: test
 test: export PIREX_TEST_TOOLS = 1
+# Two sessions: the unit tests in parallel (pytest-xdist, a module per worker at a time), then the Docker and
+# emulated-Pi tests one at a time (they share images, daemons and labs). Both run, whatever the first ended with;
+# the time budget counts from PIREX_TEST_STARTED, over both (tests/timebudget.py).
+TEST_WORKERS ?= auto
 test: host-ready lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them); fails past PIREX_TEST_CEILING_MIN minutes (50).
-	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=60 -p tests.timebudget
+	export PIREX_TEST_STARTED=$$(date +%s); \
+	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=20 -p tests.timebudget -n $(TEST_WORKERS) --dist loadfile -m "not docker and not emulated_pi"; unit=$$?; \
+	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=60 -p tests.timebudget -m "docker or emulated_pi"; docker=$$?; \
+	echo "make test: unit tests exited $$unit, Docker and emulated-Pi tests $$docker"; [ $$unit -eq 0 ] && [ $$docker -eq 0 ]
 
 .PHONY: test-emulated-pi
 test-emulated-pi: host-ready $(VENV)/.dev-installed ## Only the emulated-Pi test of make test: pirex itself on arm64 and armhf Pis under QEMU.

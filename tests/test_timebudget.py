@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -83,7 +84,7 @@ def test_the_lines_name_each_module_its_share_and_the_verdict():
 
 def test_an_empty_run_prints_a_zero_total():
     lines = tb.Budget().lines(wall_seconds=0.0)
-    assert lines[-1].startswith("session wall time 0.0 s") and lines[-2].split()[-1] == "0.0"
+    assert lines[-1].startswith("suite wall time 0.0 s") and lines[-2].split()[-1] == "0.0"
 
 
 def test_the_ceiling_comes_from_the_environment():
@@ -94,11 +95,38 @@ def test_the_ceiling_comes_from_the_environment():
             tb.ceiling_minutes({tb.CEILING_ENV: bad})
 
 
-def run_pytest(tmp_path, ceiling: str, body: str) -> subprocess.CompletedProcess:
+def test_the_suites_start_comes_from_make_test_else_from_the_import():
+    assert tb.started({}, imported=123.0) == 123.0
+    assert tb.started({tb.STARTED_ENV: " 1700000000 "}) == 1_700_000_000.0
+    for bad in ("soon", "0", "-5", str(10**12)):  # not a number, not a time, in the future
+        with pytest.raises(pytest.UsageError, match=tb.STARTED_ENV):
+            tb.started({tb.STARTED_ENV: bad})
+
+
+def test_parallel_workers_spread_the_sum_of_the_tests():
+    b = budget_of(REPORTS, ceiling_min=10)  # 641.5 s of tests
+    assert b.over(wall_seconds=0.0)
+    b.workers = 2  # on two workers they take at least 320.75 s: within 600 s
+    assert not b.over(wall_seconds=0.0) and b.least_wall(0.0) == 320.75 and b.over(wall_seconds=601.0)
+
+
+def run_pytest(tmp_path, ceiling: str, body: str, *args: str, started: str = "") -> subprocess.CompletedProcess:
     (tmp_path / "test_sample.py").write_text(textwrap.dedent(body))
-    env = {**os.environ, tb.CEILING_ENV: ceiling, "PYTHONPATH": str(paths.REPO)}
+    env = {k: v for k, v in os.environ.items() if k != tb.STARTED_ENV}  # make test's own start is not this run's
+    env |= {tb.CEILING_ENV: ceiling, "PYTHONPATH": str(paths.REPO)} | ({tb.STARTED_ENV: started} if started else {})
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.timebudget", "-ra", "-p", "no:cacheprovider", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.timebudget",
+            "-ra",
+            "-p",
+            "no:cacheprovider",
+            *args,
+            str(tmp_path),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -122,3 +150,14 @@ def test_a_run_within_the_ceiling_passes_and_failing_tests_keep_their_status(tmp
     failing = run_pytest(tmp_path, "1e-9", "def test_one():\n    assert False\n")
     assert failing.returncode == 1
     assert "FAILED test_sample.py::test_one" in failing.stdout  # -ra's short summary still says which
+
+
+def test_a_second_session_counts_from_the_suites_start_and_xdist_workers_report_once(tmp_path):
+    """make test's second session: started two minutes before it (PIREX_TEST_STARTED), a ceiling of one minute is
+    passed however fast its own tests are; under xdist the controller alone prints the table and decides."""
+    two_minutes_ago = str(int(time.time()) - 120)
+    body = "def test_one():\n    pass\n\ndef test_two():\n    pass\n"
+    r = run_pytest(tmp_path, "1", body, "-n", "2", started=two_minutes_ago)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "2 passed" in r.stdout and r.stdout.count("TIME BUDGET EXCEEDED") == 1
+    assert run_pytest(tmp_path, "50", body, "-n", "2", started=two_minutes_ago).returncode == 0

@@ -5,6 +5,11 @@ the session's wall time, and fails the run when that wall time passes the ceilin
 (default 50, for the 2-vCPU machine of `.ci/run`, whose hard limit is 90 minutes with the host set-up included).
 Growth is then seen while there is still room, not when CI breaks.
 
+`make test` runs two sessions, the unit tests in parallel (pytest-xdist) and then the Docker tests one at a time: it
+sets PIREX_TEST_STARTED (seconds since the epoch) once, and each session's wall time counts from then, so that the
+second checks the ceiling against the whole suite. Under xdist the plugin runs in the controller only (it receives
+every worker's reports).
+
 The check changes only the exit status, after every test has run: the report still lists every outcome (and -ra's
 short summary), and a run that also has failing tests keeps their exit status."""
 
@@ -18,9 +23,10 @@ from dataclasses import dataclass, field
 import pytest
 
 # `-p tests.timebudget` imports this before pytest reads the conftest files (which import most of pirex): the
-# session's clock starts here, so that their import is counted too.
-STARTED = time.monotonic()
+# session's clock starts here, so that their import is counted too, unless make test started it earlier.
+IMPORTED = time.time()
 CEILING_ENV = "PIREX_TEST_CEILING_MIN"
+STARTED_ENV = "PIREX_TEST_STARTED"
 DEFAULT_CEILING_MIN = 50.0
 
 
@@ -43,11 +49,27 @@ def ceiling_minutes(environ: dict[str, str] | os._Environ = os.environ) -> float
     return value
 
 
+def started(environ: dict[str, str] | os._Environ = os.environ, imported: float | None = None) -> float:
+    """When the suite started (seconds since the epoch): PIREX_TEST_STARTED when make test set it, else when this
+    module was imported; a bad value is an error, not ignored."""
+    text = environ.get(STARTED_ENV, "").strip()
+    if not text:
+        return IMPORTED if imported is None else imported
+    try:
+        value = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"{STARTED_ENV}={text!r}: seconds since the epoch (date +%s)") from None
+    if not 0 < value <= time.time():
+        raise pytest.UsageError(f"{STARTED_ENV}={text!r}: a time since the epoch, not in the future")
+    return value
+
+
 @dataclass
 class Budget:
     """Seconds per test module, summed from the reports of every phase (setup, call, teardown)."""
 
     ceiling_min: float = DEFAULT_CEILING_MIN
+    workers: int = 1  # tests that ran at once (pytest-xdist's workers): their sum spreads over that many
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     tests: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
@@ -68,10 +90,14 @@ class Budget:
             key=lambda r: (-r[1], r[0]),
         )
 
+    def least_wall(self, wall_seconds: float) -> float:
+        """The session's wall time, or the tests' sum over the workers if that is larger (it never is, but a fake
+        clock must not hide the tests' own time)."""
+        return max(wall_seconds, self.total / self.workers)
+
     def over(self, wall_seconds: float) -> bool:
-        """Whether the session's time passes the ceiling: its wall time, or the tests' sum if that is larger
-        (it never is in one process, but a fake clock must not hide the tests' own time)."""
-        return max(wall_seconds, self.total) > self.ceiling_min * 60
+        """Whether the session's time passes the ceiling."""
+        return self.least_wall(wall_seconds) > self.ceiling_min * 60
 
     def lines(self, wall_seconds: float) -> list[str]:
         rows = self.rows()
@@ -83,12 +109,13 @@ class Budget:
             out.append(f"{module:<{width}}  {seconds:9.1f}  {share:6.1%}  {n}")
         out.append(f"{'sum of the modules':<{width}}  {total:9.1f}")
         out.append(
-            f"session wall time {wall_seconds:.1f} s = {wall_seconds / 60:.1f} min "
-            f"(conftest imports and collection included); ceiling {self.ceiling_min:g} min ({CEILING_ENV})"
+            f"suite wall time {wall_seconds:.1f} s = {wall_seconds / 60:.1f} min (from {STARTED_ENV} or this "
+            f"session's start; conftest imports and collection included); ceiling {self.ceiling_min:g} min "
+            f"({CEILING_ENV})"
         )
         if self.over(wall_seconds):
             out.append(
-                f"TIME BUDGET EXCEEDED: {max(wall_seconds, total) / 60:.1f} min > {self.ceiling_min:g} min: "
+                f"TIME BUDGET EXCEEDED: {self.least_wall(wall_seconds) / 60:.1f} min > {self.ceiling_min:g} min: "
                 "the run fails; make a slow test cheaper (the modules above, slowest first) or raise the "
                 "ceiling with a reason in docs/development.md"
             )
@@ -96,7 +123,7 @@ class Budget:
 
 
 class Plugin:
-    def __init__(self, budget: Budget, start: float, clock=time.monotonic):
+    def __init__(self, budget: Budget, start: float, clock=time.time):
         self.budget = budget
         self.clock = clock
         self.start = start
@@ -123,4 +150,10 @@ class Plugin:
 
 
 def pytest_configure(config) -> None:
-    config.pluginmanager.register(Plugin(Budget(ceiling_minutes()), STARTED), "pirex-timebudget")
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller gets its reports and keeps the budget
+        return
+    workers = config.getoption("numprocesses", None) or 1  # -n N (xdist), when it is installed and given
+    if not isinstance(workers, int):  # -n auto or logical
+        workers = os.cpu_count() or 1
+    budget = Budget(ceiling_minutes(), workers=max(1, workers))
+    config.pluginmanager.register(Plugin(budget, started()), "pirex-timebudget")
