@@ -64,7 +64,7 @@ def test_a_storage_claim_runs_on_each_mount_and_says_which_way(built, tmp_path, 
     for key, (b,) in runs.items():  # each run's work directory, and its record, on its own storage device
         mount = ram_drive if key.endswith(str(ram_drive)) else disk
         assert b.run_info().work_dir == mount
-        storage = b.machine_before()["storage"]
+        storage = b.machine_before().storage
         assert storage["work_dir"] == str(mount) and (storage["fstype"] == "tmpfs") == (mount == ram_drive)
         assert not list(mount.glob(".pirex-*-work")), "the work directory is removed after the run"
     verdict = state["verdicts"]["lab:b5-storage"]

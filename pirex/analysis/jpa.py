@@ -60,6 +60,7 @@ from pirex.analysis.tables import Table
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.core.bundle import Step, read_csv, read_json, read_machine
 from pirex.core.errors import PirexError
+from pirex.core.machine import MachineRecord
 
 LEVEL = 0.99  # ICPE'18 Table 3: 99 % CI
 REQUESTS = "requests.csv"
@@ -308,8 +309,8 @@ def placement(run_dir: Path) -> str | None:
         records[role] = read_machine(f)
         how[role] = _how_role_ran(Path(run_dir), role)
 
-    def host(m: dict) -> str:
-        name = m.get("hostname", "?")
+    def host(m: MachineRecord) -> str:
+        name = m.hostname or "?"
         return f"{name} ({device_of(m).replace(f' ({name})', '')}, {storage_of(m)})"
 
     ran = how["web"] if how["web"] == how["db"] else f"web {how['web']}, db {how['db']}"
@@ -789,7 +790,7 @@ def _runs(paths: Sequence[Path]) -> list[Run]:
             runs += runs_from_bundle(p)
             continue
         record = next((p / f for f in ("machine.json", "machine-driver.json") if (p / f).exists()), None)
-        before = read_machine(record) if record else {}
+        before = read_machine(record) if record else None
         runs += runs_from_dirs(
             {placement(p) or "docker": p},
             device=device_of(before) if before else "",

@@ -38,6 +38,7 @@ from pirex.analysis.bundles import open_bundle
 from pirex.analysis.tidy import device_of, storage_of
 from pirex.core.bundle import Bundle, Step
 from pirex.core.errors import PirexError
+from pirex.core.machine import MachineRecord, RecordLike
 
 BLOCK = 1_000  # calls per point of the series (the papers' figures aggregate 1,000 raw observations)
 ENGINES = ("numba", "numpy")
@@ -239,10 +240,10 @@ def profile_setup(profile: str, matrix: str | None = None) -> Setup:
 Key = tuple[str, str, str, str]  # device, storage, variant, configuration
 
 
-def device_label(machine: dict) -> str:
+def device_label(machine: RecordLike) -> str:
     """The Pi's model and host name: the papers compare devices of one model (D1, D2, D3)."""
     dev = device_of(machine)
-    host = machine.get("hostname")
+    host = MachineRecord.of(machine).hostname
     return f"{dev} ({host})" if host and host not in dev else dev
 
 

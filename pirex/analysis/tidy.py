@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pirex.core.machine import MachineRecord, RecordLike
+
 
 @dataclass(frozen=True)
 class Row:
@@ -24,25 +26,24 @@ class Row:
     setup: str = ""
 
 
-def device_of(machine: dict) -> str:
+def device_of(machine: RecordLike) -> str:
     """The device as tables name it: its inventory name when a fleet run recorded one (hostnames and
     run ids may collide across hosts; the inventory name is the device's identity), with its model; else
     the model (a Pi's, or the CPU's) with the host name and a short id of the board (a Pi's serial, as
     the record keeps it: a keyed digest) or of the installation (machine_id): three Pis called raspberrypi
     stay three devices, and no folder name decides."""
-    pi = machine.get("pi") or {}
-    cpu = (machine.get("cpu") or {}).get("model") or "unknown CPU"
-    host = machine.get("hostname")
-    named = (machine.get("device") or {}).get("name")
+    rec = MachineRecord.of(machine)
+    model = rec.pi_model or rec.cpu_model or "unknown CPU"
+    host, named = rec.hostname, rec.device_name
     if named:
-        return f"{named} ({pi.get('model') or cpu}" + (f", host {host}" if host and host != named else "") + ")"
-    board = (pi.get("serial_hmac_sha256") or "")[:8]
-    ident = f"board {board}" if board else (f"id {machine['machine_id'][:8]}" if machine.get("machine_id") else "")
+        return f"{named} ({model}" + (f", host {host}" if host and host != named else "") + ")"
+    board = (rec.pi.get("serial_hmac_sha256") or "")[:8]
+    ident = f"board {board}" if board else (f"id {rec.machine_id[:8]}" if rec.machine_id else "")
     inside = ", ".join(x for x in (host or "unknown host", ident) if x)
-    return f"{pi.get('model') or cpu} ({inside})"
+    return f"{model} ({inside})"
 
 
-def storage_of(machine: dict) -> str:
-    st = machine.get("storage") or {}
+def storage_of(machine: RecordLike) -> str:
+    st = MachineRecord.of(machine).storage
     parts = [st.get("kind") or "unknown", st.get("model") or "", st.get("fstype") or ""]
     return " ".join(p for p in parts if p).strip()

@@ -87,6 +87,7 @@ from pathlib import Path
 from typing import Any
 
 from pirex.core.errors import PirexError
+from pirex.core.machine import MachineRecord
 
 SCHEMA_VERSION = 1
 RUN_SCHEMA_VERSION = 1  # run.json
@@ -395,14 +396,14 @@ def read_csv(path: Path, required: Iterable[str] = ()) -> list[dict[str, str]]:
     return rows
 
 
-def read_machine(path: Path) -> dict:
+def read_machine(path: Path) -> MachineRecord:
     """The record taken before the run from a machine record file ({"before": {...}, ...}) of a run folder that
     is no bundle: `pirex compose`'s machine.json, a split role's machine-<role>.json (machine-db.json,
     machine-driver.json). A bundle's own: Bundle.machine_before()."""
     doc = read_json(path, dict)
     if not isinstance(doc.get("before"), dict):
         raise damaged(path, "has no machine record under 'before'")
-    return doc["before"]
+    return MachineRecord.of(doc["before"])
 
 
 def _check_schema(f: Path, doc: dict, version: int) -> None:
@@ -706,6 +707,28 @@ class Bundle:
         return self.manifest["variants"]
 
     @property
+    def images(self) -> dict:
+        """The images the run used, by the experiment's image name: {"reference", "digest", "platform", ...} as the
+        runner passed them."""
+        return self.manifest["images"]
+
+    @property
+    def plan(self) -> list[dict]:
+        """The ordered steps the run planned: [{"variant", "repetition", "params"?, "cpus"?}, ...]."""
+        return self.manifest["plan"]
+
+    @property
+    def completed(self) -> list[dict]:
+        """The steps done, in the order they completed: [{"variant", "repetition", "started", "ended", "cpus"?,
+        "start"?, "end"?}, ...] (steps() reads them with their parameters)."""
+        return self.manifest["completed"]
+
+    @property
+    def files(self) -> dict[str, dict]:
+        """Every file of the bundle but manifest.json: {"<relative path>": {"sha256", "size"}}."""
+        return self.manifest["files"]
+
+    @property
     def design(self) -> str | None:
         """How the steps ran (DESIGNS); None for a bundle written before the manifest said (one step at a time)."""
         return self.manifest.get("design")
@@ -733,7 +756,7 @@ class Bundle:
         """A run parameter a reader needs; PirexError naming the bundle when it lacks it (never a default)."""
         return _param(self.parameters, name, self.path / MANIFEST)
 
-    def machine_before(self) -> dict:
+    def machine_before(self) -> MachineRecord:
         """machine.json's record taken before the run."""
         return read_machine(self.path / MACHINE)
 

@@ -31,6 +31,7 @@ import shutil
 import socket
 import struct
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -640,6 +641,171 @@ def interrupts(path: Path = Path("/proc/interrupts")) -> dict[str, Any] | None:
 def write_interrupts(path: Path, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
     """A step's interrupts.json: the counters before and after it (the runner calls this per step)."""
     path.write_text(json.dumps({"before": before, "after": after}) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a record
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class MachineRecord:
+    """A machine record read: record()'s dict, or the "before" of a machine.json (Bundle.machine_before,
+    pirex.core.bundle.read_machine). The one reader of the record's keys: the other modules ask it, not the dict.
+
+    An older record lacks keys (device before `pirex fleet`, capabilities before they were probed), and a
+    section this machine has not (pi off a Pi, cpufreq on a VM) is null: a section reads as empty ({} or []) and
+    a value as None then, so a reader tells "unknown" from a value without a KeyError. `doc` is the record itself,
+    as record() wrote it."""
+
+    doc: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, doc: MachineRecord | Mapping[str, Any]) -> MachineRecord:
+        """The record read from a dict (record()'s, a test's), or the one given."""
+        if isinstance(doc, MachineRecord):
+            return doc
+        if not isinstance(doc, Mapping):
+            raise TypeError(f"a machine record is a mapping, not {type(doc).__name__}")
+        return cls(doc)
+
+    def __bool__(self) -> bool:
+        """False for a record without any key, as its dict is."""
+        return bool(self.doc)
+
+    # --- identity
+
+    @property
+    def hostname(self) -> str | None:
+        return self.doc.get("hostname")
+
+    @property
+    def machine_id(self) -> str | None:
+        """This installation's app-specific id (machine_id()); None in records before it, or without the file."""
+        return self.doc.get("machine_id")
+
+    @property
+    def device_name(self) -> str | None:
+        """The inventory name `pirex fleet` gave the device (device_identity()); None outside a fleet run."""
+        return _mapping(self.doc.get("device")).get("name")
+
+    # --- CPU, board, system
+
+    @property
+    def cpu(self) -> Mapping[str, Any]:
+        """The cpu section: model, model_name, core, cpu_parts, cores, usable_cores ({} without it)."""
+        return _mapping(self.doc.get("cpu"))
+
+    @property
+    def cpu_model(self) -> str | None:
+        return self.cpu.get("model")
+
+    @property
+    def cpu_parts(self) -> list[str]:
+        """The Arm CPU parts (MIDR part numbers, e.g. ["0xd08"]) as the record has them; [] elsewhere."""
+        return list(self.cpu.get("cpu_parts") or [])
+
+    @property
+    def cores(self) -> int | None:
+        return self.cpu.get("cores")
+
+    @property
+    def arch(self) -> str | None:
+        """uname -m (x86_64, aarch64, armv7l)."""
+        return _mapping(self.doc.get("architecture")).get("uname_machine")
+
+    @property
+    def os_name(self) -> str | None:
+        """The operating system's PRETTY_NAME."""
+        return _mapping(self.doc.get("os")).get("pretty_name")
+
+    @property
+    def pi(self) -> Mapping[str, Any]:
+        """The Raspberry Pi section (model, revision, serial_hmac_sha256, ...); {} off a Pi."""
+        return _mapping(self.doc.get("pi"))
+
+    @property
+    def pi_model(self) -> str | None:
+        """The Pi's model ("Raspberry Pi 4 Model B Rev 1.4"), None off a Pi."""
+        return self.pi.get("model")
+
+    # --- state
+
+    @property
+    def core_governors(self) -> list[str | None]:
+        """Each core's cpufreq governor, in the record's order (None where it could not be read); [] without
+        cpufreq (a VM, a container)."""
+        cores = self.doc.get("cpufreq")
+        return [_mapping(c).get("governor") for c in cores] if isinstance(cores, list) else []
+
+    @property
+    def governors(self) -> list[str]:
+        """The cores' cpufreq governors, each once, sorted; [] without cpufreq."""
+        return sorted(set(self.core_governors) - {None})
+
+    @property
+    def memory(self) -> Mapping[str, Any]:
+        """The memory section in bytes: total_bytes, available_bytes, free_bytes, swap_*_bytes ({} without it)."""
+        return _mapping(self.doc.get("memory"))
+
+    @property
+    def load_1m(self) -> float | None:
+        return _mapping(self.doc.get("load")).get("1m")
+
+    @property
+    def throttled(self) -> Mapping[str, Any] | None:
+        """vcgencmd get_throttled, parsed (parse_throttled); None off a Pi or where it could not be read."""
+        t = _mapping(self.doc.get("vcgencmd")).get("throttled")
+        return t or None
+
+    @property
+    def temp_c(self) -> float | None:
+        """The SoC temperature by vcgencmd (a Pi's firmware)."""
+        return _mapping(self.doc.get("vcgencmd")).get("temp_c")
+
+    @property
+    def thermal_zone0_c(self) -> float | None:
+        return self.doc.get("thermal_zone0_c")
+
+    @property
+    def storage(self) -> Mapping[str, Any]:
+        """The storage under the work directory: work_dir, source, fstype, device, kind, model, free_bytes, ...
+        ({} without it)."""
+        return _mapping(self.doc.get("storage"))
+
+    @property
+    def storage_kind(self) -> str | None:
+        """sd-card, emmc, usb, nvme, virtio or other (classify_storage); None without a block device."""
+        return self.storage.get("kind")
+
+    @property
+    def work_dir(self) -> str | None:
+        """The work directory whose storage the record describes."""
+        return self.storage.get("work_dir")
+
+    @property
+    def peers(self) -> list[Mapping[str, Any]]:
+        """The route to each peer the run talks to (network.peers); []."""
+        return list(_mapping(self.doc.get("network")).get("peers") or [])
+
+    @property
+    def services(self) -> Mapping[str, Any]:
+        """The papers' services: checked and running ({} in a record without them)."""
+        return _mapping(self.doc.get("services"))
+
+    @property
+    def capabilities(self) -> Mapping[str, Any] | None:
+        """What the machine can do (pirex.core.capabilities.probe); None in a record taken before they were
+        recorded (probe them, where the record is this machine's)."""
+        return self.doc.get("capabilities")
+
+
+RecordLike = MachineRecord | Mapping[str, Any]
+"""What the readers of a record take: a MachineRecord, or the dict record() returns (they read it through
+MachineRecord.of)."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pirex.core.errors import PirexError
+from pirex.core.machine import MachineRecord, RecordLike
 
 if TYPE_CHECKING:
     from pirex.core.experiment import Experiment
@@ -91,11 +92,11 @@ class Choice:
         return ",".join(f"{e.counter}={e.code:#x}" for e in self.core.events)
 
 
-def choose(machine: dict[str, Any]) -> Choice:
+def choose(machine: RecordLike) -> Choice:
     """The raw events of this machine's CPU, from its record (cpu.cpu_parts, e.g. ["0xd08"])."""
-    cpu = machine.get("cpu") or {}
-    parts = [p.lower() for p in cpu.get("cpu_parts") or []]
-    model = cpu.get("model") or cpu.get("core") or "this CPU"
+    rec = MachineRecord.of(machine)
+    parts = [p.lower() for p in rec.cpu_parts]
+    model = rec.cpu_model or rec.cpu.get("core") or "this CPU"
     if not parts:
         return Choice(
             None,
@@ -117,7 +118,7 @@ def choose(machine: dict[str, Any]) -> Choice:
 _SPEC = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*=0x[0-9a-fA-F]{1,4}$")
 
 
-def resolve(params: dict[str, Any], machine: dict[str, Any], exp: Experiment) -> dict[str, Any]:
+def resolve(params: dict[str, Any], machine: RecordLike, exp: Experiment) -> dict[str, Any]:
     """The parameters with `auto` in each one the experiment declares `resolve: pmu-raw-events` replaced by this
     machine's codes (or `none`); an explicit list is checked, `none` kept; other parameters pass unchanged."""
     out = dict(params)
@@ -127,7 +128,7 @@ def resolve(params: dict[str, Any], machine: dict[str, Any], exp: Experiment) ->
     return out
 
 
-def _resolved(name: str, value: str, machine: dict[str, Any]) -> str:
+def _resolved(name: str, value: str, machine: RecordLike) -> str:
     if value == "auto":
         return choose(machine).spec
     if value != "none" and not all(_SPEC.match(item) for item in value.split(",")):
@@ -135,7 +136,7 @@ def _resolved(name: str, value: str, machine: dict[str, Any]) -> str:
     return value
 
 
-def describe(spec: str, machine: dict[str, Any]) -> list[str]:
+def describe(spec: str, machine: RecordLike) -> list[str]:
     """One line per raw event in a resolved spec, with Arm's name where the machine's core is known."""
     if spec in ("", "none"):
         return []

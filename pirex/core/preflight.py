@@ -8,9 +8,11 @@ all before a run; `compare` looks at the records taken before and after one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from pirex.core.machine import MachineRecord, RecordLike
 
 Level = Literal["ok", "warn", "fail"]
 _RANK = {"ok": 0, "warn": 1, "fail": 2}
@@ -62,28 +64,18 @@ def _gib(n: int | float) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def _get(record: Mapping[str, Any], *keys: str) -> Any:
-    value: Any = record
-    for k in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(k)
-    return value
-
-
-def _temperature(record: Mapping[str, Any]) -> tuple[float | None, str]:
+def _temperature(rec: MachineRecord) -> tuple[float | None, str]:
     """The SoC temperature: vcgencmd's on a Pi, else thermal zone 0."""
-    t = _get(record, "vcgencmd", "temp_c")
-    if t is not None:
-        return t, "vcgencmd measure_temp"
-    return _get(record, "thermal_zone0_c"), "thermal_zone0"
+    if rec.temp_c is not None:
+        return rec.temp_c, "vcgencmd measure_temp"
+    return rec.thermal_zone0_c, "thermal_zone0"
 
 
-def check_governor(record: Mapping[str, Any]) -> list[Finding]:
-    cores = record.get("cpufreq")
+def check_governor(record: RecordLike) -> list[Finding]:
+    cores = MachineRecord.of(record).core_governors
     if not cores:
         return [Finding("ok", "governor", "no cpufreq on this machine (VM or container): not checked")]
-    governors = sorted({c.get("governor") or "unknown" for c in cores})
+    governors = sorted({g or "unknown" for g in cores})
     if governors == ["performance"]:
         return [Finding("ok", "governor", f"all {len(cores)} cores on the performance governor")]
     return [
@@ -96,8 +88,8 @@ def check_governor(record: Mapping[str, Any]) -> list[Finding]:
     ]
 
 
-def check_swap(record: Mapping[str, Any]) -> list[Finding]:
-    mem = record.get("memory")
+def check_swap(record: RecordLike) -> list[Finding]:
+    mem = MachineRecord.of(record).memory
     if not mem or mem.get("swap_total_bytes") is None:
         return [Finding("warn", "swap", "could not read swap state")]
     total, used = mem["swap_total_bytes"], mem.get("swap_used_bytes") or 0
@@ -107,10 +99,11 @@ def check_swap(record: Mapping[str, Any]) -> list[Finding]:
     return [Finding("warn", "swap", f"{what}: a run that swaps measures the disk", "sudo swapoff -a")]
 
 
-def check_throttling(record: Mapping[str, Any]) -> list[Finding]:
-    t = _get(record, "vcgencmd", "throttled")
+def check_throttling(record: RecordLike) -> list[Finding]:
+    rec = MachineRecord.of(record)
+    t = rec.throttled
     if not t:
-        if record.get("pi"):
+        if rec.pi:
             return [
                 Finding(
                     "warn",
@@ -139,8 +132,8 @@ def check_throttling(record: Mapping[str, Any]) -> list[Finding]:
     return out or [Finding("ok", "throttling", f"no throttling or under-voltage ({t['hex']})")]
 
 
-def check_temperature(record: Mapping[str, Any]) -> list[Finding]:
-    t, source = _temperature(record)
+def check_temperature(record: RecordLike) -> list[Finding]:
+    t, source = _temperature(MachineRecord.of(record))
     if t is None:
         return [Finding("ok", "temperature", "no temperature sensor readable: not checked")]
     if t > TEMP_FAIL_C:
@@ -150,8 +143,8 @@ def check_temperature(record: Mapping[str, Any]) -> list[Finding]:
     return [Finding("ok", "temperature", f"{t:.1f} C ({source})")]
 
 
-def check_storage(record: Mapping[str, Any], io_heavy: bool = False) -> list[Finding]:
-    st = record.get("storage")
+def check_storage(record: RecordLike, io_heavy: bool = False) -> list[Finding]:
+    st = MachineRecord.of(record).storage
     if not st:
         return [Finding("ok", "storage", "storage under the work directory unknown: not checked")]
     where = f"{st.get('work_dir')} on {st.get('device') or st.get('source')} ({st.get('fstype')})"
@@ -178,10 +171,10 @@ def _enough(check: str, have: int | None, need: int, what: str, unknown: str, fi
     return [Finding("ok", check, f"{_gib(have)} {what}")]
 
 
-def check_free_disk(record: Mapping[str, Any], need_bytes: int) -> list[Finding]:
+def check_free_disk(record: RecordLike, need_bytes: int) -> list[Finding]:
     return _enough(
         "free-disk",
-        _get(record, "storage", "free_bytes"),
+        MachineRecord.of(record).storage.get("free_bytes"),
         need_bytes,
         "free under the work directory",
         "free disk space under the work directory unknown",
@@ -189,8 +182,8 @@ def check_free_disk(record: Mapping[str, Any], need_bytes: int) -> list[Finding]
     )
 
 
-def check_free_memory(record: Mapping[str, Any], need_bytes: int) -> list[Finding]:
-    mem = record.get("memory") or {}
+def check_free_memory(record: RecordLike, need_bytes: int) -> list[Finding]:
+    mem = MachineRecord.of(record).memory
     return _enough(
         "free-memory",
         mem.get("available_bytes", mem.get("free_bytes")),
@@ -201,8 +194,9 @@ def check_free_memory(record: Mapping[str, Any], need_bytes: int) -> list[Findin
     )
 
 
-def check_load(record: Mapping[str, Any]) -> list[Finding]:
-    load, cores = _get(record, "load", "1m"), _get(record, "cpu", "cores")
+def check_load(record: RecordLike) -> list[Finding]:
+    rec = MachineRecord.of(record)
+    load, cores = rec.load_1m, rec.cores
     if load is None or not cores:
         return [Finding("ok", "load", "load average unknown: not checked")]
     if load > LOAD_PER_CORE_WARN * cores:
@@ -221,9 +215,9 @@ MIN_LINK_MBPS = 1000
 """The papers' Experiment 3 ran over a Gigabit switch: a slower link to a peer measures the link."""
 
 
-def check_network(record: Mapping[str, Any]) -> list[Finding]:
+def check_network(record: RecordLike) -> list[Finding]:
     """The route to each remote peer (B6's sink, the split roles' hosts): Wi-Fi or under 1 Gbit/s warns."""
-    peers = [p for p in _get(record, "network", "peers") or [] if not p.get("local")]
+    peers = [p for p in MachineRecord.of(record).peers if not p.get("local")]
     if not peers:
         return [Finding("ok", "network", "no remote peer: not checked")]
     out = []
@@ -250,9 +244,9 @@ def check_network(record: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def check_services(record: Mapping[str, Any]) -> list[Finding]:
+def check_services(record: RecordLike) -> list[Finding]:
     """The services the papers stopped before measuring (pirex.core.tuning.PAPER_SERVICES)."""
-    svc = record.get("services")
+    svc = MachineRecord.of(record).services
     if not svc:
         return [Finding("ok", "services", "running services unknown: not checked")]
     if svc.get("running"):
@@ -268,7 +262,7 @@ def check_services(record: Mapping[str, Any]) -> list[Finding]:
 
 
 def check(
-    record: Mapping[str, Any],
+    record: RecordLike,
     *,
     min_free_disk_bytes: int = 0,
     min_free_mem_bytes: int = 0,
@@ -289,11 +283,12 @@ def check(
     ]
 
 
-def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Finding]:
+def compare(before: RecordLike, after: RecordLike) -> list[Finding]:
     """What changed during a run that makes its numbers suspect: throttling bits that appeared, a
     temperature rise, swap that filled, a governor that changed. Warnings only: the data is kept."""
     out: list[Finding] = []
-    tb, ta = _get(before, "vcgencmd", "throttled"), _get(after, "vcgencmd", "throttled")
+    before, after = MachineRecord.of(before), MachineRecord.of(after)
+    tb, ta = before.throttled, after.throttled
     if ta:
         seen_before = {k for k, v in (tb or {}).get("since_boot", {}).items() if v}
         appeared = [k for k, v in ta["since_boot"].items() if v and k not in seen_before]
@@ -334,11 +329,10 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Finding
             )
         else:
             out.append(Finding("ok", "temperature", f"{t0:.1f} C -> {t1:.1f} C ({source})"))
-    s0, s1 = _get(before, "memory", "swap_used_bytes"), _get(after, "memory", "swap_used_bytes")
+    s0, s1 = before.memory.get("swap_used_bytes"), after.memory.get("swap_used_bytes")
     if s0 is not None and s1 is not None and s1 > s0:
         out.append(Finding("warn", "swap", f"swap use grew by {_gib(s1 - s0)} during the run", "sudo swapoff -a"))
-    g0 = sorted({c.get("governor") for c in before.get("cpufreq") or []} - {None})
-    g1 = sorted({c.get("governor") for c in after.get("cpufreq") or []} - {None})
+    g0, g1 = before.governors, after.governors
     if g0 and g1 and g0 != g1:
         out.append(Finding("warn", "governor", f"governor changed during the run: {', '.join(g0)} -> {', '.join(g1)}"))
     return out

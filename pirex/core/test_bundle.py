@@ -7,6 +7,7 @@ import pytest
 from pirex.core import bundle
 from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
+from pirex.core.machine import MachineRecord
 
 PLAN = [
     {"variant": "native", "repetition": 0},
@@ -348,3 +349,16 @@ def test_from_iso_reads_what_iso_writes():
     assert bundle.from_iso(bundle.iso(t)) == t
     with pytest.raises(ValueError):
         bundle.from_iso("2026-11-26 03:18:13")
+
+
+def test_the_manifests_steps_images_and_files_are_properties_and_the_record_is_read_typed(tmp_path):
+    b = make(tmp_path)
+    run_step(b, "native", 0)
+    b.write_machine(before={"hostname": "pi", "pi": {"model": "Raspberry Pi 4 Model B Rev 1.4"}}, after={})
+    b.finish()
+    r, m = Bundle.open(b.path), manifest(b)
+    assert (r.images, r.plan, r.completed, r.files) == (m["images"], m["plan"], m["completed"], m["files"])
+    assert [(s["variant"], s["repetition"]) for s in r.completed] == [("native", 0)] and len(r.plan) == 4
+    record = r.machine_before()
+    assert isinstance(record, MachineRecord) and record == bundle.read_machine(b.path / bundle.MACHINE)
+    assert (record.hostname, record.pi_model, record.storage) == ("pi", "Raspberry Pi 4 Model B Rev 1.4", {})

@@ -455,3 +455,82 @@ def test_machine_id_is_app_specific_and_stable(tmp_path):
     assert machine.machine_id(f) == want
     assert "0123456789abcdef" not in want  # the raw id is never stored
     assert machine.machine_id(tmp_path / "absent") is None
+
+
+# --- reading a record ---------------------------------------------------------------------------
+
+
+def test_a_record_reads_its_sections_and_values(tmp_path):
+    rec = machine.record(tmp_path, docker=False)
+    got = machine.MachineRecord.of(rec)
+    assert machine.MachineRecord.of(got) is got and got.doc is rec
+    assert got.hostname == rec["hostname"] and got.machine_id == rec["machine_id"]
+    assert got.cpu_model == rec["cpu"]["model"] and got.cores == rec["cpu"]["cores"]
+    assert got.arch == rec["architecture"]["uname_machine"] and got.work_dir == str(tmp_path.resolve())
+    assert got.storage == rec["storage"] and got.capabilities == rec["capabilities"]
+    assert got.governors == sorted({c["governor"] for c in rec["cpufreq"] or []} - {None})
+
+
+PI_RECORD = {
+    "hostname": "raspberrypi",
+    "device": {"name": "pi-a", "labels": {}},
+    "cpu": {"model": "Cortex-A72", "core": "Cortex-A72", "cpu_parts": ["0xd08"], "cores": 4},
+    "architecture": {"uname_machine": "aarch64"},
+    "os": {"pretty_name": "Debian GNU/Linux 12 (bookworm)"},
+    "pi": {"model": "Raspberry Pi 4 Model B Rev 1.4", "serial_hmac_sha256": "ab" * 32},
+    "cpufreq": [
+        {"cpu": 0, "governor": "performance"},
+        {"cpu": 1, "governor": "ondemand"},
+        {"cpu": 2, "governor": None},
+    ],
+    "memory": {"total_bytes": 4 << 30, "swap_total_bytes": 0},
+    "load": {"1m": 0.5, "5m": 0.4, "15m": 0.3},
+    "vcgencmd": {"throttled": machine.parse_throttled("throttled=0x0"), "temp_c": 47.8},
+    "thermal_zone0_c": 47.2,
+    "storage": {"work_dir": "/mnt/usb", "kind": "usb", "fstype": "ext4"},
+    "network": {"interfaces": [], "peers": [{"peer": "10.0.0.2", "interface": "eth0"}]},
+    "services": {"checked": ["cron"], "running": []},
+    "capabilities": {"cpufreq": {"available": True}},
+}
+
+
+def test_a_pi_record_reads_as_written():
+    got = machine.MachineRecord.of(PI_RECORD)
+    assert (got.hostname, got.device_name, got.pi_model) == ("raspberrypi", "pi-a", "Raspberry Pi 4 Model B Rev 1.4")
+    assert (got.cpu_model, got.cpu_parts, got.cores, got.arch) == ("Cortex-A72", ["0xd08"], 4, "aarch64")
+    assert got.os_name == "Debian GNU/Linux 12 (bookworm)" and got.pi["serial_hmac_sha256"] == "ab" * 32
+    assert got.core_governors == ["performance", "ondemand", None]
+    assert got.governors == ["ondemand", "performance"]  # a core without one: no name
+    assert got.memory["total_bytes"] == 4 << 30 and got.load_1m == 0.5
+    assert got.throttled["hex"] == "0x0" and (got.temp_c, got.thermal_zone0_c) == (47.8, 47.2)
+    assert (got.storage_kind, got.work_dir, got.storage["fstype"]) == ("usb", "/mnt/usb", "ext4")
+    assert got.peers == [{"peer": "10.0.0.2", "interface": "eth0"}]
+    assert got.services == {"checked": ["cron"], "running": []}
+    assert got.capabilities == {"cpufreq": {"available": True}} and got
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        {},  # nothing recorded
+        {"hostname": "h"},  # a record of an older pirex: most sections absent
+        # sections this machine has not, as record() writes them: null
+        {"hostname": "h", "device": None, "cpu": None, "architecture": None, "os": None, "pi": None, "cpufreq": None}
+        | {"memory": None, "load": None, "vcgencmd": None, "storage": None, "network": None, "services": None},
+    ],
+)
+def test_an_old_or_sparse_record_reads_as_unknown_not_as_an_error(old):
+    got = machine.MachineRecord.of(old)
+    assert got.hostname == old.get("hostname") and got.machine_id is None and got.device_name is None
+    assert (got.cpu, got.cpu_model, got.cpu_parts, got.cores, got.arch, got.os_name) == ({}, None, [], None, None, None)
+    assert (got.pi, got.pi_model) == ({}, None)
+    assert (got.core_governors, got.governors, got.memory, got.load_1m) == ([], [], {}, None)
+    assert (got.throttled, got.temp_c, got.thermal_zone0_c) == (None, None, None)
+    assert (got.storage, got.storage_kind, got.work_dir, got.peers, got.services) == ({}, None, None, [], {})
+    assert got.capabilities is None  # taken before capabilities were recorded: the reader probes them (reproduce)
+    assert bool(got) == bool(old)  # an empty record is as empty as its dict
+
+
+def test_only_a_mapping_is_a_record():
+    with pytest.raises(TypeError, match="a machine record is a mapping, not list"):
+        machine.MachineRecord.of([])  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ from pirex.core import capabilities, experiment
 from pirex.core.bundle import DUET, Bundle, RunInfo, Step, from_iso
 from pirex.core.errors import PirexError
 from pirex.core.experiment import AA_SUFFIX
+from pirex.core.machine import MachineRecord, RecordLike
 from pirex.core.paths import REPO
 from pirex.reproduce.claims import Claim, Requirement
 
@@ -81,16 +82,17 @@ def calibration_score(
     return best
 
 
-def missing(record: dict, requirements: dict[str, Requirement], here: bool = True) -> dict[str, str]:
+def missing(record: RecordLike, requirements: dict[str, Requirement], here: bool = True) -> dict[str, str]:
     """What this machine cannot do, by the names claims use in `needs`, with the reason: its capabilities as
     the machine record has them, and what the papers declare beyond them (a bring-your-own tool, a kit).
     here=False: the record is another machine's, so one without capabilities is not probed here."""
-    caps = record.get("capabilities")
+    rec = MachineRecord.of(record)
+    caps = rec.capabilities
     if caps is None and here:  # a record taken before capabilities were recorded: probe them now, on this machine
-        caps = capabilities.probe(Path((record.get("storage") or {}).get("work_dir") or "."))
+        caps = capabilities.probe(Path(rec.work_dir or "."))
     caps = caps or {}
     out = capabilities.missing(caps)
-    out |= kind_missing(record)
+    out |= kind_missing(rec)
     for name, r in requirements.items():
         if r.capability:
             there = r.capability not in out
@@ -103,9 +105,9 @@ def missing(record: dict, requirements: dict[str, Requirement], here: bool = Tru
     return out
 
 
-def kind_missing(record: dict) -> dict[str, str]:
+def kind_missing(record: RecordLike) -> dict[str, str]:
     """The kind of machine a record is not (claims.DEVICE_SIDES), as a need it lacks: a Pi's board or none."""
-    if (record.get("pi") or {}).get("model"):
+    if MachineRecord.of(record).pi_model:
         return {"server": "this machine is a Raspberry Pi; the claim is about the paper's server"}
     return {"pi": "this machine is not a Raspberry Pi; the claim is about the paper's Pi"}
 
@@ -263,9 +265,9 @@ def _base_metric(metric: str) -> str:
     return metric.split(" ")[0]
 
 
-def _machine_key(record: dict) -> tuple:
-    cpu = record.get("cpu") or {}
-    return (record.get("hostname"), cpu.get("model"), (record.get("pi") or {}).get("model"))
+def _machine_key(record: RecordLike) -> tuple:
+    rec = MachineRecord.of(record)
+    return (rec.hostname, rec.cpu_model, rec.pi_model)
 
 
 def _bundles(results_dir: Path, experiment_id: str) -> list[Bundle]:
@@ -279,7 +281,7 @@ def _bundles(results_dir: Path, experiment_id: str) -> list[Bundle]:
     return out
 
 
-def _same_machine(b: Bundle, machine: dict) -> bool:
+def _same_machine(b: Bundle, machine: RecordLike) -> bool:
     try:
         return _machine_key(b.machine_before()) == _machine_key(machine)
     except PirexError:  # no record to tell: not this machine's
@@ -307,7 +309,7 @@ def matching_bundles(
     need: Need,
     results_dir: Path,
     commit: str | None,
-    machine: dict,
+    machine: RecordLike,
     statuses=("complete",),
     any_repetitions: bool = False,
     extends: str | None = None,
@@ -350,7 +352,7 @@ def matching_bundles(
 
 def ran_only(b: Bundle, images: dict[str, str]) -> bool:
     """Whether every image the bundle ran is one of images (name -> platform manifest digest), by digest."""
-    ran = b.manifest.get("images") or {}
+    ran = b.images or {}
     return bool(ran) and all(isinstance(i, dict) and images.get(n) == i.get("digest") for n, i in ran.items())
 
 
@@ -406,7 +408,7 @@ class Measured:
     disk: float | None = None
 
 
-def measured_here(need: Need, results_dir: Path, machine: dict) -> Measured | None:
+def measured_here(need: Need, results_dir: Path, machine: RecordLike) -> Measured | None:
     """Medians over the bundles of this experiment and profile on this machine (a step is its wall time
     in the manifest, servers started and stopped included; a run's own part is its wall time less its steps')."""
     steps, runs, disk = [], [], []
@@ -509,7 +511,7 @@ def _native_images(exp: experiment.Experiment) -> set[str]:
     return {r.image for r in exp.deployment.roles.values()} if exp.deployment else {exp.image}
 
 
-def measured_durations(needs: list[Need], results_dir: Path, machine: dict, score: float) -> dict[str, dict]:
+def measured_durations(needs: list[Need], results_dir: Path, machine: RecordLike, score: float) -> dict[str, dict]:
     """What this machine measured, per experiment: a `durations:` block for its experiment.yaml
     (the median step of each profile in this machine's bundles, the run's own part where a bundle
     tells it, and this machine's score)."""
@@ -528,11 +530,9 @@ def measured_durations(needs: list[Need], results_dir: Path, machine: dict, scor
     return out
 
 
-def machine_text(record: dict) -> str:
-    cpu = record.get("cpu") or {}
-    pi = (record.get("pi") or {}).get("model")
-    arch = (record.get("architecture") or {}).get("uname_machine") or "?"
-    return f"{pi or cpu.get('model') or 'unknown CPU'}, {cpu.get('cores') or '?'} cores, {arch}"
+def machine_text(record: RecordLike) -> str:
+    rec = MachineRecord.of(record)
+    return f"{rec.pi_model or rec.cpu_model or 'unknown CPU'}, {rec.cores or '?'} cores, {rec.arch or '?'}"
 
 
 def repetitions(exp: experiment.Experiment, profile: str) -> int:

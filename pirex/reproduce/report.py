@@ -23,6 +23,7 @@ from pirex.analysis.interface import NamedTable
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN
 from pirex.core import experiment
 from pirex.core.bundle import Bundle
+from pirex.core.machine import MachineRecord, RecordLike
 from pirex.core.paths import PAPERS
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce.plan import LEVELS, MIN_REPETITIONS, Need
@@ -58,7 +59,7 @@ class Facts:
     title: str
     level: str
     notes: list[str]  # the level's details (--set), the confidence, bundles of another commit
-    machine: dict  # a machine record: the bundles' (before their run), else this machine's now
+    machine: RecordLike  # a machine record: the bundles' (before their run), else this machine's now
     commit: str
     images: list[dict]  # name, digest, platform, origin: every image the bundles ran
     took: float | None = None  # seconds, every attempt of the reproduction added up
@@ -271,12 +272,12 @@ def _short_reason(reason: str) -> str:
 # --- the facts at the top
 
 
-def machine_of(needs: Sequence[Need], here: dict) -> dict:
+def machine_of(needs: Sequence[Need], here: RecordLike) -> MachineRecord:
     """The machine the bundles ran on (the first bundle's record before its run), else this machine's record."""
     for n in needs:
         for b in n.bundles:
             return Bundle.open(b).machine_before()
-    return here
+    return MachineRecord.of(here)
 
 
 def images_of(needs: Sequence[Need]) -> list[dict]:
@@ -284,7 +285,7 @@ def images_of(needs: Sequence[Need]) -> list[dict]:
     seen: dict[str, dict] = {}
     for n in needs:
         for b in n.bundles:
-            for image in Bundle.open(b).manifest["images"].values():
+            for image in Bundle.open(b).images.values():
                 origin = image.get("origin") or {}
                 seen.setdefault(
                     image["digest"],
@@ -302,22 +303,20 @@ def _gib(n: int | None) -> str:
     return "?" if n is None else f"{n / 2**30:.1f} GiB"
 
 
-def machine_rows(record: dict) -> list[tuple[str, str]]:
+def machine_rows(record: RecordLike) -> list[tuple[str, str]]:
     """The machine as the report's top names it: model, CPU, cores, memory, storage under the work directory,
     governor (what each record lacks is said, not left out)."""
-    cpu, pi = record.get("cpu") or {}, record.get("pi") or {}
-    arch = (record.get("architecture") or {}).get("uname_machine") or "?"
-    os_name = (record.get("os") or {}).get("pretty_name") or "?"
-    st, mem = record.get("storage") or {}, record.get("memory") or {}
+    rec = MachineRecord.of(record)
+    cpu, arch, os_name = rec.cpu, rec.arch or "?", rec.os_name or "?"
+    st, mem = rec.storage, rec.memory
     disk = " ".join(x for x in (st.get("kind"), st.get("model"), st.get("fstype")) if x) or "unknown"
-    cpufreq = record.get("cpufreq") or {}
-    governor = cpufreq.get("governor") or "none (no cpufreq: the host sets the clock)"
-    cores = f"{cpu.get('cores') or '?'}" + (
-        f" ({cpu['usable_cores']} usable)" if cpu.get("usable_cores") not in (None, cpu.get("cores")) else ""
+    governor = ", ".join(rec.governors) or "none (no cpufreq: the host sets the clock)"
+    cores = f"{rec.cores or '?'}" + (
+        f" ({cpu['usable_cores']} usable)" if cpu.get("usable_cores") not in (None, rec.cores) else ""
     )
     return [
-        ("Model", pi.get("model") or f"{record.get('hostname') or '?'} (not a Raspberry Pi)"),
-        ("CPU", f"{cpu.get('model_name') or cpu.get('model') or '?'}, {arch}; {os_name}"),
+        ("Model", rec.pi_model or f"{rec.hostname or '?'} (not a Raspberry Pi)"),
+        ("CPU", f"{cpu.get('model_name') or rec.cpu_model or '?'}, {arch}; {os_name}"),
         ("Cores", cores),
         (
             "Memory",

@@ -25,6 +25,7 @@ from pirex.analysis.tidy import device_of, storage_of
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN
 from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
+from pirex.core.machine import MachineRecord, RecordLike
 from pirex.reproduce.claims import Claim
 from pirex.reproduce.verdict import Ours, Verdict, holm, judge, verdict_level
 
@@ -37,7 +38,7 @@ class Group:
 
     name: str
     bundles: tuple[Path, ...]
-    record: dict  # the machine record of its first bundle
+    record: MachineRecord  # the machine record of its first bundle
 
 
 def cached(values_of: Values) -> Values:
@@ -53,9 +54,9 @@ def cached(values_of: Values) -> Values:
     return read
 
 
-def storage_name(record: dict) -> str:
+def storage_name(record: RecordLike) -> str:
     """A storage device as the report names it: kind, model and file system, and where the work directory was."""
-    st = record.get("storage") or {}
+    st = MachineRecord.of(record).storage
     where = st.get("work_dir") or st.get("mount") or ""
     what = "RAM drive (tmpfs)" if not st.get("kind") and st.get("fstype") == "tmpfs" else storage_of(record)
     return what + (f" at {where}" if where else "")
@@ -64,7 +65,7 @@ def storage_name(record: dict) -> str:
 def groups(bundles: Sequence[Path], across_: str) -> list[Group]:
     """Bundles grouped by device or storage, in the order first seen (--storage A --storage B keeps A first)."""
     name = device_of if across_ == "devices" else storage_name
-    out: dict[str, tuple[list[Path], dict]] = {}
+    out: dict[str, tuple[list[Path], MachineRecord]] = {}
     for b in bundles:
         try:
             record = Bundle.open(Path(b)).machine_before()
@@ -77,9 +78,9 @@ def groups(bundles: Sequence[Path], across_: str) -> list[Group]:
 def is_side(g: Group, side: str, across_: str) -> bool:
     """A device side: pi (a Pi's board in the record) or server (none); a storage side: the storage's kind."""
     if across_ == "devices":
-        has_pi = bool((g.record.get("pi") or {}).get("model"))
+        has_pi = bool(g.record.pi_model)
         return has_pi if side == "pi" else not has_pi
-    return (g.record.get("storage") or {}).get("kind") == side
+    return g.record.storage_kind == side
 
 
 def judge_across(

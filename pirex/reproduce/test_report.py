@@ -58,7 +58,7 @@ def _facts(**change) -> report.Facts:
         "architecture": {"uname_machine": "x86_64"},
         "memory": {"total_bytes": 8 * 2**30, "swap_total_bytes": 0},
         "storage": {"work_dir": "/work/results", "kind": "virtio", "fstype": "ext4", "free_bytes": 50 * 2**30},
-        "cpufreq": {"governor": "ondemand"},
+        "cpufreq": [{"cpu": 0, "governor": "ondemand"}, {"cpu": 1, "governor": "ondemand"}],  # as record() has it
     }
     images = [{"name": "jmh", "digest": "sha256:" + "ab" * 32, "platform": "linux/amd64", "origin": "built"}]
     base = report.Facts("Reproduction of icpe18", report.level_text("kick-the-tires"), [], record, "c0ffee", images)
@@ -238,7 +238,7 @@ def test_a_reproductions_page_has_each_runs_tables_beside_the_published_ones(tmp
     captions = [_text(c) for c in run.iter(f"{{{NS['h']}}}caption")]
     assert any("Table 1" in c for c in captions) and "icpe18: table1.csv as published" in captions
     facts = _dom(page).find(".//h:table[@class='facts']", NS)
-    assert not Bundle.open(bundle).manifest["images"] and "Imagesnone recorded" in _text(facts)  # made here: none
+    assert not Bundle.open(bundle).images and "Imagesnone recorded" in _text(facts)  # made here: none
     assert "icpe18:t3-read-docker" in page and "was not among the experiments asked (--experiment)" in page
 
 

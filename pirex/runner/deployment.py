@@ -126,7 +126,7 @@ class Servers:
         loads = self.bundle.json(f"{setup.record}.json", dict, default={"loads": []}).get("loads") or []
         if loads and all(d.is_dir() and any(d.iterdir()) for d in self.data.values()):
             return  # a resumed run: set up before its interruption
-        v = self.by_name[self.bundle.manifest["plan"][0]["variant"]]
+        v = self.by_name[self.bundle.plan[0]["variant"]]
         for name, d in self.data.items():
             proc.run(["rm", "-rf", d], timeout=600)
             prepare_data_dir(d, self.images[self.dep.roles[name].image]["reference"])
@@ -151,7 +151,7 @@ class Servers:
             {
                 "variant": v.name,
                 "data_dir": "on the host disk beside the bundle, removed after the run",
-                "shared_by": list(self.bundle.manifest["variants"]),
+                "shared_by": list(self.bundle.variants),
                 "wall_seconds": round(seconds, 3),
                 **result,
             }

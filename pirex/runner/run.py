@@ -299,7 +299,7 @@ def _duet_repetition(
 ) -> None:
     """One repetition of a duet: its steps at the same moment, each on its own CPUs (duet.run_together); recorded
     together, with each step's CPUs, start and end, or not at all."""
-    image = bundle.manifest["images"][exp.image]
+    image = bundle.images[exp.image]
     rep = group[0]["repetition"]
     natives = [s["variant"] for s in group if by_name[s["variant"]].is_native]
     if natives:  # the image's export made once, before the sides start (they would both make it)
@@ -359,7 +359,7 @@ def _duet_side(
 
 def _sides(bundle: Bundle, group: list[dict]) -> str:
     """`native on CPU 0 12.3 s, docker on CPU 1 12.5 s` for a completed duet repetition."""
-    done = {(s["variant"], s["repetition"]): s for s in bundle.manifest["completed"]}
+    done = {(s["variant"], s["repetition"]): s for s in bundle.completed}
     parts = []
     for s in group:
         c = done[(s["variant"], s["repetition"])]
@@ -369,7 +369,7 @@ def _sides(bundle: Bundle, group: list[dict]) -> str:
 
 def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
     """Every step the bundle still has to run, as its manifest and run.json planned it (also when resumed)."""
-    images = bundle.manifest["images"]
+    images = bundle.images
     image = images[exp.image]
     params = bundle.parameters  # the run's, for its services; each step runs with its own from the plan
     todo = bundle.remaining_steps()

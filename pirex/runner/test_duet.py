@@ -267,8 +267,8 @@ def test_resuming_a_half_done_duet_repetition_redoes_both_of_its_steps(tmp_path)
         ("docker", 2),
     ]
     assert not (b.path / "native" / "1").exists() and not (b.path / "docker" / "1").exists()
-    assert {s["repetition"] for s in r.manifest["completed"]} == {0}
-    assert not [k for k in r.manifest["files"] if k.startswith(("native/1/", "docker/1/"))]
+    assert {s["repetition"] for s in r.completed} == {0}
+    assert not [k for k in r.files if k.startswith(("native/1/", "docker/1/"))]
     _together(r, 1)
     _together(r, 2)
     assert r.finish() == "complete" and verify(b.path) == []
