@@ -36,8 +36,8 @@ from pirex.images import platforms as plat
 from pirex.images import registryfile
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce import plan
+from pirex.reproduce.state import STATE, ReproductionState
 
-STATE = "state.json"  # a reproduction's state (pirex/reproduce/reproduction.py: STATE)
 REPORT_FILES = ("REPORT.md", "report.html", STATE)
 REPORT_FOLDERS = ("figures", "tables")  # what REPORT.md links to
 IMAGES = "images/pirex-images.tar"
@@ -75,15 +75,15 @@ def _experiments(paper: claims_mod.Paper) -> list[str]:
     return list(dict.fromkeys(c.experiment for c in paper.claims if c.experiment))
 
 
-def _state(reproduction: Path, paper: claims_mod.Paper) -> dict:
+def _state(reproduction: Path, paper: claims_mod.Paper) -> ReproductionState:
     try:
-        state = json.loads((reproduction / STATE).read_text())
-    except (OSError, ValueError):
+        state = ReproductionState.read(reproduction)
+    except PirexError:
         raise PirexError(
             f"--reproduction {reproduction}: no readable {STATE} there (give a results/reproduce/<id> folder that "
             "`pirex reproduce` wrote)"
         ) from None
-    papers = state.get("papers") or []
+    papers = state.papers
     if papers not in ([], ["all"]) and paper.id not in papers:
         raise PirexError(
             f"--reproduction {reproduction} reproduced {', '.join(papers)}, not {paper.id}: give a reproduction of "
@@ -94,15 +94,15 @@ def _state(reproduction: Path, paper: claims_mod.Paper) -> dict:
     return state
 
 
-def _bundles(state: dict, paper: claims_mod.Paper) -> list[Path]:
+def _bundles(state: ReproductionState, paper: claims_mod.Paper) -> list[Path]:
     """The bundles the reproduction judged (its runs, and those given by hand) of the paper's experiments, each
     verified (sizes and sha256 digests): one that fails stops the packing, naming it."""
     from pirex.reproduce import sources
 
-    left_out = set(state.get("left_out") or {})
-    paths = [Path(b) for bs in (state.get("bundles") or {}).values() for b in bs]
-    if state.get("given"):
-        paths += sources.given_bundles([Path(g) for g in state["given"]])
+    left_out = set(state.left_out or {})
+    paths = state.bundle_paths()
+    if state.given:
+        paths += sources.given_bundles(state.given)
     paths = [p for p in dict.fromkeys(paths) if str(p) not in left_out]
     gone = [p for p in paths if not p.is_dir()]
     if gone:
@@ -144,10 +144,10 @@ def _reproduction(reproduction: Path, paper: claims_mod.Paper, into: Path) -> di
         for name, image in Bundle.open(b).manifest.get("images", {}).items():
             images[image["digest"]] = f"{image.get('name', '?')}@{image['digest']} ({image.get('platform', '?')})"
             ran.add((image.get("name", name), image.get("platform", "?"), image["digest"]))
-    verdicts = {k: v for k, v in (state.get("verdicts") or {}).items() if k.startswith(f"{paper.id}:")}
+    verdicts = {k: v for k, v in (state.verdicts or {}).items() if k.startswith(f"{paper.id}:")}
     return {
         "id": reproduction.name,
-        "level": state.get("level", "?"),
+        "level": state.level or "?",
         "verdicts": verdicts,
         "images": sorted(images.values()),
         "ran": sorted(ran),  # (image, platform, platform manifest digest): what the images archive must hold

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from pirex.artifact import check
 from pirex.artifact.appendix import cell
-from pirex.artifact.pack import IMAGES, META, STATE, copy_report
+from pirex.artifact.pack import IMAGES, META, copy_report
 from pirex.core import proc
 from pirex.core.errors import PirexError
 from pirex.reproduce import sources
+from pirex.reproduce.state import STATE, ReproductionState
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
 
 JUDGED = (HOLDS, DIFFERS, INCONCLUSIVE)
@@ -120,10 +121,10 @@ def open_(path: Path, paper: str, scratch: Path) -> Opened:
         raise PirexError(f"--artifact {path}: {META} is not JSON ({e})") from None
     opened = Opened(path, top, paper, meta)
     if opened.reproduction:
-        state = json.loads((opened.reproduction / STATE).read_text())
+        state = ReproductionState.read(opened.reproduction)
         mine = f"{paper}:"
-        opened.inside = {k: v for k, v in (state.get("verdicts") or {}).items() if k.startswith(mine)}
-        opened.reasons = {k: v for k, v in (state.get("reasons") or {}).items() if k.startswith(mine)}
+        opened.inside = {k: v for k, v in (state.verdicts or {}).items() if k.startswith(mine)}
+        opened.reasons = {k: v for k, v in (state.reasons or {}).items() if k.startswith(mine)}
     return opened
 
 
@@ -166,20 +167,25 @@ def load_images(opened: Opened, platform, regfile: Path) -> dict[str, str]:
     return {i.name: i.manifest_digest for i in imported}
 
 
-def check_resumed(state: dict, folder: Path, artifact: Path, images: dict[str, str] | None = None) -> None:
+def check_resumed(
+    state: ReproductionState | dict, folder: Path, artifact: Path, images: dict[str, str] | None = None
+) -> None:
     """--resume of a rerun: the reproduction in folder must be a rerun of an artifact, and the images imported now
-    (when given) the ones it ran: a resumed rerun keeps what it ran, and two artifacts' runs would be judged as one."""
-    if not state.get("artifact"):
+    (when given) the ones it ran: a resumed rerun keeps what it ran, and two artifacts' runs would be judged as one.
+    (A dict: the parsed state.json, as cli.py passes it until it reads it through ReproductionState.)"""
+    if isinstance(state, dict):
+        state = ReproductionState.from_json(state, folder / STATE)
+    if not state.artifact:
         raise PirexError(
             f"--resume {folder} is a reproduction of this checkout's images, not a rerun of an artifact: "
             "resume it without --artifact"
         )
-    ran = state.get("artifact_images")
+    ran = state.artifact_images
     if images is not None and ran is not None and ran != images:
         differ = sorted(n for n in set(ran) | set(images) if ran.get(n) != images.get(n))
         raise PirexError(
             f"--artifact {artifact} holds other images ({', '.join(differ)}) than the rerun in {folder} ran: resume "
-            f"it with the artifact it was started with ({state['artifact']})"
+            f"it with the artifact it was started with ({state.artifact})"
         )
 
 
@@ -214,23 +220,23 @@ def adopt(opened: Opened, opts, given: Collection[str] = ()) -> str:
     comparable. Returns what was taken, "" when nothing."""
     if opened.reproduction is None:
         return ""
-    state = json.loads((opened.reproduction / STATE).read_text())
+    state = ReproductionState.read(opened.reproduction)
     taken = []
-    if "level" not in given and state.get("level") and state["level"] != opts.level:
-        opts.level = state["level"]
+    if "level" not in given and state.level and state.level != opts.level:
+        opts.level = state.level
         taken.append(f"--level {opts.level}")
-    if not opts.sets and state.get("sets"):
-        opts.sets = state["sets"]
+    if not opts.sets and state.sets:
+        opts.sets = state.sets
         taken += [f"--set {e}.{k}={v}" for e, kv in opts.sets.items() for k, v in kv.items()]
-    if "confidence" not in given and state.get("confidence") and state["confidence"] != opts.confidence:
-        opts.confidence = state["confidence"]
+    if "confidence" not in given and state.confidence and state.confidence != opts.confidence:
+        opts.confidence = state.confidence
         taken.append(f"--confidence {100 * opts.confidence:g}%")
-    if opts.aa is None and isinstance(state.get("aa"), bool):
-        opts.aa = state["aa"]
+    if opts.aa is None and isinstance(state.aa, bool):
+        opts.aa = state.aa
         if opts.aa != (opts.level == "full"):  # not what the level gives by default
             taken.append("--aa" if opts.aa else "--no-aa")
-    if "design" not in given and state.get("design") and state["design"] != opts.design:
-        opts.design = state["design"]
+    if "design" not in given and state.design and state.design != opts.design:
+        opts.design = state.design
         taken.append(f"--design {opts.design}")
     return f"as the reproduction inside: {' '.join(taken)}" if taken else ""
 
@@ -259,10 +265,10 @@ class Row:
 
 def compare(opened: Opened, out: Path) -> list[Row]:
     """One row per claim of either side (inside the artifact, or here)."""
-    state = json.loads((out / STATE).read_text())
+    state = ReproductionState.read(out)
     mine = f"{opened.paper}:"
-    here = {k: v for k, v in (state.get("verdicts") or {}).items() if k.startswith(mine)}
-    reasons = state.get("reasons") or {}
+    here = {k: v for k, v in (state.verdicts or {}).items() if k.startswith(mine)}
+    reasons = state.reasons or {}
     rows = []
     for key in sorted(set(opened.inside) | set(here)):
         row = Row(key, opened.inside.get(key, "not in the artifact"), here.get(key, "not judged here"))

@@ -19,6 +19,7 @@ from pirex.core.errors import PirexError
 from pirex.images import archive
 from pirex.images import platforms as plat
 from pirex.reproduce import claims
+from pirex.reproduce.state import ReproductionState
 
 PAPER = "fork24"  # the smallest paper (one experiment): quick to pack
 
@@ -153,8 +154,9 @@ def test_a_damaged_bundle_is_not_packed(tmp_path):
 
 def test_a_reproduction_of_another_paper_is_refused(tmp_path):
     rep, _ = _reproduction(tmp_path)
-    state = json.loads((rep / "state.json").read_text())
-    (rep / "state.json").write_text(json.dumps({**state, "papers": ["icpe18"]}))
+    state = ReproductionState.read(rep)
+    state.papers = ["icpe18"]
+    state.write(rep)
     with pytest.raises(PirexError, match="reproduced icpe18, not fork24"):
         pack.pack(PAPER, tmp_path / "out", reproduction=rep)
 

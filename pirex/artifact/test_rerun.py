@@ -20,6 +20,7 @@ from pirex.cli.main import cli
 from pirex.core import proc
 from pirex.core.errors import PirexError
 from pirex.images import archive, localregistry
+from pirex.reproduce.state import ReproductionState
 
 CLAIM = f"{PAPER}:cost-grows-with-memory"
 
@@ -28,9 +29,9 @@ CLAIM = f"{PAPER}:cost-grows-with-memory"
 def artifact(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("rerun")
     rep, _ = _reproduction(tmp)
-    state = json.loads((rep / "state.json").read_text())
-    state["reasons"] = {CLAIM: "the ratio's interval lies above 1"}
-    (rep / "state.json").write_text(json.dumps(state))
+    state = ReproductionState.read(rep)
+    state.reasons = {CLAIM: "the ratio's interval lies above 1"}
+    state.write(rep)
     return pack.pack(PAPER, tmp / f"{PAPER}-artifact.tar", reproduction=rep)
 
 
@@ -75,7 +76,7 @@ def test_agreeing_verdicts_and_the_report_inside_beside_the_rerun(artifact, tmp_
     out = _rerun_folder(tmp_path, {CLAIM: "holds"}, {CLAIM: "above 1 here too"})
     rerun.copy_inside(opened, out)
     assert (out / "artifact" / "REPORT.md").read_text() == "# Reproduction\n"
-    assert json.loads((out / "artifact" / "state.json").read_text())["verdicts"][CLAIM] == "holds"
+    assert ReproductionState.read(out / "artifact").verdicts[CLAIM] == "holds"
     rows = rerun.compare(opened, out)
     assert [(r.key, r.inside, r.here, r.agrees) for r in rows] == [(CLAIM, "holds", "holds", True)]
     assert rerun.agreement(rows) == "1 of 1 claims judged on both sides agree"
@@ -113,9 +114,9 @@ def test_the_rerun_takes_the_level_and_sets_inside_unless_given(artifact, tmp_pa
     from pirex.reproduce.reproduction import Options
 
     opened = rerun.open_(artifact, PAPER, tmp_path / "u")
-    state = json.loads((opened.reproduction / "state.json").read_text())
-    state |= {"level": "full", "sets": {"fork": {"repetitions": 2}}}
-    (opened.reproduction / "state.json").write_text(json.dumps(state))
+    state = ReproductionState.read(opened.reproduction)
+    state.level, state.sets = "full", {"fork": {"repetitions": 2}}
+    state.write(opened.reproduction)
     opts = Options([PAPER])
     assert rerun.adopt(opened, opts) == "as the reproduction inside: --level full --set fork.repetitions=2"
     assert (opts.level, opts.sets) == ("full", {"fork": {"repetitions": 2}})
@@ -129,17 +130,17 @@ def test_the_rerun_takes_the_confidence_aa_and_design_inside_unless_given(artifa
     from pirex.reproduce.reproduction import Options
 
     opened = rerun.open_(artifact, PAPER, tmp_path / "u")
-    state = json.loads((opened.reproduction / "state.json").read_text())
-    state |= {"level": "kick-the-tires", "confidence": 0.9, "aa": True, "design": "duet"}
-    (opened.reproduction / "state.json").write_text(json.dumps(state))
+    state = ReproductionState.read(opened.reproduction)
+    state.level, state.confidence, state.aa, state.design = "kick-the-tires", 0.9, True, "duet"
+    state.write(opened.reproduction)
     opts = Options([PAPER])
     assert rerun.adopt(opened, opts) == "as the reproduction inside: --confidence 90% --aa --design duet"
     assert (opts.confidence, opts.aa, opts.design) == (0.9, True, "duet")
     mine = Options([PAPER], confidence=0.99, aa=False)
     assert rerun.adopt(opened, mine, given={"confidence", "design"}) == ""
     assert (mine.confidence, mine.aa, mine.design) == (0.99, False, "interleaved")
-    state |= {"aa": False}
-    (opened.reproduction / "state.json").write_text(json.dumps(state))
+    state.aa = False
+    state.write(opened.reproduction)
     quiet = Options([PAPER])
     assert "--aa" not in rerun.adopt(opened, quiet) and quiet.aa is False  # the level's default: taken, not said
 

@@ -32,9 +32,9 @@ from pirex.core.bundle import DUET, Bundle
 from pirex.core.errors import PirexError
 from pirex.reproduce import budget, plan
 from pirex.reproduce.claims import Claim
+from pirex.reproduce.state import Budget, ReproductionState, Running
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, Verdict, edges, on_values
 
-KEY = "budget"  # state.json's entry: {"given": [s, ...], "spent": s, "rounds": n, "design": {...}}
 CAP = 4  # a run's n_max is at most CAP times its pilot (register)
 TINY = 1e-12  # a look whose one-sided level is below this decides nothing a float can tell apart (1 - p == 1)
 
@@ -52,24 +52,24 @@ def budgeted(c: Claim, need: plan.Need) -> bool:
 # --- the design's state, in state.json
 
 
-def load(state: dict) -> budget.Design | None:
+def load(state: ReproductionState) -> budget.Design | None:
     """The design a budgeted reproduction saved, or None for one without --budget."""
-    saved = state.get(KEY)
-    return budget.Design.from_json(json.dumps(saved["design"])) if saved and saved.get("design") else None
+    saved = state.budget
+    return budget.Design.from_json(json.dumps(saved.design)) if saved and saved.design else None
 
 
-def start(state: dict, seconds: float, earlier: dict | None) -> dict:
+def start(state: ReproductionState, seconds: float, earlier: Budget | None) -> Budget:
     """state.json's budget entry for this attempt: a new one, or the resumed one with this attempt's budget added."""
     if not seconds > 0:
         raise PirexError(f"--budget {seconds:g} s: expected a duration above zero, e.g. 15m")
-    entry = dict(earlier) if earlier else {"given": [], "spent": 0.0, "rounds": 0, "design": None}
-    entry["given"] = [*entry["given"], round(seconds, 1)]
-    state[KEY] = entry
+    entry = dataclasses.replace(earlier) if earlier else Budget()
+    entry.given = [*entry.given, round(seconds, 1)]
+    state.budget = entry
     return entry
 
 
-def save(entry: dict, design: budget.Design) -> None:
-    entry["design"] = json.loads(design.to_json())
+def save(entry: Budget, design: budget.Design) -> None:
+    entry.design = json.loads(design.to_json())
 
 
 def register(design: budget.Design, needs: Sequence[plan.Need], claims: Sequence[Claim], seconds: float) -> None:
@@ -117,7 +117,7 @@ def orphans(
     n: plan.Need,
     results_dir: Path,
     machine: dict,
-    running: dict | None,
+    running: Running | None,
     have: Sequence[Path],
     statuses: tuple[str, ...] = ("complete",),
 ) -> list[tuple[Path, int]]:
@@ -125,8 +125,8 @@ def orphans(
     "extends"), with the repetitions before it: complete (finished, then killed before the save), or with statuses
     ("partial", "running") unfinished, which the resume finishes first so that no step's container or mounts are
     left behind. Only that one bundle: never another reproduction's."""
-    name = (running or {}).get("extends")
-    if not name or running.get("key") != n.key:
+    name = running.extends if running else None
+    if not name or running.key != n.key:
         return []
     before = int(name.rpartition("@")[2])
     found = plan.matching_bundles(n, results_dir, None, machine, statuses, any_repetitions=True, extends=name)
@@ -257,7 +257,7 @@ def spend(
     reading: Reading,
     judge: Callable[[], list[Verdict]],
     extend: Callable[[plan.Need, int, int], None],
-    entry: dict,
+    entry: Budget,
     checkpoint: Callable[[], None],
     echo: Callable[[str], None],
 ) -> tuple[float, list[Verdict] | None]:
@@ -277,9 +277,9 @@ def spend(
         alloc = budget.allocate(pending, seconds, left, reading.design)
         if not alloc.targets:
             return left, verdicts
-        entry["rounds"] += 1
+        entry.rounds += 1
         echo(
-            f"budget round {entry['rounds']}: {_minutes(left)} left; extending "
+            f"budget round {entry.rounds}: {_minutes(left)} left; extending "
             + ", ".join(f"{k} to {n} repetitions" for k, n in alloc.targets.items())
             + f" (about {_minutes(alloc.seconds)}), which would decide {len(alloc.decides)} claim(s) at their estimates"
         )
@@ -299,7 +299,7 @@ def spend(
             finally:
                 took = monotonic() - started
                 left -= took
-                entry["spent"] = round(entry["spent"] + took, 1)
+                entry.spent = round(entry.spent + took, 1)
                 checkpoint()
     return left, None
 
@@ -356,14 +356,14 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def note(entry: dict, design: budget.Design, verdicts: Sequence[Verdict]) -> str:
+def note(entry: Budget, design: budget.Design, verdicts: Sequence[Verdict]) -> str:
     """The report's note on the budget: the method, what was spent, the looks taken, each verdict's level."""
-    given = " + ".join(_minutes(s) for s in entry["given"])
+    given = " + ".join(_minutes(s) for s in entry.given)
     looks = sum(len(v["looks"]) for v in design.claims.values())
     decided = sum(1 for v in verdicts if v.look and v.verdict in (HOLDS, DIFFERS))
     shape = "O'Brien-Fleming" if design.shape == budget.OBRIEN_FLEMING else "Pocock"
     return (
-        f"Budget {given} of runs, {_minutes(entry['spent'])} spent, the pilot and {entry['rounds']} round(s): each "
+        f"Budget {given} of runs, {_minutes(entry.spent)} spent, the pilot and {entry.rounds} round(s): each "
         f"claim on this machine is a group-sequential test (alpha = {100 * design.alpha:g} % per conclusion, spent by "
         f"a Lan-DeMets function of {shape} shape, {design.method} over the looks), looked at on the fixed grid "
         f"{', '.join(map(str, budget.grid(max(design.n_max, design.pilot), design.pilot)))}... repetitions up to its "

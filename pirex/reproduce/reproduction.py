@@ -6,7 +6,6 @@ state.json, so `--resume DIR` continues a killed reproduction without rerunning 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pirex.core.paths import PAPERS, git_version
 from pirex.reproduce import budgeted, plan, report, sources, spans
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce.budget import Design
+from pirex.reproduce.state import STATE, Budget, ReproductionState, Running
 from pirex.reproduce.verdict import (
     DIFFERS,
     HOLDS,
@@ -39,7 +39,6 @@ from pirex.reproduce.verdict import (
 )
 
 log = logging.getLogger(__name__)
-STATE = "state.json"
 UNFINISHED = ("partial", "running")
 
 
@@ -100,10 +99,9 @@ def _out_dir(opts: Options, papers: list[claims_mod.Paper]) -> Path:
 def artifact_of(folder: Path) -> Path | None:
     """The artifact a reproduction reran (--artifact), which its --resume must load again; None for the others."""
     try:
-        given = json.loads((folder / STATE).read_text()).get("artifact")
-    except (OSError, ValueError):
+        return ReproductionState.read(folder).artifact
+    except PirexError:
         return None  # reproduce() names what is wrong with the folder
-    return Path(given) if given else None
 
 
 def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo=click.echo) -> Path:
@@ -113,22 +111,26 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         raise PirexError(f"--results-dir {opts.results_dir} is not a directory")
     papers = _papers(opts.papers)
     out = _out_dir(opts, papers)
-    state = json.loads((out / STATE).read_text()) if opts.resume else {}
-    if state and opts.budget and not state.get(budgeted.KEY):
+    # what an earlier attempt saved; a fresh reproduction's "earlier state" is every default
+    state = ReproductionState.read(out) if opts.resume else ReproductionState()
+    if opts.resume and opts.budget and not state.budget:
         raise PirexError(
             f"--resume {out} --budget: that reproduction ran without --budget, and its verdicts were read at the fixed "
             "level on the repetitions it has; a budget's looks on the same repetitions would test them twice. Start a "
             "new reproduction with --budget (it reuses no bundle a budget extended)"
         )
-    if state:
-        opts.confidence = state.get("confidence", opts.confidence)  # the level the first attempt judged at
-        opts.level, opts.papers, opts.sets = state["level"], state["papers"], state.get("sets", {})
-        opts.aa = state.get("aa", opts.aa)
-        opts.experiments = state.get("experiments", [])
-        opts.inventory = Path(state["inventory"]) if state.get("inventory") else None
-        opts.bundles = [Path(b) for b in state.get("given", [])]
-        opts.storages = [Path(s) for s in state.get("storages", [])]
-        opts.design = state.get("design", plan.INTERLEAVED)
+    if opts.resume:
+        if state.level is None:
+            raise PirexError(f"--resume {out}: its {STATE} names no level: start a new reproduction")
+        if state.confidence is not None:  # the level the first attempt judged at
+            opts.confidence = state.confidence
+        opts.level, opts.papers, opts.sets = state.level, state.papers, state.sets
+        opts.aa = state.aa if state.aa is not None else opts.aa
+        opts.experiments = state.experiments
+        opts.inventory = state.inventory
+        opts.bundles = list(state.given)
+        opts.storages = list(state.storages)
+        opts.design = state.design
         papers = _papers(opts.papers)
     _check_experiments(opts.experiments)
     given = sources.given_bundles(opts.bundles)  # --bundles: what there is to judge, expanded
@@ -152,17 +154,15 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     for e in opts.experiments:  # one no claim needs still runs (its tables are in the report): make run takes it
         if not any(n.experiment == e for n in needs):
             needs.append(plan.Need(e, None, plan.LEVELS[opts.level], list(experiment.load(e).default_variants)))
-    score = state.get("score") or plan.calibration_score()  # a resumed reproduction keeps its estimates
-    done = state.get("bundles", {})  # a resumed reproduction keeps what it ran, even from an earlier commit
+    score = state.score or plan.calibration_score()  # a resumed reproduction keeps its estimates
+    done = state.bundles  # a resumed reproduction keeps what it ran, even from an earlier commit
     for n in needs:
         if given:  # --bundles: the given ones that answer the need, whatever machine or commit ran them
             n.bundles = sources.answering(n, given)
             continue
-        n.bundles = sources.intact(
-            [Path(p) for p in done.get(n.key, []) if plan.is_complete(Path(p))], verifier, left_out
-        )
-        if state.get(budgeted.KEY) and not opts.inventory:  # an extension a kill finished but did not save
-            found = budgeted.orphans(n, opts.results_dir, here, state.get("running"), n.bundles)
+        n.bundles = sources.intact([p for p in done.get(n.key, []) if plan.is_complete(p)], verifier, left_out)
+        if state.budget and not opts.inventory:  # an extension a kill finished but did not save
+            found = budgeted.orphans(n, opts.results_dir, here, state.running, n.bundles)
             n.bundles += sources.intact([b for b, _ in found], verifier, left_out)
         if opts.inventory:  # a fleet's runs are this reproduction's own: resumed from its state, never reused
             plan.estimate(n, experiment.load(n.experiment), score, None)
@@ -195,38 +195,38 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     attempts, partial = _earlier_attempts(state, needs, opts.results_dir, here)
     previous, state = (
         state,
-        {
-            "papers": [str(p.path) if p.path.parent.parent != PAPERS else p.id for p in papers],
-            "level": opts.level,
-            "sets": opts.sets,
-            "aa": opts.aa,
-            "experiments": opts.experiments,
-            "inventory": str(opts.inventory) if opts.inventory else None,
-            "given": [str(b) for b in opts.bundles],
-            "storages": [str(s) for s in opts.storages],
-            "design": opts.design,
-            "confidence": opts.confidence,
-            "artifact": str(opts.artifact) if opts.artifact else None,  # a rerun of an artifact (artifact/rerun.py)
+        ReproductionState(
+            papers=[str(p.path) if p.path.parent.parent != PAPERS else p.id for p in papers],
+            level=opts.level,
+            sets=opts.sets,
+            aa=opts.aa,
+            experiments=opts.experiments,
+            inventory=opts.inventory,
+            given=list(opts.bundles),
+            storages=list(opts.storages),
+            design=opts.design,
+            confidence=opts.confidence,
+            artifact=opts.artifact,  # a rerun of an artifact (artifact/rerun.py)
             # the images a rerun of an artifact ran ({}: the artifact held none): its --resume must import the same
-            "artifact_images": (opts.artifact_images or {}) if opts.artifact else None,
-            "fleets": state.get("fleets", {}),  # need -> its fleet run (--inventory): resumed, never started again
-            "hosts_failed": state.get("hosts_failed", {}),
-            "commit": commit,
-            "failed": {},
-            "score": score,
+            artifact_images=(opts.artifact_images or {}) if opts.artifact else None,
+            fleets=state.fleets,  # need -> its fleet run (--inventory): resumed, never started again
+            hosts_failed=state.hosts_failed,
+            commit=commit,
+            failed={},
+            score=score,
             # a resumed reproduction keeps the first plan's estimates of the runs an earlier attempt finished
-            "estimates": {**{n.key: n.seconds for n in needs if not n.bundles}, **state.get("estimates", {})},
-            "bundles": {n.key: [str(b) for b in n.bundles] for n in needs if n.bundles},
-            "ran": state.get("ran", {}),
-            "attempts": [*attempts, {"started": round(time(), 1), "ended": round(time(), 1)}],
-            "partial": partial,  # seconds a run spent in attempts killed before it finished
-            "running": None,  # the run under way, and when it started: what a killed attempt leaves behind
-        },
+            estimates={**{n.key: n.seconds for n in needs if not n.bundles}, **state.estimates},
+            bundles={n.key: list(n.bundles) for n in needs if n.bundles},
+            ran=state.ran,
+            attempts=[*attempts, {"started": round(time(), 1), "ended": round(time(), 1)}],
+            partial=partial,  # seconds a run spent in attempts killed before it finished
+            running=None,  # the run under way, and when it started: what a killed attempt leaves behind
+        ),
     )
     design, entry = budgeted.load(previous), None  # a budgeted reproduction's design: its looks are read again
     local = not (opts.inventory or given or opts.reuse_only)
     if opts.budget and local:  # runs of this machine: the pilot, then rounds
-        entry = budgeted.start(state, opts.budget, previous.get(budgeted.KEY))
+        entry = budgeted.start(state, opts.budget, previous.budget)
         design = design or Design(alpha=alpha_of(opts.confidence))
         budgeted.register(design, needs, claims, opts.budget)  # n_max from the estimates, before any data
         budgeted.save(entry, design)
@@ -236,13 +236,13 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             "extend the runs whose claims are closest to a verdict (a group-sequential design: docs/statistics.md)"
         )
     else:
-        if previous.get(budgeted.KEY):
-            state[budgeted.KEY] = previous[budgeted.KEY]
+        if previous.budget:
+            state.budget = previous.budget
         if opts.budget and (given or opts.reuse_only):
             echo("budget: nothing runs here (--bundles or --reuse-only): --budget is not used")
     reading = budgeted.Reading(design, opts.confidence, opts.precision) if design else None
     _save(out, state)
-    failed: dict[str, str] = state["failed"]  # filled in place, saved with the state
+    failed = state.failed  # filled in place, saved with the state
     left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
     for n in needs:
         if n.bundles or opts.reuse_only or given:
@@ -252,13 +252,13 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             echo(f"reproduce: {n.key} not run: {why}")
             continue
         started = monotonic()
-        state["running"] = {"key": n.key, "started": round(time(), 1)}
+        state.running = Running(n.key, round(time(), 1))
         _save(out, state)
         try:
             n.bundles = sources.on_fleet(n, opts, state, echo) if opts.inventory else [run_one(n, opts)]
             # fetched from the fleet's hosts: digests too; written by this very command (run_one): sizes only
             n.bundles = sources.intact(n.bundles, verifier, left_out, digests=bool(opts.inventory))
-            state["bundles"][n.key] = [str(b) for b in n.bundles]
+            state.bundles[n.key] = list(n.bundles)
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
@@ -267,13 +267,13 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             if left is not None:
                 left -= took
             if entry is not None:
-                entry["spent"] = round(entry["spent"] + took, 1)
-        state["running"] = None
+                entry.spent = round(entry.spent + took, 1)
+        state.running = None
         if n.bundles:
-            state["ran"][n.key] = round(took + partial.pop(n.key, 0.0), 1)
+            state.ran[n.key] = round(took + partial.pop(n.key, 0.0), 1)
         _save(out, state)
 
-    lost = {h: why for hosts_ in state["hosts_failed"].values() for h, why in hosts_.items()}
+    lost = {h: why for hosts_ in state.hosts_failed.values() for h, why in hosts_.items()}
     judged = None  # the last round's verdicts, when nothing ran after them
     if reading is not None and local:
 
@@ -282,14 +282,15 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             ext = dataclasses.replace(
                 n, overrides={**n.overrides, "repetitions": extra}, bundles=[], continues=before, extends=name
             )
-            state["running"] = {"key": n.key, "started": round(time(), 1), "extends": name}
+            state.running = Running(n.key, round(time(), 1), name)
             _save(out, state)
             started = monotonic()
 
             def took() -> None:
-                state["running"] = None
-                extended = state.setdefault("extended", {})  # apart from "ran": the plan's estimates are the pilot's
-                extended[n.key] = round(extended.get(n.key, 0.0) + monotonic() - started, 1)
+                state.running = None
+                if state.extended is None:  # apart from "ran": the plan's estimates are the pilot's
+                    state.extended = {}
+                state.extended[n.key] = round(state.extended.get(n.key, 0.0) + monotonic() - started, 1)
 
             try:
                 got = sources.intact([run_one(ext, opts)], verifier, left_out, digests=False)
@@ -299,11 +300,11 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
             # interrupted otherwise (Ctrl-C): "running" stays, so that the resume finds what the run left (orphans)
             took()
             n.bundles = [*n.bundles, *got]
-            state["bundles"][n.key] = [str(b) for b in n.bundles]
+            state.bundles[n.key] = list(n.bundles)
             _save(out, state)
 
         for n in needs:  # a killed attempt's unfinished extension: finished first (its containers, mounts reaped)
-            found = budgeted.orphans(n, opts.results_dir, here, previous.get("running"), n.bundles, UNFINISHED)
+            found = budgeted.orphans(n, opts.results_dir, here, previous.running, n.bundles, UNFINISHED)
             for b, before in found:
                 started = monotonic()
                 try:
@@ -313,7 +314,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
                 finally:
                     if entry is not None and left is not None:
                         left -= monotonic() - started
-                        entry["spent"] = round(entry["spent"] + monotonic() - started, 1)
+                        entry.spent = round(entry.spent + monotonic() - started, 1)
         if entry is not None and left is not None:
             left, judged = budgeted.spend(
                 left,
@@ -328,15 +329,16 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     verdicts = judged or judge_all(claims, needs, missing, failed, opts, requirements, lost, reading)
     if reading is not None:
         verdicts = budgeted.explain(verdicts, needs, reading, left or 0.0, f"pirex reproduce --resume {out}")
-        state.setdefault(budgeted.KEY, {"given": [], "spent": 0.0, "rounds": 0})
-        budgeted.save(state[budgeted.KEY], reading.design)
+        if state.budget is None:
+            state.budget = Budget()
+        budgeted.save(state.budget, reading.design)
     found = report.sections(needs, claims, out)  # the tables behind the verdicts (pirex table prints them), figures
     notes = [
         f"{e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()
     ]  # the level's details
     notes.append(multiplicity_note(verdicts, opts.confidence, opts.precision))
     if reading is not None:
-        notes.append(budgeted.note(state[budgeted.KEY], reading.design, verdicts))
+        notes.append(budgeted.note(state.budget, reading.design, verdicts))
     if opts.design == plan.DUET:
         notes.append(plan.design_note(needs))
     if opts.experiments:
@@ -350,7 +352,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     durations = plan.measured_durations(needs, opts.results_dir, here, score)
     if durations:  # what an experiment.yaml's durations: block can take from this machine
         (out / "durations.yaml").write_text(yaml.safe_dump(durations, sort_keys=False))
-    timing = [(k, state["estimates"].get(k), secs) for k, secs in state["ran"].items()]
+    timing = [(k, state.estimates.get(k), secs) for k, secs in state.ran.items()]
     _save(out, state)  # the time until now: this attempt's end so far
     facts = report.Facts(
         "Reproduction of " + ", ".join(p.id for p in papers),
@@ -359,19 +361,19 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
         report.machine_of(needs, here),
         commit or "unknown",
         report.images_of(needs),
-        time_taken(state),
-        len(state["attempts"]),
+        state.time_taken(),
+        len(state.attempts),
         opts.precision,
         {p.id: p.title for p in papers},
         [g.name for g in spans.groups([b for n in needs for b in n.bundles], "devices")],
         left_out=left_out,
     )
     md, _ = report.write(out, facts, verdicts, needs, missing, timing, found)
-    state["verdicts"] = {verdict_key(v): v.verdict for v in verdicts}
-    state["reasons"] = {verdict_key(v): v.reason for v in verdicts}  # what a rerun compares with (artifact/rerun.py)
-    state["left_out"] = left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli.py)
+    state.verdicts = {verdict_key(v): v.verdict for v in verdicts}
+    state.reasons = {verdict_key(v): v.reason for v in verdicts}  # what a rerun compares with (artifact/rerun.py)
+    state.left_out = left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli.py)
     _save(out, state)
-    echo("\n" + report.summary(verdicts, md, took=time_taken(state), attempts=len(state["attempts"])))
+    echo("\n" + report.summary(verdicts, md, took=state.time_taken(), attempts=len(state.attempts)))
     return out
 
 
@@ -453,19 +455,21 @@ def _check_experiments(names: list[str]) -> None:
         )
 
 
-def _earlier_attempts(state: dict, needs: list[plan.Need], results_dir: Path, here: dict) -> tuple[list, dict]:
+def _earlier_attempts(
+    state: ReproductionState, needs: list[plan.Need], results_dir: Path, here: dict
+) -> tuple[list, dict]:
     """A resumed reproduction's earlier attempts (started, ended: epoch seconds), and the seconds each run they
     left unfinished had taken. A killed attempt saved its state last when its run started; it lasted at least
     until the last step that run completed in the bundle it left (the one the runner resumes)."""
-    attempts = [dict(a) for a in state.get("attempts", [])]
-    partial = dict(state.get("partial", {}))
-    running = state.get("running")
+    attempts = [dict(a) for a in state.attempts]
+    partial = dict(state.partial)
+    running = state.running
     if running and attempts:
-        need = next((n for n in needs if n.key == running["key"]), None)
-        last = _last_step_end(need, results_dir, here, running.get("extends")) if need else None
+        need = next((n for n in needs if n.key == running.key), None)
+        last = _last_step_end(need, results_dir, here, running.extends) if need else None
         attempts[-1]["ended"] = max(attempts[-1]["ended"], last or 0.0)
-        key = running["key"]
-        partial[key] = partial.get(key, 0.0) + max(attempts[-1]["ended"] - running["started"], 0.0)
+        key = running.key
+        partial[key] = partial.get(key, 0.0) + max(attempts[-1]["ended"] - running.started, 0.0)
     return attempts, partial
 
 
@@ -476,18 +480,16 @@ def _last_step_end(need: plan.Need, results_dir: Path, here: dict, extends: str 
     return max(ends, default=None)
 
 
-def time_taken(state: dict) -> float | None:
-    """The reproduction's time: every attempt's, added up (None for a state from before attempts were kept)."""
-    attempts = state.get("attempts")
-    return sum(a["ended"] - a["started"] for a in attempts) if attempts else None
+def time_taken(state: ReproductionState | dict) -> float | None:
+    """The reproduction's time: every attempt's, added up (None for a state from before attempts were kept); a dict:
+    a parsed state.json (test_report.py passes one)."""
+    return (ReproductionState.from_json(state) if isinstance(state, dict) else state).time_taken()
 
 
-def _save(out: Path, state: dict) -> None:
-    if state.get("attempts"):  # this attempt lasts at least until now
-        state["attempts"][-1]["ended"] = round(time(), 1)
-    tmp = out / f".{STATE}.tmp"
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
-    tmp.replace(out / STATE)
+def _save(out: Path, state: ReproductionState) -> None:
+    if state.attempts:  # this attempt lasts at least until now
+        state.attempts[-1]["ended"] = round(time(), 1)
+    state.write(out)
 
 
 def judge_all(

@@ -13,6 +13,7 @@ from pirex.core import experiment, fleetrun
 from pirex.core.bundle import MANIFEST, Bundle, Verifier
 from pirex.core.errors import PirexError
 from pirex.reproduce import plan
+from pirex.reproduce.state import ReproductionState
 
 # a rerun of an artifact's scratch folder under the results folder (artifact/rerun.py): the artifact unpacked, its
 # bundles (another machine's) among them; never results of this machine
@@ -127,7 +128,7 @@ def _sets(need: plan.Need) -> tuple[str, ...]:
     return tuple(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in values.items())
 
 
-def on_fleet(need: plan.Need, opts, state: dict, echo: Callable[[str], None]) -> list[Path]:
+def on_fleet(need: plan.Need, opts, state: ReproductionState, echo: Callable[[str], None]) -> list[Path]:
     """Run a need on every device of the inventory (a fleet run; the one an earlier attempt started, resumed): the
     verified hosts' bundles. A host that fails is named in the state (hosts_failed) and the report; the others
     are judged. Every host failing is a PirexError (the need failed)."""
@@ -145,25 +146,25 @@ def on_fleet(need: plan.Need, opts, state: dict, echo: Callable[[str], None]) ->
         images_archive=opts.images_archive,
         design=need.design,
     )
-    earlier = state["fleets"].get(need.key)
+    earlier = state.fleets.get(need.key)
     outcome = fleet.run(req, echo, resume=Path(earlier) if earlier else None)
-    state["fleets"][need.key] = str(outcome.dir)
-    state["hosts_failed"][need.key] = {h: s.get("why") or s["state"] for h, s in outcome.failed.items()}
+    state.fleets[need.key] = str(outcome.dir)
+    state.hosts_failed[need.key] = {h: s.get("why") or s["state"] for h, s in outcome.failed.items()}
     if not outcome.bundles:
         raise PirexError(f"no device of {opts.inventory} ran it: {fleet.failure_line(outcome)}")
     return outcome.bundles
 
 
-def notes(opts, given: list[Path], state: dict) -> list[str]:
+def notes(opts, given: list[Path], state: ReproductionState) -> list[str]:
     """What the report says about where its bundles came from."""
     out = []
     if given:
         paths = ", ".join(map(str, opts.bundles))
         out.append(f"Judged on {len(given)} given bundle(s) (--bundles), nothing run: {paths}")
     if opts.inventory:
-        runs = ", ".join(state["fleets"].values())
+        runs = ", ".join(state.fleets.values())
         out.append(f"Run on every device of {opts.inventory} (--inventory; fleet runs: {runs})")
-        for key, hosts in state.get("hosts_failed", {}).items():
+        for key, hosts in state.hosts_failed.items():
             for h, why in hosts.items():
                 out.append(f"{key}: device {h} failed or was unreachable; its claims are judged without it: {why}")
     if opts.storages:

@@ -13,6 +13,7 @@ from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
 from pirex.core.paths import git_version
 from pirex.reproduce import budget, budgeted, claims, plan, reproduction
+from pirex.reproduce.state import ReproductionState
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
 
 # per benchmark: its throughput against B1's, and docker's against native's
@@ -82,7 +83,7 @@ def _opts(results, **kw):
 
 
 def _state(out):
-    return json.loads((out / "state.json").read_text())
+    return ReproductionState.read(out)
 
 
 def test_a_budget_extends_the_runs_near_a_verdict_and_reads_each_claim_at_its_looks(tmp_path, monkeypatch):
@@ -91,27 +92,27 @@ def test_a_budget_extends_the_runs_near_a_verdict_and_reads_each_claim_at_its_lo
     lines = []
     out = reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lines.append)
     state = _state(out)
-    entry = state["budget"]
-    design = budget.Design.from_json(json.dumps(entry["design"]))
+    entry = state.budget
+    design = budget.Design.from_json(json.dumps(entry.design))
     assert lab.ran[0] == ("jmh@quick", 5, 0)  # the pilot: kick-the-tires' five repetitions
-    assert len(lab.ran) >= 2 and entry["rounds"] >= 1  # then rounds that extend the run
+    assert len(lab.ran) >= 2 and entry.rounds >= 1  # then rounds that extend the run
     before = 5
     for key, reps, continues in lab.ran[1:]:  # each extension after the repetitions before it, to a grid point
         assert key == "jmh@quick" and continues == before
         before += reps
         assert before in budget.grid(design.n_max_of("icpe18:t1-b1-docker"))
     assert any("budget round 1:" in line for line in lines)
-    assert len(state["bundles"]["jmh@quick"]) == len(lab.ran)
-    assert entry["spent"] <= 1800 + max(r * 2 * SECONDS_PER_STEP for _, r, _ in lab.ran)  # a run is not cut short
+    assert len(state.bundles["jmh@quick"]) == len(lab.ran)
+    assert entry.spent <= 1800 + max(r * 2 * SECONDS_PER_STEP for _, r, _ in lab.ran)  # a run is not cut short
 
-    verdicts, report = state["verdicts"], (out / "REPORT.md").read_text()
+    verdicts, report = state.verdicts, (out / "REPORT.md").read_text()
     assert verdicts["icpe18:t1-b3-not-inlined"] == HOLDS and verdicts["icpe18:t1-b5-docker"] == HOLDS
-    looks = {k: v["looks"] for k, v in entry["design"]["claims"].items()}
+    looks = {k: v["looks"] for k, v in entry.design["claims"].items()}
     assert looks["icpe18:t1-b3-not-inlined"] == [5]  # decided at its first look: looked at no more
     assert len(looks["icpe18:t1-b5-docker"]) >= 2  # decided after the pilot, at a later look
     for k, ns in looks.items():
         assert ns == sorted(set(ns)) and set(ns) <= set(design.grid_of(k))
-        assert entry["design"]["claims"][k]["alpha_spent"] <= design.alpha
+        assert entry.design["claims"][k]["alpha_spent"] <= design.alpha
     # each verdict read at its look: the level of that look's interval, far above the fixed 90 %
     line = next(x for x in report.splitlines() if "icpe18:t1-b3-not-inlined**" in x)
     assert "Read at look 1 of" in line and "at 5 repetitions" in line
@@ -132,20 +133,20 @@ def test_killed_in_a_round_and_resumed_with_a_new_budget_counts_each_look_once(t
     with pytest.raises(KeyboardInterrupt):
         reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
     (out,) = (results / "reproduce").iterdir()
-    saved = _state(out)["budget"]
-    assert saved["given"] == [1800.0] and saved["rounds"] >= 2
-    looks_before = {k: v["looks"] for k, v in saved["design"]["claims"].items()}
+    saved = _state(out).budget
+    assert saved.given == [1800.0] and saved.rounds >= 2
+    looks_before = {k: v["looks"] for k, v in saved.design["claims"].items()}
     assert any(looks_before.values())
 
     lab.kill_at = None
     reproduction.reproduce(_opts(results, budget=600.0, resume=out), lab, echo=lambda *_: None)
-    entry = _state(out)["budget"]
-    assert entry["given"] == [1800.0, 600.0]
-    for k, v in entry["design"]["claims"].items():
+    entry = _state(out).budget
+    assert entry.given == [1800.0, 600.0]
+    for k, v in entry.design["claims"].items():
         assert v["looks"][: len(looks_before[k])] == looks_before[k]  # carried over, not taken again
-        assert v["looks"] == sorted(set(v["looks"])) and v["alpha_spent"] <= entry["design"]["alpha"]
-        assert v["n_max"] == saved["design"]["claims"][k]["n_max"]  # fixed at the first attempt
-    assert "icpe18:t1-b5-docker" in _state(out)["verdicts"]
+        assert v["looks"] == sorted(set(v["looks"])) and v["alpha_spent"] <= entry.design["alpha"]
+        assert v["n_max"] == saved.design["claims"][k]["n_max"]  # fixed at the first attempt
+    assert "icpe18:t1-b5-docker" in _state(out).verdicts
 
 
 def test_an_extension_finished_but_not_saved_when_killed_is_judged_after_the_resume(tmp_path, monkeypatch):
@@ -155,10 +156,10 @@ def test_an_extension_finished_but_not_saved_when_killed_is_judged_after_the_res
     with pytest.raises(KeyboardInterrupt):
         reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
     (out,) = (results / "reproduce").iterdir()
-    assert len(_state(out)["bundles"]["jmh@quick"]) == 1  # the pilot's only: the extension was not saved
+    assert len(_state(out).bundles["jmh@quick"]) == 1  # the pilot's only: the extension was not saved
     lab.kill_after = None
     reproduction.reproduce(_opts(results, budget=600.0, resume=out), lab, echo=lambda *_: None)
-    judged = _state(out)["bundles"]["jmh@quick"]
+    judged = [str(b) for b in _state(out).bundles["jmh@quick"]]
     every = sorted(str(m.parent) for m in results.glob("jmh/*/manifest.json"))
     assert sorted(judged) == every  # the orphaned extension adopted, none run twice
 
@@ -178,7 +179,7 @@ def test_a_claim_beyond_the_budget_says_what_would_decide_it():
 
 def test_a_budget_that_is_not_a_duration_above_zero_is_refused():
     with pytest.raises(PirexError, match="expected a duration above zero"):
-        budgeted.start({}, 0.0, None)
+        budgeted.start(ReproductionState(), 0.0, None)
 
 
 def test_a_fresh_machines_plan_adds_the_first_export_of_each_image_once():
@@ -200,10 +201,10 @@ def test_a_new_reproduction_reuses_the_pilot_never_an_extension(tmp_path, monkey
     results = tmp_path / "results"
     lab = Lab(results, monkeypatch)
     first = reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
-    ran = _state(first)["bundles"]["jmh@quick"]
+    ran = _state(first).bundles["jmh@quick"]
     assert len(ran) >= 2
     again = reproduction.reproduce(_opts(results), run_one=None, echo=lambda *_: None)  # no budget: reuse only
-    assert _state(again)["bundles"]["jmh@quick"] == ran[:1]  # the pilot
+    assert _state(again).bundles["jmh@quick"] == ran[:1]  # the pilot
 
 
 def test_a_budget_on_the_resume_of_a_reproduction_without_one_is_refused(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
 from pirex.core.paths import PAPERS, git_version
 from pirex.reproduce import claims, plan, reproduction, sources
+from pirex.reproduce.state import ReproductionState
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Ours, judge, ours
 
 ICPE18 = yaml.safe_load((PAPERS / "icpe18" / "claims.yaml").read_text())
@@ -466,7 +467,7 @@ def test_a_reproduction_judges_the_bundles_there_are_and_writes_its_report(tmp_p
     )
     report = (out / "REPORT.md").read_text()
     html = (out / "report.html").read_text()
-    state = json.loads((out / "state.json").read_text())["verdicts"]
+    state = ReproductionState.read(out).verdicts
     assert state["icpe18:t1-b1-docker"] == HOLDS  # docker 0.2 % slower, as the paper's
     assert state["icpe18:t1-b3-not-inlined"] == HOLDS  # half the throughput: the paper's direction
     assert state["icpe18:t3-read-docker"] == NOT_RUN  # no jpa-rest bundle, and --reuse-only
@@ -573,13 +574,13 @@ def test_a_reused_bundle_that_fails_verification_is_left_out_and_run_again_or_wi
 
     out = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
     assert "jmh@quick" in ran  # not reused: run again
-    state = json.loads((out / "state.json").read_text())
-    assert list(state["left_out"]) == [str(bundle)] and str(f) in state["left_out"][str(bundle)]
+    state = ReproductionState.read(out)
+    assert list(state.left_out) == [str(bundle)] and str(f) in state.left_out[str(bundle)]
     out = reproduction.reproduce(
         reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None, echo=lambda *_: None
     )
-    state = json.loads((out / "state.json").read_text())
-    assert state["verdicts"]["icpe18:t1-b1-docker"] == NOT_RUN  # nothing judged from it
+    state = ReproductionState.read(out)
+    assert state.verdicts["icpe18:t1-b1-docker"] == NOT_RUN  # nothing judged from it
     report = (out / "REPORT.md").read_text()
     assert f"- `{bundle}`: {f}: changed: its sha256 differs from the manifest's" in report
 
@@ -594,7 +595,7 @@ def test_reuse_only_judges_bundles_with_fewer_repetitions_than_a_run_would_make(
     out = reproduction.reproduce(
         reproduction.Options(["icpe18"], results_dir=results, reuse_only=True), run_one=None, echo=lambda *_: None
     )
-    verdict = json.loads((out / "state.json").read_text())["verdicts"]["icpe18:t1-b1-docker"]
+    verdict = ReproductionState.read(out).verdicts["icpe18:t1-b1-docker"]
     assert verdict == INCONCLUSIVE  # judged on what there is: too few repetitions for an interval
 
 
@@ -616,7 +617,7 @@ def test_reuse_only_judges_another_commits_bundle_and_says_so_but_a_run_does_not
     assert "jmh@quick" in said[0] and "bundle(s) of commit 000000000000, this machine" in said[0]
     report = (out / "REPORT.md").read_text()
     assert "Bundles of another commit" in report and "jmh@quick at 000000000000" in report and older.name in report
-    assert json.loads((out / "state.json").read_text())["verdicts"]["icpe18:t1-b1-docker"] == HOLDS
+    assert ReproductionState.read(out).verdicts["icpe18:t1-b1-docker"] == HOLDS
     newer = _jmh_bundle(results, 5, commit="1" * 40)  # two commits' bundles: the newest commit's alone, never a mix
     assert plan.of_newest_commit([older, newer]) == [max(older, newer, key=lambda b: b.name)]  # one commit's
 
@@ -724,9 +725,9 @@ def test_the_budget_is_for_the_whole_reproduction_and_refuses_runs_of_unknown_le
     monkeypatch.setattr(plan, "calibration_score", lambda: 8810138.0)  # the same estimates in both
     opts = reproduction.Options(["icpe18"], results_dir=results, budget=1.0)
     out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)  # nothing fits in a second
-    state = json.loads((out / "state.json").read_text())
-    estimates = {k: s for k, s in state["estimates"].items() if s is not None}
-    assert len(estimates) >= 2 and all("over the budget" in state["failed"][k] for k in estimates)
+    state = ReproductionState.read(out)
+    estimates = {k: s for k, s in state.estimates.items() if s is not None}
+    assert len(estimates) >= 2 and all("over the budget" in state.failed[k] for k in estimates)
 
     def run_one(need, opts):  # each run takes its estimate, then fails (no bundle needed here)
         ran.append(need.key)
@@ -737,11 +738,11 @@ def test_the_budget_is_for_the_whole_reproduction_and_refuses_runs_of_unknown_le
     assert rest[0] > first
     budget = first + min(rest[0] - first, first) / 2  # room for the shortest run alone, and not for a second one
     opts = reproduction.Options(["icpe18"], results_dir=results, budget=budget)
-    state = json.loads((reproduction.reproduce(opts, run_one, echo=lambda *_: None) / "state.json").read_text())
-    assert len(ran) == 1 and state["estimates"][ran[0]] == first
-    assert all("over the budget" in state["failed"][k] for k in estimates if k not in ran)
-    unknown = [k for k, s in state["estimates"].items() if s is None]
-    assert all("time unknown" in state["failed"][k] for k in unknown)
+    state = ReproductionState.read(reproduction.reproduce(opts, run_one, echo=lambda *_: None))
+    assert len(ran) == 1 and state.estimates[ran[0]] == first
+    assert all("over the budget" in state.failed[k] for k in estimates if k not in ran)
+    unknown = [k for k, s in state.estimates.items() if s is None]
+    assert all("time unknown" in state.failed[k] for k in unknown)
 
 
 def test_a_duet_reproduction_runs_each_pair_of_variants_at_once_where_the_experiment_suits_it():
@@ -801,8 +802,8 @@ def test_a_duet_bundle_answers_a_duet_need_and_only_a_duet_need(tmp_path, monkey
     assert plan.measured_durations([duet], results, here, 1e7) == {}  # half the CPUs: no step of durations.yaml
     opts = reproduction.Options(["icpe18"], results_dir=results, reuse_only=True, design="duet")
     out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
-    state = json.loads((out / "state.json").read_text())
-    assert state["design"] == "duet" and state["verdicts"]["icpe18:t1-b1-docker"] == HOLDS
+    state = ReproductionState.read(out)
+    assert state.design == "duet" and state.verdicts["icpe18:t1-b1-docker"] == HOLDS
     assert "Design: duet" in (out / "REPORT.md").read_text()
     asked = []  # a run of a duet need asks the runner for the duet
     from pirex.runner import run as runner
@@ -850,13 +851,13 @@ def test_a_rerun_of_an_artifact_reuses_and_resumes_only_bundles_that_ran_its_ima
     opts = dict(results_dir=results, experiments=["jmh"], artifact=tmp_path / "a.tar", artifact_images={"jmh": theirs})
     out = reproduction.reproduce(reproduction.Options(["icpe18"], **opts), run_one, echo=lambda *_: None)
     assert ran == ["jmh@quick"]  # this checkout's bundle is not the artifact's rerun
-    assert json.loads((out / "state.json").read_text())["artifact_images"] == {"jmh": theirs}
+    assert ReproductionState.read(out).artifact_images == {"jmh": theirs}
     rerun_bundle = _jmh_bundle(results, 5, images=_ran(theirs))
     ran.clear()
     out = reproduction.reproduce(reproduction.Options(["icpe18"], **opts), run_one, echo=lambda *_: None)
-    assert ran == [] and json.loads((out / "state.json").read_text())["bundles"]["jmh@quick"] == [str(rerun_bundle)]
+    assert ran == [] and ReproductionState.read(out).bundles["jmh@quick"] == [rerun_bundle]
     plain = reproduction.reproduce(reproduction.Options(["icpe18"], results_dir=results), run_one, echo=lambda *_: None)
-    assert json.loads((plain / "state.json").read_text())["artifact_images"] is None
+    assert ReproductionState.read(plain).artifact_images is None
 
     from pirex.runner import run as runner
 
