@@ -76,7 +76,8 @@ def test_a_round_trip_keeps_every_value(tmp_path):
     state.write(tmp_path)
     again = ReproductionState.read(tmp_path)
     assert again == state
-    doc = json.loads((tmp_path / STATE).read_text())
+    doc = state.to_json()
+    assert (tmp_path / STATE).read_text() == json.dumps(doc, indent=2) + "\n"  # what is on disk
     assert doc["running"] == {"key": "fork@quick", "started": 10.5}  # no "extends" for a need's own run
     assert doc["inventory"] == "lab/inventory.ini" and doc["bundles"] == {"fork@quick": ["results/fork/a"]}
     assert "budget" not in doc and "extended" not in doc and "reasons" not in doc  # not set: not written
