@@ -45,6 +45,35 @@ class CommandFailed(PirexError):
         )
 
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+def start(args: Sequence[str], **popen: object) -> subprocess.Popen:
+    """subprocess.Popen(args, **popen) leading a process group of its own (start_new_session), started with SIGINT
+    and SIGTERM held: a signal that arrives while Popen runs (its handler would raise inside Popen, after the fork,
+    before the caller holds the process to clean it up) is raised once the process exists, its group ended first.
+    Held in the main thread only, where Python runs signal handlers; a handler that is not Python's is not held."""
+    held: list[int] = []
+    saved = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in INTERRUPTS:
+            if callable(handler := signal.getsignal(sig)):
+                signal.signal(sig, lambda signum, _frame: held.append(signum))
+                saved[sig] = handler
+    try:
+        p = subprocess.Popen(args, start_new_session=True, **popen)  # type: ignore[call-overload]
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    try:
+        for sig in held[:1]:  # the first: handlers ignore later ones while they unwind
+            signal.raise_signal(sig)
+    except BaseException:
+        terminate_group(p)
+        raise
+    return p
+
+
 def run(
     args: Sequence[str],
     *,
@@ -67,7 +96,7 @@ def run(
     log.debug("run: %s", " ".join(args))
     full_env = {**os.environ, **env} if env else None
     out = subprocess.PIPE if capture else None
-    proc = subprocess.Popen(
+    proc = start(
         args,
         stdout=out,
         stderr=out,
@@ -76,7 +105,6 @@ def run(
         cwd=cwd,
         text=True,
         errors="backslashreplace" if stamp_lines else None,  # a benchmark's stray bytes kept visible, not fatal
-        start_new_session=True,
     )
     try:
         if started:

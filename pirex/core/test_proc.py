@@ -158,3 +158,35 @@ def test_wait_until_returns_the_value_or_the_last_one_or_raises():
 
     with pytest.raises(PirexError, match="it exited"):
         proc.wait_until(exited, 10, 0.1)
+
+
+def test_a_signal_while_the_process_starts_ends_its_group_and_is_raised_once_it_exists(monkeypatch):
+    """SIGTERM arriving inside Popen (after the fork: the duet stopping a side as its step starts) used to raise
+    there, before anyone held the new group, which then ran on; start() holds it until the process exists."""
+    made = []
+
+    class PopenThenSigterm(subprocess.Popen):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            made.append(self)
+            os.kill(os.getpid(), signal.SIGTERM)  # delivered now: the handler would run on the next bytecode
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        monkeypatch.setattr(subprocess, "Popen", PopenThenSigterm)
+        with pytest.raises(SystemExit) as e:
+            proc.start(["sleep", "60"], stdin=subprocess.DEVNULL)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert e.value.code == 128 + signal.SIGTERM and signal.getsignal(signal.SIGTERM) is previous
+    assert made[0].returncode == -signal.SIGTERM and not proc.group_alive(made[0].pid)  # ended and reaped
+
+
+def test_start_leads_a_group_of_its_own_and_leaves_the_handlers_as_they_were():
+    before = {s: signal.getsignal(s) for s in proc.INTERRUPTS}
+    p = proc.start(["sleep", "60"], stdin=subprocess.DEVNULL)
+    assert os.getpgid(p.pid) == p.pid and {s: signal.getsignal(s) for s in proc.INTERRUPTS} == before
+    assert proc.terminate_group(p, grace=10)

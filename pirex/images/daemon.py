@@ -65,9 +65,7 @@ class Daemon:
             return self
         self.logfile.parent.mkdir(parents=True, exist_ok=True)
         with open(self.logfile, "ab") as out:
-            started = subprocess.Popen(
-                self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-            )
+            started = proc.start(self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self._own(started.pid)
         try:
             self._wait_ready(started)

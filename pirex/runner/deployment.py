@@ -354,12 +354,8 @@ def start_native(
     root, config = native.rootfs(reference)
     stack.enter_context(native.mounted(root, binds))
     logf = stack.enter_context(open(log_path, "wb"))
-    p = subprocess.Popen(
-        native.command(root, config, argv, env),
-        stdout=logf,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
+    p = proc.start(
+        native.command(root, config, argv, env), stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
     )
     stack.callback(proc.stop_group, p, STOP_GRACE)
     leftovers.note_process(p.pid, f"native {name}")

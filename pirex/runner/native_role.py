@@ -95,7 +95,7 @@ def start(experiment_id: str, role: str, env_file: Path) -> Path:
         )
     files["json"].unlink(missing_ok=True)
     with open(files["log"], "wb") as log:
-        p = subprocess.Popen(
+        p = proc.start(
             [
                 sys.executable,
                 "-m",
@@ -112,7 +112,6 @@ def start(experiment_id: str, role: str, env_file: Path) -> Path:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            start_new_session=True,
         )
     files["pid"].write_text(f"{p.pid}\n")
 
