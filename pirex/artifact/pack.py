@@ -141,7 +141,7 @@ def _reproduction(reproduction: Path, paper: claims_mod.Paper, into: Path) -> di
     images, ran = {}, set()
     for b in bundles:
         shutil.copytree(b, into / "bundles" / _bundle_dest(b), symlinks=True)
-        for name, image in Bundle.open(b).manifest.get("images", {}).items():
+        for name, image in Bundle.open(b).images.items():
             images[image["digest"]] = f"{image.get('name', '?')}@{image['digest']} ({image.get('platform', '?')})"
             ran.add((image.get("name", name), image.get("platform", "?"), image["digest"]))
     verdicts = {k: v for k, v in (state.verdicts or {}).items() if k.startswith(f"{paper.id}:")}

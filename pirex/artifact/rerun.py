@@ -167,14 +167,9 @@ def load_images(opened: Opened, platform, regfile: Path) -> dict[str, str]:
     return {i.name: i.manifest_digest for i in imported}
 
 
-def check_resumed(
-    state: ReproductionState | dict, folder: Path, artifact: Path, images: dict[str, str] | None = None
-) -> None:
+def check_resumed(state: ReproductionState, folder: Path, artifact: Path, images: dict[str, str] | None = None) -> None:
     """--resume of a rerun: the reproduction in folder must be a rerun of an artifact, and the images imported now
-    (when given) the ones it ran: a resumed rerun keeps what it ran, and two artifacts' runs would be judged as one.
-    (A dict: the parsed state.json, as cli.py passes it until it reads it through ReproductionState.)"""
-    if isinstance(state, dict):
-        state = ReproductionState.from_json(state, folder / STATE)
+    (when given) the ones it ran: a resumed rerun keeps what it ran, and two artifacts' runs would be judged as one."""
     if not state.artifact:
         raise PirexError(
             f"--resume {folder} is a reproduction of this checkout's images, not a rerun of an artifact: "

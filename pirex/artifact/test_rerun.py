@@ -188,7 +188,7 @@ def test_a_resume_with_an_artifact_must_resume_a_rerun_of_those_images(artifact,
     assert isinstance(r.exception, PirexError) and "not a rerun of an artifact" in str(r.exception), r.output
 
     theirs, other = "sha256:" + "a" * 64, "sha256:" + "b" * 64
-    state = {"artifact": "/lab/icpe18-artifact.tar", "artifact_images": {"jmh": theirs}}
+    state = ReproductionState.from_json({"artifact": "/lab/icpe18-artifact.tar", "artifact_images": {"jmh": theirs}})
     rerun.check_resumed(state, plain, artifact, {"jmh": theirs})
     rerun.check_resumed(state, plain, artifact)  # before the import: only whether it is a rerun
     for images in ({"jmh": other}, {}, {"jmh": theirs, "base": other}):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from pirex.core.errors import PirexError
 from pirex.core.paths import git_version
 from pirex.images import localregistry
 from pirex.images import platforms as plat
+from pirex.reproduce.state import ReproductionState
 
 
 @click.command()
@@ -178,7 +178,7 @@ def reproduce(
         out = _rerun(opts, artifact, explicit_tag=tag, given=given)
     else:
         out = reproduction.reproduce(opts, reproduction.run_with_runner)
-    left_out = json.loads((out / reproduction.STATE).read_text()).get("left_out") or {}
+    left_out = ReproductionState.read(out).left_out or {}
     if left_out:  # the report is written; a script must still notice that bundles were not judged
         first = next(iter(left_out))
         raise PirexError(
@@ -204,17 +204,11 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, given: Collection[str
     ]
     if clash:
         raise PirexError(f"--artifact runs the artifact's own images on this machine: drop {', '.join(clash)}")
-    resumed = {}
+    resumed = None
     if opts.resume:
-        try:
-            resumed = json.loads((opts.resume / reproduction.STATE).read_text())
-        except (OSError, ValueError):
-            raise PirexError(
-                f"--resume {opts.resume}: no readable {reproduction.STATE} there "
-                "(give a results/reproduce/<paper>-<id> folder)"
-            ) from None
+        resumed = ReproductionState.read(opts.resume)
         rerun.check_resumed(resumed, opts.resume, artifact)
-        opts.papers = opts.papers or resumed["papers"]
+        opts.papers = opts.papers or resumed.papers
     if len(opts.papers) != 1 or opts.papers == ["all"]:
         raise PirexError("--artifact reruns the one paper the artifact is of: pirex reproduce PAPER --artifact FILE")
     opts.results_dir.mkdir(parents=True, exist_ok=True)
@@ -225,7 +219,7 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, given: Collection[str
         regfile = scratch / "registry.yaml"
         with localregistry.local_registry():
             images = rerun.load_images(opened, plat.host(), regfile)
-        if opts.resume:
+        if resumed is not None:
             rerun.check_resumed(resumed, opts.resume, artifact, images)
         commit = git_version()[1]
         for line in rerun.preamble(opened, commit, images):

@@ -371,7 +371,7 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     md, _ = report.write(out, facts, verdicts, needs, missing, timing, found)
     state.verdicts = {verdict_key(v): v.verdict for v in verdicts}
     state.reasons = {verdict_key(v): v.reason for v in verdicts}  # what a rerun compares with (artifact/rerun.py)
-    state.left_out = left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli.py)
+    state.left_out = left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli/reproduce.py)
     _save(out, state)
     echo("\n" + report.summary(verdicts, md, took=state.time_taken(), attempts=len(state.attempts)))
     return out
@@ -480,10 +480,9 @@ def _last_step_end(need: plan.Need, results_dir: Path, here: dict, extends: str 
     return max(ends, default=None)
 
 
-def time_taken(state: ReproductionState | dict) -> float | None:
-    """The reproduction's time: every attempt's, added up (None for a state from before attempts were kept); a dict:
-    a parsed state.json (test_report.py passes one)."""
-    return (ReproductionState.from_json(state) if isinstance(state, dict) else state).time_taken()
+def time_taken(state: ReproductionState) -> float | None:
+    """The reproduction's time: every attempt's, added up (None for a state from before attempts were kept)."""
+    return state.time_taken()
 
 
 def _save(out: Path, state: ReproductionState) -> None:

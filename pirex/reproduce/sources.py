@@ -55,7 +55,7 @@ def intact(paths: Sequence[Path], verifier: Verifier, left_out: dict[str, str], 
     Left out rather than refused: a reproduction judges many claims on many bundles, often of several devices, so
     one damaged bundle costs only the verdicts that needed it (a bundle of this machine's results/ that fails is
     run again, unless --reuse-only or --bundles), the report names it, and `pirex reproduce` then exits with
-    status 1 (cli.py), so that a script notices too."""
+    status 1 (cli/reproduce.py), so that a script notices too."""
     out = []
     for p in map(Path, paths):
         if why := verifier.reason(p, digests):

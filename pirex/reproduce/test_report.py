@@ -19,6 +19,7 @@ from pirex.analysis.interface import RunValue
 from pirex.core.bundle import Bundle, iso
 from pirex.core.paths import REPO
 from pirex.reproduce import claims, plan, report, reproduction
+from pirex.reproduce.state import ReproductionState
 from pirex.reproduce.test_reproduce import _jmh_bundle
 from pirex.reproduce.verdict import NOT_RUN, Verdict, judge, ours
 
@@ -191,7 +192,7 @@ def test_a_resumed_reproduction_keeps_its_estimates_and_adds_up_every_attempts_t
     with pytest.raises(Killed):
         reproduction.reproduce(reproduction.Options(["icpe18"], **opts), first, echo=lambda *_: None)
     (out,) = (results / "reproduce").glob("icpe18-*")
-    estimate = json.loads((out / "state.json").read_text())["estimates"]["jmh@quick"]
+    estimate = ReproductionState.read(out).estimates["jmh@quick"]
     clock[0] += 3600  # an hour before anyone resumes it: not the reproduction's time
 
     def second(need, opts):  # jmh finishes in 30 s; moobench is killed after 20 s
@@ -217,11 +218,11 @@ def test_a_resumed_reproduction_keeps_its_estimates_and_adds_up_every_attempts_t
 
     lines = []
     reproduction.reproduce(reproduction.Options([], resume=out, **opts), third, echo=lines.append)
-    state = json.loads((out / "state.json").read_text())
-    assert state["estimates"]["jmh@quick"] == estimate and estimate > 0  # the first plan's, not "unknown"
-    assert state["ran"]["jmh@quick"] == pytest.approx(40 + 30)  # to its last step before the kill, then the rest
+    state = ReproductionState.read(out)
+    assert state.estimates["jmh@quick"] == estimate and estimate > 0  # the first plan's, not "unknown"
+    assert state.ran["jmh@quick"] == pytest.approx(40 + 30)  # to its last step before the kill, then the rest
     # every attempt up to what it recorded last: moobench's 20 s before the second kill left no trace
-    assert len(state["attempts"]) == 3 and reproduction.time_taken(state) == pytest.approx(40 + 30 + 5 * len(tried))
+    assert len(state.attempts) == 3 and reproduction.time_taken(state) == pytest.approx(40 + 30 + 5 * len(tried))
     md = (out / "REPORT.md").read_text()
     assert f"| jmh@quick | {estimate / 60:.1f} min | 1.2 min |" in md
     assert "over 3 attempts" in lines[-1].splitlines()[-2]

@@ -20,6 +20,7 @@ from pirex.core import experiment, fleetrun
 from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
 from pirex.reproduce import reproduction, sources
+from pirex.reproduce.state import ReproductionState
 from pirex.reproduce.test_reproduce import BENCHMARKS
 from pirex.reproduce.verdict import DIFFERS, HOLDS, NOT_RUN
 
@@ -81,8 +82,7 @@ def judge(tmp_path: Path, papers: list[str], given: list[Path]) -> tuple[dict, s
         run_one=None,
         echo=lambda *_: None,
     )
-    state = json.loads((out / "state.json").read_text())
-    return state["verdicts"], (out / "REPORT.md").read_text(), (out / "report.html").read_text()
+    return ReproductionState.read(out).verdicts, (out / "REPORT.md").read_text(), (out / "report.html").read_text()
 
 
 def test_identical_devices_agree_and_a_slow_one_is_named(tmp_path):
@@ -212,17 +212,17 @@ def test_inventory_runs_each_need_on_the_fleet_names_a_failed_device_and_resumes
     out = reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
     [(req, resume)] = calls
     assert resume is None and req.variants == "native,docker" and "repetitions=5" in req.sets
-    state = json.loads((out / "state.json").read_text())
-    assert state["hosts_failed"] == {"jmh@quick": {"pi-c": "unreachable at 'run the experiment'"}}
+    state = ReproductionState.read(out)
+    assert state.hosts_failed == {"jmh@quick": {"pi-c": "unreachable at 'run the experiment'"}}
     report = (out / "REPORT.md").read_text()
     assert "device pi-c failed or was unreachable" in report
-    assert state["verdicts"]["icpe18:t1-b1-docker@pi-c (failed)"] == NOT_RUN  # its column says why
-    assert state["verdicts"]["icpe18:t1-devices-agree"] == HOLDS  # pi-a and pi-b: two devices, as it needs
+    assert state.verdicts["icpe18:t1-b1-docker@pi-c (failed)"] == NOT_RUN  # its column says why
+    assert state.verdicts["icpe18:t1-devices-agree"] == HOLDS  # pi-a and pi-b: two devices, as it needs
 
-    state["bundles"] = {}  # as if killed before the fleet run ended: resumed, the same fleet run goes on
-    (out / "state.json").write_text(json.dumps(state))
+    state.bundles = {}  # as if killed before the fleet run ended: resumed, the same fleet run goes on
+    state.write(out)
     reproduction.reproduce(reproduction.Options([], resume=out), run_one=None, echo=lambda *_: None)
-    assert calls[1][1] == Path(state["fleets"]["jmh@quick"])
+    assert calls[1][1] == Path(state.fleets["jmh@quick"])
 
 
 def test_the_devices_table_and_the_verdicts_name_the_same_devices(tmp_path):
