@@ -139,8 +139,8 @@ test: export PIREX_TEST_TOOLS = 1
 TEST_WORKERS ?= auto
 test: host-ready lint ## Lint, then every test (Docker tests skip without an engine; PIREX_REQUIRE_DOCKER=1 fails them); fails past PIREX_TEST_CEILING_MIN minutes (50).
 	export PIREX_TEST_STARTED=$$(date +%s); \
-	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=20 -p tests.timebudget -n $(TEST_WORKERS) --dist loadfile -m "not docker and not emulated_pi"; unit=$$?; \
-	OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=60 -p tests.timebudget -m "docker or emulated_pi"; docker=$$?; \
+	unit=0; OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=20 -p tests.timebudget -n $(TEST_WORKERS) --dist loadfile -m "not docker and not emulated_pi" || unit=$$?; \
+	docker=0; OFFLINE=$(OFFLINE) $(VENV)/bin/python -m pytest -ra --durations=60 -p tests.timebudget -m "docker or emulated_pi" || docker=$$?; \
 	echo "make test: unit tests exited $$unit, Docker and emulated-Pi tests $$docker"; [ $$unit -eq 0 ] && [ $$docker -eq 0 ]
 
 .PHONY: test-emulated-pi

@@ -60,17 +60,19 @@ def start(args: Sequence[str], **popen: object) -> subprocess.Popen:
             if callable(handler := signal.getsignal(sig)):
                 signal.signal(sig, lambda signum, _frame: held.append(signum))
                 saved[sig] = handler
+    p = None
     try:
         p = subprocess.Popen(args, start_new_session=True, **popen)  # type: ignore[call-overload]
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
-    try:
-        for sig in held[:1]:  # the first: handlers ignore later ones while they unwind
-            signal.raise_signal(sig)
-    except BaseException:
-        terminate_group(p)
-        raise
+        try:
+            for sig in held[:1]:  # the first: handlers ignore later ones while they unwind
+                signal.raise_signal(sig)  # also when Popen failed: the interruption comes before its error
+        except BaseException:
+            if p is not None:
+                terminate_group(p)
+            raise
     return p
 
 

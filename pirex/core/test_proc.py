@@ -190,3 +190,25 @@ def test_start_leads_a_group_of_its_own_and_leaves_the_handlers_as_they_were():
     p = proc.start(["sleep", "60"], stdin=subprocess.DEVNULL)
     assert os.getpgid(p.pid) == p.pid and {s: signal.getsignal(s) for s in proc.INTERRUPTS} == before
     assert proc.terminate_group(p, grace=10)
+
+
+def test_a_signal_while_a_start_fails_is_not_lost(monkeypatch):
+    """A stop that arrives while Popen fails (no such program) is raised, not swallowed with the error: a caller
+    that catches OSError would otherwise go on as if nobody had asked it to stop."""
+
+    class FailsAfterTheSignal(subprocess.Popen):
+        def __init__(self, *args, **kw):
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise FileNotFoundError("no-such-program")
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        monkeypatch.setattr(subprocess, "Popen", FailsAfterTheSignal)
+        with pytest.raises(SystemExit):
+            proc.start(["no-such-program"])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert signal.getsignal(signal.SIGTERM) is previous

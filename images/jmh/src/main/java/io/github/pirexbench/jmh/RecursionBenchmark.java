@@ -28,7 +28,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * B4/B1 in pirex's tables show whether it does on another JVM.
  *
  * The class defaults are the paper's protocol: 10 fresh JVMs, each with 20 warm-up and 20
- * measurement iterations of 1 s, at the declared depth (pirex/test_settings.py checks them against
+ * measurement iterations of 1 s, at the declared depth (pirex/images/test_settings.py checks them against
  * experiments/jmh/experiment.yaml). The runner and pirex-jmh pass a profile's values, depth too, on
  * the command line.
  *
