@@ -6,6 +6,7 @@ state.json, so `--resume DIR` continues a killed reproduction without rerunning 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -104,8 +105,55 @@ def artifact_of(folder: Path) -> Path | None:
         return None  # reproduce() names what is wrong with the folder
 
 
+@dataclass
+class _Reproduction:
+    """What the steps of `reproduce` hand on to each other: the plan, its bundles' verification, the state."""
+
+    opts: Options
+    out: Path
+    papers: list[claims_mod.Paper]
+    claims: list[claims_mod.Claim]
+    needs: list[plan.Need]
+    requirements: dict[str, claims_mod.Requirement]
+    missing: dict[str, str]
+    here: dict[str, Any]
+    commit: str | None
+    given: list[Path]  # --bundles, expanded and verified
+    verifier: bundle_mod.Verifier
+    left_out: dict[str, str]  # bundles that failed verification: path -> why
+    score: float
+    previous: ReproductionState  # what an earlier attempt saved; a fresh reproduction's is every default
+    state: ReproductionState = field(default_factory=ReproductionState)  # this attempt's, saved as it goes
+    elsewhere: dict[str, str] = field(default_factory=dict)  # need -> the other commit whose bundles answer it
+    entry: Budget | None = None  # --budget's entry, when this machine runs the pilot and rounds
+    reading: budgeted.Reading | None = None  # a budgeted reproduction's reading of the claims at their looks
+    left: float | None = None  # seconds of --budget left: each run spends what it took
+    lost: dict[str, str] = field(default_factory=dict)  # the devices of --inventory that failed: host -> why
+
+    @property
+    def local(self) -> bool:
+        """Whether the runs are this machine's: not a fleet's, nor judging given bundles or what there is."""
+        return not (self.opts.inventory or self.given or self.opts.reuse_only)
+
+
 def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo=click.echo) -> Path:
     """The whole reproduction; `run_one` runs a need into a bundle (the runner), returning its path."""
+    r = _planned(opts)
+    echo(_plan_text(r.papers, r.claims, r.needs, r.missing, opts, r.elsewhere))
+    r.out.mkdir(parents=True, exist_ok=True)
+    r.state = _new_state(r)
+    _start_budget(r, echo)
+    _save(r.out, r.state)
+    _run_needs(r, run_one, echo)
+    r.lost = {h: why for hosts_ in r.state.hosts_failed.values() for h, why in hosts_.items()}
+    judged = _budget_rounds(r, run_one, echo) if r.reading is not None and r.local else None
+    verdicts = _verdicts(r, judged)
+    _report(r, verdicts, echo)
+    return r.out
+
+
+def _start(opts: Options) -> tuple[Path, list[claims_mod.Paper], ReproductionState]:
+    """The reproduction's folder, its papers and what an earlier attempt saved, the options checked first."""
     plan.check_level(opts.level)
     if opts.results_dir.exists() and not opts.results_dir.is_dir():
         raise PirexError(f"--results-dir {opts.results_dir} is not a directory")
@@ -113,26 +161,37 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     out = _out_dir(opts, papers)
     # what an earlier attempt saved; a fresh reproduction's "earlier state" is every default
     state = ReproductionState.read(out) if opts.resume else ReproductionState()
-    if opts.resume and opts.budget and not state.budget:
+    if opts.resume:
+        _resume_options(opts, out, state)
+        papers = _papers(opts.papers)
+    _check_experiments(opts.experiments)
+    return out, papers, state
+
+
+def _resume_options(opts: Options, out: Path, state: ReproductionState) -> None:
+    """A resumed reproduction goes on as its first attempt was asked: its options are taken from its state."""
+    if opts.budget and not state.budget:
         raise PirexError(
             f"--resume {out} --budget: that reproduction ran without --budget, and its verdicts were read at the fixed "
             "level on the repetitions it has; a budget's looks on the same repetitions would test them twice. Start a "
             "new reproduction with --budget (it reuses no bundle a budget extended)"
         )
-    if opts.resume:
-        if state.level is None:
-            raise PirexError(f"--resume {out}: its {STATE} names no level: start a new reproduction")
-        if state.confidence is not None:  # the level the first attempt judged at
-            opts.confidence = state.confidence
-        opts.level, opts.papers, opts.sets = state.level, state.papers, state.sets
-        opts.aa = state.aa if state.aa is not None else opts.aa
-        opts.experiments = state.experiments
-        opts.inventory = state.inventory
-        opts.bundles = list(state.given)
-        opts.storages = list(state.storages)
-        opts.design = state.design
-        papers = _papers(opts.papers)
-    _check_experiments(opts.experiments)
+    if state.level is None:
+        raise PirexError(f"--resume {out}: its {STATE} names no level: start a new reproduction")
+    if state.confidence is not None:  # the level the first attempt judged at
+        opts.confidence = state.confidence
+    opts.level, opts.papers, opts.sets = state.level, state.papers, state.sets
+    opts.aa = state.aa if state.aa is not None else opts.aa
+    opts.experiments = state.experiments
+    opts.inventory = state.inventory
+    opts.bundles = list(state.given)
+    opts.storages = list(state.storages)
+    opts.design = state.design
+
+
+def _planned(opts: Options) -> _Reproduction:
+    """The plan: the needs of the claims this machine (these devices, storages) can judge, each with its bundles."""
+    out, papers, previous = _start(opts)
     given = sources.given_bundles(opts.bundles)  # --bundles: what there is to judge, expanded
     # nothing is judged from a bundle that fails verification: left out, named in the report (sources.intact)
     verifier, left_out = bundle_mod.Verifier(), {}
@@ -154,22 +213,53 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     for e in opts.experiments:  # one no claim needs still runs (its tables are in the report): make run takes it
         if not any(n.experiment == e for n in needs):
             needs.append(plan.Need(e, None, plan.LEVELS[opts.level], list(experiment.load(e).default_variants)))
-    score = state.score or plan.calibration_score()  # a resumed reproduction keeps its estimates
-    done = state.bundles  # a resumed reproduction keeps what it ran, even from an earlier commit
-    for n in needs:
+    score = previous.score or plan.calibration_score()  # a resumed reproduction keeps its estimates
+    r = _Reproduction(
+        opts=opts,
+        out=out,
+        papers=papers,
+        claims=claims,
+        needs=needs,
+        requirements=requirements,
+        missing=missing,
+        here=here,
+        commit=commit,
+        given=given,
+        verifier=verifier,
+        left_out=left_out,
+        score=score,
+        previous=previous,
+    )
+    _find_bundles(r)
+    if r.local:
+        plan.add_first_exports(needs)  # a fresh machine's first runs export the images for native
+    # the needs that bundles of another commit answer (--reuse-only, or a resumed reproduction's earlier runs)
+    r.elsewhere = {
+        n.key: (c or "unknown")[:12]
+        for n in needs
+        if n.bundles and not given and (c := plan.bundle_commit(n.bundles[0])) != commit
+    }
+    return r
+
+
+def _find_bundles(r: _Reproduction) -> None:
+    """Each need's bundles that answer it already (given, run by an earlier attempt, or reused), and its estimate."""
+    opts, given, verifier, left_out, here = r.opts, r.given, r.verifier, r.left_out, r.here
+    done = r.previous.bundles  # a resumed reproduction keeps what it ran, even from an earlier commit
+    for n in r.needs:
         if given:  # --bundles: the given ones that answer the need, whatever machine or commit ran them
             n.bundles = sources.answering(n, given)
             continue
         n.bundles = sources.intact([p for p in done.get(n.key, []) if plan.is_complete(p)], verifier, left_out)
-        if state.budget and not opts.inventory:  # an extension a kill finished but did not save
-            found = budgeted.orphans(n, opts.results_dir, here, state.running, n.bundles)
+        if r.previous.budget and not opts.inventory:  # an extension a kill finished but did not save
+            found = budgeted.orphans(n, opts.results_dir, here, r.previous.running, n.bundles)
             n.bundles += sources.intact([b for b, _ in found], verifier, left_out)
         if opts.inventory:  # a fleet's runs are this reproduction's own: resumed from its state, never reused
-            plan.estimate(n, experiment.load(n.experiment), score, None)
+            plan.estimate(n, experiment.load(n.experiment), r.score, None)
             continue
         n.bundles = n.bundles or sources.intact(
             plan.matching_bundles(
-                n, opts.results_dir, commit, here, any_repetitions=opts.reuse_only, images=opts.artifact_images
+                n, opts.results_dir, r.commit, here, any_repetitions=opts.reuse_only, images=opts.artifact_images
             ),
             verifier,
             left_out,
@@ -180,56 +270,51 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
                 verifier,
                 left_out,
             )
-        plan.estimate(n, experiment.load(n.experiment), score, plan.measured_here(n, opts.results_dir, here))
+        plan.estimate(n, experiment.load(n.experiment), r.score, plan.measured_here(n, opts.results_dir, here))
 
-    if not (opts.inventory or given or opts.reuse_only):
-        plan.add_first_exports(needs)  # a fresh machine's first runs export the images for native
-    # the needs that bundles of another commit answer (--reuse-only, or a resumed reproduction's earlier runs)
-    elsewhere = {
-        n.key: (c or "unknown")[:12]
-        for n in needs
-        if n.bundles and not given and (c := plan.bundle_commit(n.bundles[0])) != commit
-    }
-    echo(_plan_text(papers, claims, needs, missing, opts, elsewhere))
-    out.mkdir(parents=True, exist_ok=True)
-    attempts, partial = _earlier_attempts(state, needs, opts.results_dir, here)
-    previous, state = (
-        state,
-        ReproductionState(
-            papers=[str(p.path) if p.path.parent.parent != PAPERS else p.id for p in papers],
-            level=opts.level,
-            sets=opts.sets,
-            aa=opts.aa,
-            experiments=opts.experiments,
-            inventory=opts.inventory,
-            given=list(opts.bundles),
-            storages=list(opts.storages),
-            design=opts.design,
-            confidence=opts.confidence,
-            artifact=opts.artifact,  # a rerun of an artifact (artifact/rerun.py)
-            # the images a rerun of an artifact ran ({}: the artifact held none): its --resume must import the same
-            artifact_images=(opts.artifact_images or {}) if opts.artifact else None,
-            fleets=state.fleets,  # need -> its fleet run (--inventory): resumed, never started again
-            hosts_failed=state.hosts_failed,
-            commit=commit,
-            failed={},
-            score=score,
-            # a resumed reproduction keeps the first plan's estimates of the runs an earlier attempt finished
-            estimates={**{n.key: n.seconds for n in needs if not n.bundles}, **state.estimates},
-            bundles={n.key: list(n.bundles) for n in needs if n.bundles},
-            ran=state.ran,
-            attempts=[*attempts, {"started": round(time(), 1), "ended": round(time(), 1)}],
-            partial=partial,  # seconds a run spent in attempts killed before it finished
-            running=None,  # the run under way, and when it started: what a killed attempt leaves behind
-        ),
+
+def _new_state(r: _Reproduction) -> ReproductionState:
+    """This attempt's state: what was asked, and what earlier attempts ran, took and left unfinished."""
+    opts, state, needs = r.opts, r.previous, r.needs
+    attempts, partial = _earlier_attempts(state, needs, opts.results_dir, r.here)
+    return ReproductionState(
+        papers=[str(p.path) if p.path.parent.parent != PAPERS else p.id for p in r.papers],
+        level=opts.level,
+        sets=opts.sets,
+        aa=opts.aa,
+        experiments=opts.experiments,
+        inventory=opts.inventory,
+        given=list(opts.bundles),
+        storages=list(opts.storages),
+        design=opts.design,
+        confidence=opts.confidence,
+        artifact=opts.artifact,  # a rerun of an artifact (artifact/rerun.py)
+        # the images a rerun of an artifact ran ({}: the artifact held none): its --resume must import the same
+        artifact_images=(opts.artifact_images or {}) if opts.artifact else None,
+        fleets=state.fleets,  # need -> its fleet run (--inventory): resumed, never started again
+        hosts_failed=state.hosts_failed,
+        commit=r.commit,
+        failed={},
+        score=r.score,
+        # a resumed reproduction keeps the first plan's estimates of the runs an earlier attempt finished
+        estimates={**{n.key: n.seconds for n in needs if not n.bundles}, **state.estimates},
+        bundles={n.key: list(n.bundles) for n in needs if n.bundles},
+        ran=state.ran,
+        attempts=[*attempts, {"started": round(time(), 1), "ended": round(time(), 1)}],
+        partial=partial,  # seconds a run spent in attempts killed before it finished
+        running=None,  # the run under way, and when it started: what a killed attempt leaves behind
     )
-    design, entry = budgeted.load(previous), None  # a budgeted reproduction's design: its looks are read again
-    local = not (opts.inventory or given or opts.reuse_only)
-    if opts.budget and local:  # runs of this machine: the pilot, then rounds
-        entry = budgeted.start(state, opts.budget, previous.budget)
+
+
+def _start_budget(r: _Reproduction, echo) -> None:
+    """--budget on this machine: its entry and design registered before any data; else the earlier budget kept."""
+    opts, state, previous = r.opts, r.state, r.previous
+    design = budgeted.load(previous)  # a budgeted reproduction's design: its looks are read again
+    if opts.budget and r.local:  # runs of this machine: the pilot, then rounds
+        r.entry = budgeted.start(state, opts.budget, previous.budget)
         design = design or Design(alpha=alpha_of(opts.confidence))
-        budgeted.register(design, needs, claims, opts.budget)  # n_max from the estimates, before any data
-        budgeted.save(entry, design)
+        budgeted.register(design, r.needs, r.claims, opts.budget)  # n_max from the estimates, before any data
+        budgeted.save(r.entry, design)
         pilot = "whatever it takes (--whole-pilot)" if opts.whole_pilot else "those that fit"
         echo(
             f"budget: {opts.budget / 60:.1f} min of runs: the runs above first, {pilot} (the pilot), then rounds that "
@@ -238,143 +323,180 @@ def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo
     else:
         if previous.budget:
             state.budget = previous.budget
-        if opts.budget and (given or opts.reuse_only):
+        if opts.budget and (r.given or opts.reuse_only):
             echo("budget: nothing runs here (--bundles or --reuse-only): --budget is not used")
-    reading = budgeted.Reading(design, opts.confidence, opts.precision) if design else None
-    _save(out, state)
+    r.reading = budgeted.Reading(design, opts.confidence, opts.precision) if design else None
+    r.left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
+
+
+def _run_needs(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], echo) -> None:
+    """Run each need no bundle answers yet (on this machine or the fleet), the state saved before and after each."""
+    opts, state, entry = r.opts, r.state, r.entry
     failed = state.failed  # filled in place, saved with the state
-    left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
-    for n in needs:
-        if n.bundles or opts.reuse_only or given:
+    for n in r.needs:
+        if n.bundles or opts.reuse_only or r.given:
             continue
-        if left is not None and not (entry is not None and opts.whole_pilot) and (why := over_budget(n, left)):
+        if r.left is not None and not (entry is not None and opts.whole_pilot) and (why := over_budget(n, r.left)):
             failed[n.key] = why
             echo(f"reproduce: {n.key} not run: {why}")
             continue
         started = monotonic()
         state.running = Running(n.key, round(time(), 1))
-        _save(out, state)
+        _save(r.out, state)
         try:
             n.bundles = sources.on_fleet(n, opts, state, echo) if opts.inventory else [run_one(n, opts)]
             # fetched from the fleet's hosts: digests too; written by this very command (run_one): sizes only
-            n.bundles = sources.intact(n.bundles, verifier, left_out, digests=bool(opts.inventory))
+            n.bundles = sources.intact(n.bundles, r.verifier, r.left_out, digests=bool(opts.inventory))
             state.bundles[n.key] = list(n.bundles)
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
         finally:
             took = monotonic() - started
-            if left is not None:
-                left -= took
+            if r.left is not None:
+                r.left -= took
             if entry is not None:
                 entry.spent = round(entry.spent + took, 1)
         state.running = None
         if n.bundles:
-            state.ran[n.key] = round(took + partial.pop(n.key, 0.0), 1)
-        _save(out, state)
+            state.ran[n.key] = round(took + state.partial.pop(n.key, 0.0), 1)
+        _save(r.out, state)
 
-    lost = {h: why for hosts_ in state.hosts_failed.values() for h, why in hosts_.items()}
-    judged = None  # the last round's verdicts, when nothing ran after them
-    if reading is not None and local:
 
-        def extend(n: plan.Need, extra: int, before: int) -> None:
-            name = f"{out.name}@{before}"  # the extension's own name (run.json "extends"): found again by it alone
-            ext = dataclasses.replace(
-                n, overrides={**n.overrides, "repetitions": extra}, bundles=[], continues=before, extends=name
-            )
-            state.running = Running(n.key, round(time(), 1), name)
-            _save(out, state)
+def _budget_rounds(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], echo) -> list[Verdict] | None:
+    """A budgeted reproduction's rounds on this machine; the last round's verdicts, when nothing ran after them."""
+    extend = functools.partial(_extend, r, run_one)
+    _finish_extensions(r, extend, echo)
+    if r.entry is None or r.left is None:
+        return None
+    r.left, judged = budgeted.spend(
+        r.left,
+        r.needs,
+        r.reading,
+        lambda: _judge(r),
+        extend,
+        r.entry,
+        lambda: _save(r.out, r.state),
+        echo,
+    )
+    return judged
+
+
+def _finish_extensions(r: _Reproduction, extend: Callable[[plan.Need, int, int], None], echo) -> None:
+    """A killed attempt's unfinished extensions are finished first (their containers, mounts reaped)."""
+    for n in r.needs:
+        found = budgeted.orphans(n, r.opts.results_dir, r.here, r.previous.running, n.bundles, UNFINISHED)
+        for b, before in found:
             started = monotonic()
-
-            def took() -> None:
-                state.running = None
-                if state.extended is None:  # apart from "ran": the plan's estimates are the pilot's
-                    state.extended = {}
-                state.extended[n.key] = round(state.extended.get(n.key, 0.0) + monotonic() - started, 1)
-
             try:
-                got = sources.intact([run_one(ext, opts)], verifier, left_out, digests=False)
-            except PirexError:
-                took()
-                raise
-            # interrupted otherwise (Ctrl-C): "running" stays, so that the resume finds what the run left (orphans)
-            took()
-            n.bundles = [*n.bundles, *got]
-            state.bundles[n.key] = list(n.bundles)
-            _save(out, state)
+                extend(n, int(bundle_mod.Bundle.open(b).param("repetitions")), before)  # the runner resumes it
+            except PirexError as e:
+                echo(f"reproduce: finishing {b.name} failed: {str(e).splitlines()[0]}")
+            finally:
+                if r.entry is not None and r.left is not None:
+                    r.left -= monotonic() - started
+                    r.entry.spent = round(r.entry.spent + monotonic() - started, 1)
 
-        for n in needs:  # a killed attempt's unfinished extension: finished first (its containers, mounts reaped)
-            found = budgeted.orphans(n, opts.results_dir, here, previous.running, n.bundles, UNFINISHED)
-            for b, before in found:
-                started = monotonic()
-                try:
-                    extend(n, int(bundle_mod.Bundle.open(b).param("repetitions")), before)  # the runner resumes it
-                except PirexError as e:
-                    echo(f"reproduce: finishing {b.name} failed: {str(e).splitlines()[0]}")
-                finally:
-                    if entry is not None and left is not None:
-                        left -= monotonic() - started
-                        entry.spent = round(entry.spent + monotonic() - started, 1)
-        if entry is not None and left is not None:
-            left, judged = budgeted.spend(
-                left,
-                needs,
-                reading,
-                lambda: judge_all(claims, needs, missing, failed, opts, requirements, lost, reading),
-                extend,
-                entry,
-                lambda: _save(out, state),
-                echo,
-            )
-    verdicts = judged or judge_all(claims, needs, missing, failed, opts, requirements, lost, reading)
-    if reading is not None:
-        verdicts = budgeted.explain(verdicts, needs, reading, left or 0.0, f"pirex reproduce --resume {out}")
-        if state.budget is None:
-            state.budget = Budget()
-        budgeted.save(state.budget, reading.design)
-    found = report.sections(needs, claims, out)  # the tables behind the verdicts (pirex table prints them), figures
+
+def _extend(
+    r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], n: plan.Need, extra: int, before: int
+) -> None:
+    """Run `extra` more repetitions of a need after its first `before`: a budget's round, its time kept apart."""
+    state = r.state
+    name = f"{r.out.name}@{before}"  # the extension's own name (run.json "extends"): found again by it alone
+    ext = dataclasses.replace(
+        n, overrides={**n.overrides, "repetitions": extra}, bundles=[], continues=before, extends=name
+    )
+    state.running = Running(n.key, round(time(), 1), name)
+    _save(r.out, state)
+    started = monotonic()
+
+    def took() -> None:
+        state.running = None
+        if state.extended is None:  # apart from "ran": the plan's estimates are the pilot's
+            state.extended = {}
+        state.extended[n.key] = round(state.extended.get(n.key, 0.0) + monotonic() - started, 1)
+
+    try:
+        got = sources.intact([run_one(ext, r.opts)], r.verifier, r.left_out, digests=False)
+    except PirexError:
+        took()
+        raise
+    # interrupted otherwise (Ctrl-C): "running" stays, so that the resume finds what the run left (orphans)
+    took()
+    n.bundles = [*n.bundles, *got]
+    state.bundles[n.key] = list(n.bundles)
+    _save(r.out, state)
+
+
+def _judge(r: _Reproduction) -> list[Verdict]:
+    """Every claim's verdict on the bundles the needs have now."""
+    return judge_all(r.claims, r.needs, r.missing, r.state.failed, r.opts, r.requirements, r.lost, r.reading)
+
+
+def _verdicts(r: _Reproduction, judged: list[Verdict] | None) -> list[Verdict]:
+    """The verdicts (the last round's, or judged now); a budgeted reproduction's explained, its design saved."""
+    verdicts = judged or _judge(r)
+    if r.reading is not None:
+        verdicts = budgeted.explain(verdicts, r.needs, r.reading, r.left or 0.0, f"pirex reproduce --resume {r.out}")
+        if r.state.budget is None:
+            r.state.budget = Budget()
+        budgeted.save(r.state.budget, r.reading.design)
+    return verdicts
+
+
+def _notes(r: _Reproduction, verdicts: list[Verdict]) -> list[str]:
+    """The report's notes: the level's details, how far to trust the verdicts, and where the bundles came from."""
+    opts = r.opts
     notes = [
         f"{e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()
     ]  # the level's details
     notes.append(multiplicity_note(verdicts, opts.confidence, opts.precision))
-    if reading is not None:
-        notes.append(budgeted.note(state.budget, reading.design, verdicts))
+    if r.reading is not None:
+        notes.append(budgeted.note(r.state.budget, r.reading.design, verdicts))
     if opts.design == plan.DUET:
-        notes.append(plan.design_note(needs))
+        notes.append(plan.design_note(r.needs))
     if opts.experiments:
         notes.append(f"Only the claims on {', '.join(opts.experiments)} (--experiment)")
-    notes += sources.notes(opts, given, state)
-    if elsewhere:
+    notes += sources.notes(opts, r.given, r.state)
+    if r.elsewhere:
         notes.append(
             "Bundles of another commit (this checkout's claims and analysis, that commit's measurements): "
-            + ", ".join(f"{key} at {c}" for key, c in elsewhere.items())
+            + ", ".join(f"{key} at {c}" for key, c in r.elsewhere.items())
         )
-    durations = plan.measured_durations(needs, opts.results_dir, here, score)
+    return notes
+
+
+def _report(r: _Reproduction, verdicts: list[Verdict], echo) -> None:
+    """Write the report, durations.yaml and the state with its verdicts; print the summary."""
+    opts, state, out, needs = r.opts, r.state, r.out, r.needs
+    found = report.sections(needs, r.claims, out)  # the tables behind the verdicts (pirex table prints them), figures
+    notes = _notes(r, verdicts)
+    durations = plan.measured_durations(needs, opts.results_dir, r.here, r.score)
     if durations:  # what an experiment.yaml's durations: block can take from this machine
         (out / "durations.yaml").write_text(yaml.safe_dump(durations, sort_keys=False))
     timing = [(k, state.estimates.get(k), secs) for k, secs in state.ran.items()]
     _save(out, state)  # the time until now: this attempt's end so far
     facts = report.Facts(
-        "Reproduction of " + ", ".join(p.id for p in papers),
+        "Reproduction of " + ", ".join(p.id for p in r.papers),
         report.level_text(opts.level),
         notes,
-        report.machine_of(needs, here),
-        commit or "unknown",
+        report.machine_of(needs, r.here),
+        r.commit or "unknown",
         report.images_of(needs),
         state.time_taken(),
         len(state.attempts),
         opts.precision,
-        {p.id: p.title for p in papers},
+        {p.id: p.title for p in r.papers},
         [g.name for g in spans.groups([b for n in needs for b in n.bundles], "devices")],
-        left_out=left_out,
+        left_out=r.left_out,
     )
-    md, _ = report.write(out, facts, verdicts, needs, missing, timing, found)
+    md, _ = report.write(out, facts, verdicts, needs, r.missing, timing, found)
     state.verdicts = {verdict_key(v): v.verdict for v in verdicts}
     state.reasons = {verdict_key(v): v.reason for v in verdicts}  # what a rerun compares with (artifact/rerun.py)
-    state.left_out = left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli/reproduce.py)
+    state.left_out = r.left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli/reproduce.py)
     _save(out, state)
     echo("\n" + report.summary(verdicts, md, took=state.time_taken(), attempts=len(state.attempts)))
-    return out
 
 
 def multiplicity_note(verdicts: list[Verdict], confidence: float, precision_: float | None = None) -> str:
