@@ -1,59 +1,7 @@
 """Result bundles: one directory per run, written atomically, never overwritten, resumable, verifiable.
 
-Layout::
-
-    results/<experiment>/<run-id>/
-      manifest.json            what was run and every file of the bundle with its sha256 (below)
-      machine.json             the machine record: {"before": {...}, "after": {...}}
-      <variant>/<repetition>/  one completed step: raw outputs as the benchmark wrote them, stdout, stderr
-
-manifest.json (SCHEMA_VERSION 1), keys in this order:
-
-    schema_version  1; readers refuse any other number
-    run_id          "20261122T061500Z-3fa9c1": UTC start, then 6 random hex digits; sorts by start time
-    experiment      experiments/<id>, and the directory above the bundle
-    profile         "quick", "paper", ...
-    parameters      the resolved parameters, as the runner passed them
-    variants        ["native", "docker", ...]
-    design          absent (older bundles: one step at a time, in run.json's order), "interleaved", "sequential", or
-                    "duet": the variants of one repetition ran at the same moment, each on its own CPUs
-    images          the images used, as the runner passed them (reference, digest, platform)
-    tool            {"version": ..., "commit": ...}: the pirex that wrote the bundle
-    started         UTC ISO 8601 ("2026-11-22T06:15:00Z"), when the bundle was created
-    ended           UTC ISO 8601 of the last finish(), null while running
-    resumed         UTC times at which the run was resumed, oldest first
-    status          running | complete | partial | failed
-    plan            the ordered steps: [{"variant", "repetition", "params"?, "cpus"?}, ...]; "params" only if a step
-                    has its own, "cpus" (a CPU list such as "0" or "2-3") only if a step is pinned on its own (a duet)
-    completed       the steps done, in the order they completed: [{"variant", "repetition", "started", "ended",
-                    "cpus"?, "start"?, "end"?}, ...]; started/ended: UTC ISO 8601 of the step's folder (to the
-                    second); cpus: the CPUs it ran on; start/end: seconds since the epoch (UTC, to the microsecond)
-                    when its command started and ended, for steps that ran at the same time as others (a duet)
-    files           {"<relative path>": {"sha256": <hex>, "size": <bytes>}} for every file except manifest.json
-
-run.json (RUN_SCHEMA_VERSION 1), how the runner planned the run, written once before the first step and read again
-on resume, by reuse (pirex reproduce) and by the analysis (read it with Bundle.run_info(), a RunInfo):
-
-    schema_version  1 (a bundle written before the field existed has none: read as 1, the same layout)
-    order, seed     how the steps were ordered (random interleaving and its seed)
-    matrix          null, or {"name", "runs_as", "cases", "notes": {case: [why]}, "same_as_base": [case],
-                    "fallback"?}: the matrix run (a view) and the facts the runner learned about its cases
-    cpus            the --cpus list every step was pinned to, or null
-    work_dir        absent, or the host directory every variant's /work was bound to (--work-dir: a storage device)
-    trace           null, or {"enabled", "tracer", "functions", "output"} / {"enabled": false, "reason"}
-    variants        {name: how it ran}; jvm: the JVM that ran; soak; preflight; requested; skipped_variants
-    design          absent in older bundles, else as the manifest's; duet: absent, or a duet's CPU halves
-                    {"halves": [cpu list, cpu list], "swapped": "every repetition", "unused_cpus", "shared_cores"}
-    extends         absent, or "<plan>@<repetitions before>": a later bundle of one plan (a budget's round, a
-                    precision second stage), whose size was chosen from the data: never reused as a plain run
-
-<variant>/<repetition>/step.json (STEP_SCHEMA_VERSION 1), one step as it ran (Step.info()):
-
-    schema_version  1 (absent in older bundles: read as 1)
-    argv            the command line the step ran; returncode; seconds: its wall time
-
-<variant>/<repetition>/stdout.times: when each line of the step's stdout.txt arrived, one line each, seconds since the
-epoch (UTC, to the millisecond); absent in older bundles (Step.stdout_lines()).
+What a bundle's files hold (its layout, manifest.json, run.json, step.json, stdout.times) is in bundle_format.py;
+this module alone parses them (bundle_files.py reads a file so that a problem names it).
 
 Atomicity: the bundle directory is prepared under a temporary name and renamed into place (the rename fails if the
 name exists, so nothing is overwritten). A step is written into `<variant>/<repetition>.tmp-<pid>/` and renamed to
@@ -69,13 +17,10 @@ so two pirex processes never write one bundle at the same time.
 
 from __future__ import annotations
 
-import csv
-import fcntl
 import hashlib
 import json
 import math
 import os
-import re
 import secrets
 import shutil
 import tempfile
@@ -86,40 +31,35 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pirex.core import flock
+from pirex.core.bundle_files import damaged, read_json, read_text, reading
+from pirex.core.bundle_files import read_csv as read_csv  # the analysis reads its CSV files through pirex.core.bundle
+from pirex.core.bundle_format import (
+    COMPLETE,
+    CPU_LIST,
+    DESIGNS,
+    DUET,
+    FAILED,
+    MACHINE,
+    MANIFEST,
+    NAME,
+    PARTIAL,
+    RECORDED,
+    RUN_INFO,
+    RUN_SCHEMA_VERSION,
+    RUNNING,
+    SCHEMA_VERSION,
+    STDOUT,
+    STDOUT_TIMES,
+    STEP_INFO,
+    STEP_SCHEMA_VERSION,
+    TMP_MARK,
+    check_manifest,
+    short,
+)
 from pirex.core.errors import PirexError
 from pirex.core.machine import MachineRecord
-
-SCHEMA_VERSION = 1
-RUN_SCHEMA_VERSION = 1  # run.json
-STEP_SCHEMA_VERSION = 1  # <variant>/<repetition>/step.json
-MANIFEST = "manifest.json"
-MACHINE = "machine.json"
-RUN_INFO = "run.json"
-STEP_INFO = "step.json"
-STDOUT, STDOUT_TIMES = "stdout.txt", "stdout.times"
-
-RUNNING, COMPLETE, PARTIAL, FAILED = "running", "complete", "partial", "failed"
-STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
-
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # experiment and variant names become directory names
-TMP_MARK = ".tmp-"  # <repetition>.tmp-<pid>: a step being written
-# every key Bundle.create writes: a manifest without one of them is damaged, whatever a reader needs
-REQUIRED = (
-    "run_id",
-    "experiment",
-    "profile",
-    "parameters",
-    "variants",
-    "images",
-    "tool",
-    "started",
-    "ended",
-    "resumed",
-    "status",
-    "plan",
-    "completed",
-    "files",
-)
+from pirex.core.run_info import RunInfo
 
 
 def utcnow() -> datetime:
@@ -150,12 +90,6 @@ def _check_name(what: str, name: object) -> str:
     if not isinstance(name, str) or not NAME.match(name) or TMP_MARK in name:
         raise PirexError(f"{what} {name!r} cannot name a directory: use letters, digits, '.', '_' and '-'")
     return name
-
-
-DESIGNS = ("interleaved", "sequential", "duet")  # the manifest's design; duet: a repetition's steps at once
-DUET = "duet"
-CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
-RECORDED = ("cpus", "start", "end")  # what Bundle.record adds to a completed step
 
 
 def _normalise_plan(plan: Iterable, variants: list[str]) -> list[dict]:
@@ -260,140 +194,10 @@ def _read_manifest(path: Path) -> dict:
     try:
         doc = json.loads(f.read_text())
     except (ValueError, UnicodeDecodeError) as e:
-        raise PirexError(f"{f} is not valid JSON ({_short(e)}): the bundle is damaged; restore a copy") from None
+        raise PirexError(f"{f} is not valid JSON ({short(e)}): the bundle is damaged; restore a copy") from None
     except OSError as e:
         raise PirexError(f"{f}: cannot be read ({e.strerror})") from None
-    if not isinstance(doc, dict):
-        raise PirexError(f"{f}: expected a JSON object, found {type(doc).__name__}: the bundle is damaged")
-    if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc.get("schema_version"), bool):
-        raise PirexError(
-            f"{f}: schema_version {doc.get('schema_version')!r} is not {SCHEMA_VERSION}, the one this pirex reads: "
-            "use the pirex version that wrote it"
-        )
-    missing = [k for k in REQUIRED if k not in doc]
-    if missing:
-        raise PirexError(f"{f}: missing {', '.join(missing)}: the bundle is damaged")
-    if not isinstance(doc["status"], str) or doc["status"] not in STATUSES:
-        raise PirexError(f"{f}: status {doc['status']!r} is not one of {', '.join(STATUSES)}")
-    _check_types(f, doc)
-    return doc
-
-
-def _check_types(f: Path, doc: dict) -> None:
-    """Every manifest field a reader relies on has the type the format says (SCHEMA_VERSION 1, above)."""
-
-    def bad(key: str, expected: str) -> PirexError:
-        return PirexError(
-            f"{f}: {key}: expected {expected}, found {_short(repr(doc.get(key)))}: the bundle is "
-            "damaged; restore it from a copy"
-        )
-
-    for key in ("run_id", "experiment"):
-        if not isinstance(doc[key], str) or not NAME.match(doc[key]):
-            raise bad(key, "a name of letters, digits, '.', '_' and '-'")
-    if not isinstance(doc["profile"], str):
-        raise bad("profile", "a string")
-    if not isinstance(doc["variants"], list) or not all(isinstance(v, str) and NAME.match(v) for v in doc["variants"]):
-        raise bad("variants", "a list of variant names")
-    for key, kind in (("parameters", dict), ("tool", dict), ("resumed", list)):
-        if not isinstance(doc[key], kind):
-            raise bad(key, "a mapping" if kind is dict else "a list")
-    for key in ("started", "ended"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise bad(key, "a UTC time like 2026-11-22T06:15:00Z")
-    if "design" in doc and doc["design"] not in DESIGNS:
-        raise bad("design", f"one of {', '.join(DESIGNS)}")
-    for key in ("plan", "completed"):
-        steps = doc[key]
-        if not isinstance(steps, list) or not all(
-            isinstance(s, dict)
-            and s.get("variant") in doc["variants"]
-            and isinstance(s.get("repetition"), int)
-            and not isinstance(s.get("repetition"), bool)
-            for s in steps
-        ):
-            raise bad(key, "a list of {variant (one of variants), repetition (an integer), ...}")
-    files = doc["files"]
-    if not isinstance(files, dict) or not all(
-        isinstance(k, str)
-        and isinstance(v, dict)
-        and isinstance(v.get("sha256"), str)
-        and isinstance(v.get("size"), int)
-        for k, v in files.items()
-    ):
-        raise bad("files", "a mapping of path to {sha256, size}")
-
-
-def _short(e: object, n: int = 120) -> str:
-    text = " ".join(str(e).split())
-    return text if len(text) <= n else text[: n - 3] + "..."
-
-
-# --- reading a bundle's files: every decode error becomes a PirexError naming the file -------------------------------
-
-
-def bundle_of(path: Path) -> Path | None:
-    """The bundle directory a file lies in (the nearest parent with a manifest.json), if any."""
-    for d in Path(path).parents:
-        if (d / MANIFEST).is_file():
-            return d
-    return None
-
-
-def damaged(path: Path, problem: str) -> PirexError:
-    """The error for a file of a bundle that cannot be used: the file, the problem, and the fix."""
-    b = bundle_of(path)
-    fix = f"`pirex verify {b}` says what changed since the run" if b else "restore it from a copy"
-    return PirexError(f"{path}: {problem}: {fix}")
-
-
-@contextmanager
-def reading(path: Path) -> Iterator[None]:
-    """Parse a file inside this block: a decode error, a missing key or a wrong type becomes one
-    PirexError naming the file (readers of tables wrap their per-file parsing in it)."""
-    try:
-        yield
-    except PirexError:
-        raise
-    except FileNotFoundError:
-        raise damaged(path, "is missing") from None
-    except OSError as e:
-        raise PirexError(f"{path}: cannot be read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise damaged(path, "is not text (binary or damaged)") from None
-    except json.JSONDecodeError as e:
-        raise damaged(path, f"is not valid JSON ({_short(e)}), it may be truncated") from None
-    except csv.Error as e:
-        raise damaged(path, f"is not valid CSV ({_short(e)})") from None
-    except KeyError as e:
-        raise damaged(path, f"has no {_short(e)}") from None
-    except (ValueError, TypeError, IndexError, AttributeError) as e:
-        raise damaged(path, f"is not as expected ({_short(e)})") from None
-
-
-def read_text(path: Path) -> str:
-    with reading(path):
-        return Path(path).read_text()
-
-
-def read_json(path: Path, expect: type | tuple[type, ...] = (dict, list)) -> Any:
-    """A JSON file (jmh.json, run.json, machine.json, summary.json...), of the expected type."""
-    with reading(path):
-        doc = json.loads(Path(path).read_text())
-    if not isinstance(doc, expect):
-        names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
-        raise damaged(path, f"expected a JSON {names}, found {type(doc).__name__}")
-    return doc
-
-
-def read_csv(path: Path, required: Iterable[str] = ()) -> list[dict[str, str]]:
-    """A CSV file with a header row (requests.csv, web-memory.csv...), as dicts; `required` columns checked."""
-    with reading(path), open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-        header = set(rows[0]) if rows else set()
-    if missing := [c for c in required if rows and c not in header]:
-        raise damaged(path, f"has no column {', '.join(missing)}")
-    return rows
+    return check_manifest(f, doc)
 
 
 def read_machine(path: Path) -> MachineRecord:
@@ -423,75 +227,6 @@ def _param(params: dict, name: str, where: Path) -> Any:
             "written by an older pirex or is damaged; run the experiment again"
         )
     return params[name]
-
-
-_LEGACY_SAME = "same as its base here"
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """run.json, read (see the format above). `doc` is the whole file for fields no reader needs typed."""
-
-    doc: dict
-
-    @property
-    def _matrix(self) -> dict:
-        m = self.doc.get("matrix")
-        return m if isinstance(m, dict) else {}
-
-    @property
-    def matrix(self) -> str | None:
-        return self._matrix.get("name")
-
-    @property
-    def work_dir(self) -> Path | None:
-        """The host directory the workload's /work was on (a storage device's mount), or None: the default."""
-        w = self.doc.get("work_dir")
-        return Path(w) if w else None
-
-    @property
-    def runs_as(self) -> str | None:
-        """The variant the matrix's cases ran as (native, docker)."""
-        return self._matrix.get("runs_as")
-
-    @property
-    def notes(self) -> dict[str, list[str]]:
-        """Per matrix case, what the runner noted about it here (e.g. why it equals its base)."""
-        return dict(self._matrix.get("notes") or {})
-
-    @property
-    def same_as_base(self) -> frozenset[str]:
-        """The matrix cases that ran exactly as their base here (the setting was already in force)."""
-        if "same_as_base" in self._matrix or "schema_version" in self.doc:
-            return frozenset(self._matrix.get("same_as_base") or ())
-        # run.json before schema 1 said so only in a note's words, which the runner then always began with this
-        return frozenset(c for c, notes in self.notes.items() if any(n.startswith(_LEGACY_SAME) for n in notes))
-
-    @property
-    def fallback(self) -> dict | None:
-        return self._matrix.get("fallback")
-
-    @property
-    def cpus(self) -> str | None:
-        return self.doc.get("cpus")
-
-    @property
-    def trace(self) -> dict:
-        return self.doc.get("trace") or {}
-
-    @property
-    def soak(self) -> dict:
-        return self.doc.get("soak") or {}
-
-    @property
-    def jvm(self) -> dict | None:
-        return self.doc.get("jvm")
-
-    @property
-    def duet(self) -> dict:
-        """A duet run's CPU halves and how they were assigned ({"halves": [...], ...}); {} for any other run."""
-        d = self.doc.get("duet")
-        return d if isinstance(d, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -632,7 +367,7 @@ class Bundle:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         _fsync_dir(parent)
-        return cls(final, manifest, _lock(final))
+        return cls(final, manifest, flock.lock(final))
 
     @classmethod
     def open(cls, path: Path) -> Bundle:
@@ -649,7 +384,7 @@ class Bundle:
             raise PirexError(
                 f"{path} is complete: there is nothing to resume; run the experiment again for a new bundle"
             )
-        fd = _lock(path)
+        fd = flock.lock(path)
         try:
             b = cls(path, _read_manifest(path), fd)  # re-read under the lock
             b._drop_half_done()
@@ -957,37 +692,9 @@ class Bundle:
         _write_atomic(f, _dump(f, self.manifest))
 
 
-def _lock(path: Path) -> int:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise PirexError(
-            f"{path} is being written by another pirex process: wait for it to end, or stop it first"
-        ) from None
-    return fd
-
-
 def writing(path: Path) -> bool:
     """Whether a pirex process holds the bundle open for writing now (its flock; gone with the process)."""
-    return held(path, os.O_DIRECTORY)
-
-
-def held(path: Path, flags: int = 0) -> bool:
-    """Whether some process holds a flock on `path` now (a shared lock cannot be had); False when it cannot be
-    opened (with `flags`, e.g. os.O_DIRECTORY). The one probe of bundles and of the runner's leftover records."""
-    try:
-        fd = os.open(path, os.O_RDONLY | flags)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+    return flock.held(path, os.O_DIRECTORY)
 
 
 def verify(path: Path, *, digests: bool = True, complete: bool = True) -> list[str]:

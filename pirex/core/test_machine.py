@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pirex import __version__
-from pirex.core import capabilities, machine
+from pirex.core import board, capabilities, machine, storage, sysread
 
 DATA = Path(__file__).parent / "testdata" / "machine"
 
@@ -21,7 +21,7 @@ def fixture(name: str) -> str:
 
 
 def test_cpuinfo_pi3_on_32_bit_raspbian():
-    info = machine.parse_cpuinfo(fixture("pi3-raspbian32.cpuinfo"))
+    info = board.parse_cpuinfo(fixture("pi3-raspbian32.cpuinfo"))
     assert info["model_name"] == "ARMv7 Processor rev 4 (v7l)"
     assert info["model"] == "ARMv7 Processor rev 4 (v7l)"
     assert info["core"] == "Cortex-A53"
@@ -35,7 +35,7 @@ def test_cpuinfo_pi3_on_32_bit_raspbian():
 
 
 def test_cpuinfo_pi4_on_64_bit_kernel_has_no_model_name_nor_hardware():
-    info = machine.parse_cpuinfo(fixture("pi4-arm64.cpuinfo"))
+    info = board.parse_cpuinfo(fixture("pi4-arm64.cpuinfo"))
     assert info["model_name"] is None
     assert info["model"] == info["core"] == "Cortex-A72"
     assert info["cpu_parts"] == ["0xd08"]
@@ -46,7 +46,7 @@ def test_cpuinfo_pi4_on_64_bit_kernel_has_no_model_name_nor_hardware():
 
 
 def test_cpuinfo_x86_server():
-    info = machine.parse_cpuinfo(fixture("x86-server.cpuinfo"))
+    info = board.parse_cpuinfo(fixture("x86-server.cpuinfo"))
     assert info["model"] == "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz"
     assert info["core"] is None
     assert info["cores"] == 2
@@ -55,11 +55,11 @@ def test_cpuinfo_x86_server():
 
 def test_cpuinfo_old_32_bit_kernel_and_no_blank_line_before_board():
     text = "Processor\t: ARMv7 Processor rev 5 (v7l)\nprocessor\t: 0\nCPU part\t: 0xc07\nHardware\t: BCM2709\n"
-    info = machine.parse_cpuinfo(text)
+    info = board.parse_cpuinfo(text)
     assert info["model"] == "ARMv7 Processor rev 5 (v7l)"
     assert info["core"] == "Cortex-A7"
     assert info["hardware"] == "BCM2709"
-    assert machine.parse_cpuinfo("")["cores"] == 0
+    assert board.parse_cpuinfo("")["cores"] == 0
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def test_cpuinfo_old_32_bit_kernel_and_no_blank_line_before_board():
     ],
 )
 def test_revision_codes(code, expected):
-    decoded = machine.parse_revision(code)
+    decoded = board.parse_revision(code)
     assert decoded["new_style"] is True
     assert decoded["code"] == code
     assert {k: decoded[k] for k in expected} == expected
@@ -112,35 +112,35 @@ def test_revision_codes(code, expected):
 
 
 def test_revision_old_style_and_prefix():
-    assert machine.parse_revision("000e") == {"code": "000e", "new_style": False}
-    assert machine.parse_revision("0xA02082")["type"] == "3B"
+    assert board.parse_revision("000e") == {"code": "000e", "new_style": False}
+    assert board.parse_revision("0xA02082")["type"] == "3B"
     with pytest.raises(ValueError):
-        machine.parse_revision("zz")
+        board.parse_revision("zz")
 
 
 def test_device_tree_model_is_nul_terminated():
-    assert machine.parse_device_tree_model(b"Raspberry Pi 4 Model B Rev 1.4\x00") == "Raspberry Pi 4 Model B Rev 1.4"
+    assert board.parse_device_tree_model(b"Raspberry Pi 4 Model B Rev 1.4\x00") == "Raspberry Pi 4 Model B Rev 1.4"
 
 
 def test_pi_identity_hashes_the_serial_and_never_stores_it():
-    info = machine.parse_cpuinfo(fixture("pi3-raspbian32.cpuinfo"))
+    info = board.parse_cpuinfo(fixture("pi3-raspbian32.cpuinfo"))
     salt = b"s" * 32
-    pi = machine.pi_identity(info, "Raspberry Pi 3 Model B Rev 1.2", info["serial"], salt)
+    pi = board.pi_identity(info, "Raspberry Pi 3 Model B Rev 1.2", info["serial"], salt)
     assert pi["model"] == "Raspberry Pi 3 Model B Rev 1.2"
     assert pi["revision"]["type"] == "3B"
-    assert pi["serial_hmac_sha256"] == machine.serial_digest("00000000a1b2c3d4", salt)
-    assert pi["serial_hmac_sha256"] != machine.serial_digest("00000000a1b2c3d4", b"t" * 32)
+    assert pi["serial_hmac_sha256"] == board.serial_digest("00000000a1b2c3d4", salt)
+    assert pi["serial_hmac_sha256"] != board.serial_digest("00000000a1b2c3d4", b"t" * 32)
     assert "a1b2c3d4" not in json.dumps(pi)
     # The board model from cpuinfo suffices when the device tree is not readable.
-    assert machine.pi_identity(info, None, None, None)["serial_hmac_sha256"] is None
-    assert machine.pi_identity(machine.parse_cpuinfo(fixture("x86-server.cpuinfo")), None, None, None) is None
+    assert board.pi_identity(info, None, None, None)["serial_hmac_sha256"] is None
+    assert board.pi_identity(board.parse_cpuinfo(fixture("x86-server.cpuinfo")), None, None, None) is None
 
 
 def test_serial_salt_is_created_once_and_private(tmp_path, monkeypatch):
     monkeypatch.setenv("PIREX_CACHE", str(tmp_path / "cache"))
-    first = machine.serial_salt()
+    first = board.serial_salt()
     assert first is not None and len(first) == 32
-    assert machine.serial_salt() == first
+    assert board.serial_salt() == first
     path = tmp_path / "cache" / "serial-salt"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
@@ -149,7 +149,7 @@ def test_serial_salt_is_created_once_and_private(tmp_path, monkeypatch):
 
 
 def test_throttled_0x50005():
-    t = machine.parse_throttled("throttled=0x50005\n")
+    t = board.parse_throttled("throttled=0x50005\n")
     assert t["value"] == 0x50005 and t["hex"] == "0x50005" and t["raw"] == "throttled=0x50005"
     assert t["now"] == {"under_voltage": True, "arm_freq_capped": False, "throttled": True, "soft_temp_limit": False}
     assert t["since_boot"] == {
@@ -161,13 +161,13 @@ def test_throttled_0x50005():
 
 
 def test_throttled_0x0():
-    t = machine.parse_throttled("throttled=0x0")
+    t = board.parse_throttled("throttled=0x0")
     assert t["value"] == 0
     assert not any(t["now"].values()) and not any(t["since_boot"].values())
 
 
 def test_throttled_since_boot_only():
-    t = machine.parse_throttled("throttled=0x10000")
+    t = board.parse_throttled("throttled=0x10000")
     assert not any(t["now"].values())
     assert t["since_boot"]["under_voltage"] and not t["since_boot"]["throttled"]
 
@@ -175,15 +175,15 @@ def test_throttled_since_boot_only():
 @pytest.mark.parametrize("bad", ["", 'error=1 error_msg="Command not registered"', "throttled="])
 def test_throttled_rejects_other_text(bad):
     with pytest.raises(ValueError):
-        machine.parse_throttled(bad)
+        board.parse_throttled(bad)
 
 
 def test_other_vcgencmd_readings():
-    assert machine.parse_vcgencmd_temp("temp=47.8'C\n") == 47.8
-    assert machine.parse_measure_clock("frequency(48)=1200000000\n") == 1_200_000_000
-    assert machine.parse_measure_volts("volt=1.2000V\n") == 1.2
+    assert board.parse_vcgencmd_temp("temp=47.8'C\n") == 47.8
+    assert board.parse_measure_clock("frequency(48)=1200000000\n") == 1_200_000_000
+    assert board.parse_measure_volts("volt=1.2000V\n") == 1.2
     with pytest.raises(ValueError):
-        machine.parse_vcgencmd_temp("VCHI initialization failed")
+        board.parse_vcgencmd_temp("VCHI initialization failed")
 
 
 def test_vcgencmd_readings_keep_raw_and_survive_failures():
@@ -193,7 +193,7 @@ def test_vcgencmd_readings_keep_raw_and_survive_failures():
         "measure_clock_arm": None,
         "measure_volts_core": "garbage",
     }
-    v = machine.vcgencmd_readings(raw)
+    v = board.vcgencmd_readings(raw)
     assert v["throttled"]["value"] == 0
     assert v["temp_c"] == 52.1
     assert v["arm_hz"] is None and v["core_volts"] is None
@@ -251,14 +251,14 @@ def test_cpufreq_of_one_core():
 
 
 def test_sd_card_storage():
-    mnt = machine.parse_findmnt(fixture("findmnt-sd.txt"))
+    mnt = storage.parse_findmnt(fixture("findmnt-sd.txt"))
     assert mnt == {"source": "/dev/mmcblk0p2", "fstype": "ext4"}
-    disk = machine.parent_disk("mmcblk0p2")
+    disk = storage.parent_disk("mmcblk0p2")
     assert disk == "mmcblk0"
     for name in ("lsblk-sd.txt", "lsblk-sd-pairs.txt"):
-        blk = machine.parse_lsblk(fixture(name))
+        blk = storage.parse_lsblk(fixture(name))
         assert blk == {"name": "mmcblk0", "transport": None, "model": None, "rotational": False, "size": 7948206080}
-    card = machine.parse_sd_card(
+    card = storage.parse_sd_card(
         {k: (DATA / "sd-card" / k).read_text() for k in ("name", "manfid", "oemid", "date", "type")}
     )
     assert card == {
@@ -270,16 +270,16 @@ def test_sd_card_storage():
         "date": "11/2017",
         "type": "SD",
     }
-    assert machine.classify_storage(disk, None, card["type"]) == "sd-card"
-    assert machine.classify_storage(disk, None, "MMC") == "emmc"
+    assert storage.classify_storage(disk, None, card["type"]) == "sd-card"
+    assert storage.classify_storage(disk, None, "MMC") == "emmc"
 
 
 def test_usb_hdd_storage():
-    mnt = machine.parse_findmnt(fixture("findmnt-usb.txt"))
+    mnt = storage.parse_findmnt(fixture("findmnt-usb.txt"))
     assert mnt == {"source": "/dev/sda1", "fstype": "ext4"}  # the bind-mount [/pirex] part is dropped
-    assert machine.parent_disk("sda1") == "sda"
+    assert storage.parent_disk("sda1") == "sda"
     for name in ("lsblk-usb.txt", "lsblk-usb-pairs.txt"):
-        blk = machine.parse_lsblk(fixture(name))
+        blk = storage.parse_lsblk(fixture(name))
         assert blk == {
             "name": "sda",
             "transport": "usb",
@@ -287,7 +287,7 @@ def test_usb_hdd_storage():
             "rotational": True,
             "size": 500107862016,
         }
-    assert machine.classify_storage("sda", "usb") == "usb"
+    assert storage.classify_storage("sda", "usb") == "usb"
 
 
 @pytest.mark.parametrize(
@@ -301,17 +301,17 @@ def test_usb_hdd_storage():
     ],
 )
 def test_storage_classes(name, disk, tran, kind):
-    assert machine.parent_disk(name) == disk
-    assert machine.classify_storage(disk, tran) == kind
+    assert storage.parent_disk(name) == disk
+    assert storage.classify_storage(disk, tran) == kind
 
 
 def test_storage_without_block_device_and_bad_output():
-    assert machine.parse_findmnt("overlay overlay\n") == {"source": "overlay", "fstype": "overlay"}
-    assert machine.classify_storage(None, None) is None
+    assert storage.parse_findmnt("overlay overlay\n") == {"source": "overlay", "fstype": "overlay"}
+    assert storage.classify_storage(None, None) is None
     with pytest.raises(ValueError):
-        machine.parse_findmnt("")
+        storage.parse_findmnt("")
     with pytest.raises(ValueError):
-        machine.parse_lsblk("\n")
+        storage.parse_lsblk("\n")
 
 
 # --- Docker -----------------------------------------------------------------------------------
@@ -380,7 +380,7 @@ def test_record_of_this_machine(tmp_path, monkeypatch):
 
 
 def test_reader_notes_missing_files_instead_of_raising(tmp_path):
-    r = machine._Reader()
+    r = sysread.Reader()
     assert r.text(tmp_path / "absent", "x") is None
     assert "does not exist" in r.unavailable["x"]
     assert r.command(["pirex-no-such-command"], "y") is None
@@ -485,7 +485,7 @@ PI_RECORD = {
     ],
     "memory": {"total_bytes": 4 << 30, "swap_total_bytes": 0},
     "load": {"1m": 0.5, "5m": 0.4, "15m": 0.3},
-    "vcgencmd": {"throttled": machine.parse_throttled("throttled=0x0"), "temp_c": 47.8},
+    "vcgencmd": {"throttled": board.parse_throttled("throttled=0x0"), "temp_c": 47.8},
     "thermal_zone0_c": 47.2,
     "storage": {"work_dir": "/mnt/usb", "kind": "usb", "fstype": "ext4"},
     "network": {"interfaces": [], "peers": [{"peer": "10.0.0.2", "interface": "eth0"}]},

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pirex.core import experiment, machine, pmu
+from pirex.core import board, experiment, pmu
 from pirex.core.errors import PirexError
 
 DATA = Path(__file__).parent / "testdata" / "machine"
@@ -15,7 +15,7 @@ DATA = Path(__file__).parent / "testdata" / "machine"
 
 def record(cpuinfo: str) -> dict:
     """The machine record's cpu section, as machine.record() builds it from /proc/cpuinfo."""
-    info = machine.parse_cpuinfo(cpuinfo)
+    info = board.parse_cpuinfo(cpuinfo)
     return {"cpu": {"model": info["model"], "core": info["core"], "cpu_parts": info["cpu_parts"]}}
 
 

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from pirex.core import machine, preflight
+from pirex.core import board, preflight
 from pirex.core.preflight import Finding
 
 GIB = 2**30
@@ -27,7 +27,7 @@ def clean_pi() -> dict:
         },
         "load": {"1m": 0.1, "5m": 0.1, "15m": 0.1},
         "pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"},
-        "vcgencmd": {"throttled": machine.parse_throttled("throttled=0x0"), "temp_c": 45.0},
+        "vcgencmd": {"throttled": board.parse_throttled("throttled=0x0"), "temp_c": 45.0},
         "thermal_zone0_c": 45.1,
         "storage": {
             "work_dir": "/mnt/usb/results",
@@ -109,7 +109,7 @@ def test_swap_enabled_or_in_use():
 
 def test_throttling_now_fails_and_since_boot_warns():
     rec = clean_pi()
-    rec["vcgencmd"]["throttled"] = machine.parse_throttled("throttled=0x50005")
+    rec["vcgencmd"]["throttled"] = board.parse_throttled("throttled=0x50005")
     findings = preflight.check_throttling(rec)
     assert [f.level for f in findings] == ["fail", "warn"]
     assert "under-voltage" in findings[0].message and "throttled" in findings[0].message
@@ -120,7 +120,7 @@ def test_throttling_now_fails_and_since_boot_warns():
 
 def test_under_voltage_since_boot_only_warns():
     rec = clean_pi()
-    rec["vcgencmd"]["throttled"] = machine.parse_throttled("throttled=0x10000")
+    rec["vcgencmd"]["throttled"] = board.parse_throttled("throttled=0x10000")
     [f] = preflight.check_throttling(rec)
     assert f.level == "warn" and "under-voltage has occurred since boot" in f.message
 
@@ -210,8 +210,8 @@ def test_compare_quiet_run():
 
 def test_compare_flags_throttling_that_appeared_during_the_run():
     before, after = clean_pi(), clean_pi()
-    before["vcgencmd"]["throttled"] = machine.parse_throttled("throttled=0x20000")  # capped once, before the run
-    after["vcgencmd"]["throttled"] = machine.parse_throttled("throttled=0x30000")
+    before["vcgencmd"]["throttled"] = board.parse_throttled("throttled=0x20000")  # capped once, before the run
+    after["vcgencmd"]["throttled"] = board.parse_throttled("throttled=0x30000")
     [f] = [f for f in preflight.compare(before, after) if f.check == "throttling"]
     assert f.level == "warn"
     assert f.message.startswith("under-voltage occurred during the run (0x20000 -> 0x30000)")
@@ -219,7 +219,7 @@ def test_compare_flags_throttling_that_appeared_during_the_run():
 
 def test_compare_flags_throttling_at_the_end():
     before, after = clean_pi(), clean_pi()
-    after["vcgencmd"]["throttled"] = machine.parse_throttled("throttled=0x50005")
+    after["vcgencmd"]["throttled"] = board.parse_throttled("throttled=0x50005")
     findings = [f for f in preflight.compare(before, after) if f.check == "throttling"]
     assert [f.level for f in findings] == ["warn", "warn"]
     assert "at the end of the run" in findings[1].message

@@ -243,9 +243,9 @@ def test_the_summary_keeps_its_limit_whatever_the_verdicts(n_held, n_wide, n_odd
 
 def _record(cpuinfo: str, arch: str) -> dict:
     """A machine record as `pirex machine` writes it, from a /proc/cpuinfo fixture."""
-    from pirex.core import machine
+    from pirex.core import board
 
-    info = machine.parse_cpuinfo((Path(machine.__file__).parent / "testdata" / "machine" / cpuinfo).read_text())
+    info = board.parse_cpuinfo((Path(board.__file__).parent / "testdata" / "machine" / cpuinfo).read_text())
     return {
         "hostname": "h",
         "architecture": {"uname_machine": arch},

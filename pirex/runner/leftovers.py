@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pirex.core import paths, proc
-from pirex.core.bundle import held
 from pirex.core.errors import PirexError
+from pirex.core.flock import held
 from pirex.runner import lock
 
 log = logging.getLogger(__name__)
