@@ -42,7 +42,10 @@ TIMEOUT = {"quick": 1800, "paper": 6 * 3600}
 READER_MODULES = (
     "__init__",
     "core/__init__",
-    *(f"core/{m}" for m in ("errors", "proc", "paths", "tuning", "capabilities", "machine")),
+    *(
+        f"core/{m}"
+        for m in ("errors", "proc", "paths", "tuning", "capabilities", "sysread", "board", "storage", "machine")
+    ),
 )  # machine.py, its imports
 RECORD_TAG = "pirex-record"
 NODE_ROOT = "/node"  # where compose/stack.yml's record service mounts the node's / (read-only)
