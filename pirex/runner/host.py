@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pirex.core import cpuset, proc
 from pirex.core.errors import PirexError
-from pirex.core.experiment import Case, Matrix
+from pirex.core.experiment_matrix import Case, Matrix
 from pirex.runner import leftovers
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from pathlib import Path
 from pirex.core import experiment, machine, proc
 from pirex.core.bundle import utcnow
 from pirex.core.errors import PirexError
-from pirex.core.experiment import Deployment, Role
+from pirex.core.experiment_deployment import Deployment, Role
 from pirex.images import settings
 from pirex.runner import compose, deployment, leftovers, native, samplers
 

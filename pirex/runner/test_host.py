@@ -3,7 +3,7 @@ setting is put back, also when the step fails."""
 
 import pytest
 
-from pirex.core.experiment import Case
+from pirex.core.experiment_matrix import Case
 from pirex.runner import host
 
 

@@ -38,7 +38,8 @@ def test_command_runs_the_workload_user_of_an_image_that_starts_as_root(tmp_path
 
 
 def test_privileged_and_case_variants_describe_what_they_change():
-    from pirex.core.experiment import Case, Privileges
+    from pirex.core.experiment import Privileges
+    from pirex.core.experiment_matrix import Case
     from pirex.runner import variants
 
     priv = Privileges(root=True, capabilities=("SYS_ADMIN",), why="drop caches")
