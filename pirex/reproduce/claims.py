@@ -268,6 +268,7 @@ def _requirements(doc: Any, path: Path) -> dict[str, Requirement]:
 
 
 def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Claim:
+    """One claim of claims.yaml: its id, needs and words, then the experiment that measures it, if any."""
     if not isinstance(c, dict):
         raise _fail(path, where, "a mapping (id, where, says, ...)", c)
     unknown = sorted(set(c) - KEYS)
@@ -294,6 +295,19 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         if "ratio" in c:
             raise _fail(path, f"{where}.experiment", "the experiment that measures the ratio", None)
         return Claim(**base)
+    exp, view = _runs(c, exp_id, path, where, base)
+    across = _across(c, needs, path, where)
+    if across is not None:
+        base["across"] = across
+    if "metrics" in c:
+        return _agreement(c, path, where, base)
+    if "ratio" not in c:
+        return Claim(**base)
+    return _ratio_claim(c, path, where, base, exp, view, across)
+
+
+def _runs(c: dict, exp_id: Any, path: Path, where: str, base: dict) -> tuple[experiment.Experiment, str | None]:
+    """What a measured claim needs run (experiment, view, variants, setup): checked, added to `base`."""
     if not isinstance(exp_id, str) or exp_id not in experiment.available():
         raise _fail(path, f"{where}.experiment", f"one of {', '.join(experiment.available())}", exp_id)
     exp = experiment.load(exp_id)
@@ -310,6 +324,11 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
             raise PirexError(f"{path}: {where}.variants: {e}") from None
     base |= {"experiment": exp_id, "view": view, "variants": tuple(variants)}
     base["setup"] = _setup(c.get("setup"), exp, path, f"{where}.setup")
+    return exp, view
+
+
+def _across(c: dict, needs: list[str], path: Path, where: str) -> str | None:
+    """What a claim spans (devices or storages), or None; metrics, sides and crossover need one, and so its needs."""
     across = c.get("across")
     for key in ("metrics", "sides", "crossover"):
         if key in c and across is None:
@@ -319,12 +338,11 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
             raise _fail(path, f"{where}.across", f"one of {', '.join(ACROSS)}", across)
         if not any(n.startswith(f"{across}:") for n in needs):
             raise _fail(path, f"{where}.needs", f"{across}:N (how many {across} the claim spans)", needs)
-        base["across"] = across
-    if "metrics" in c:
-        return _agreement(c, path, where, base)
-    if "ratio" not in c:
-        return Claim(**base)
-    num, den = _ratio(c["ratio"], path, f"{where}.ratio", exp, view)
+    return across
+
+
+def _rule(c: dict, path: Path, where: str) -> tuple[str, float, float]:
+    """A ratio claim's rule with its tolerance and margin, each as the rule takes them."""
     rule = c.get("rule")
     if rule == "contains":
         raise PirexError(f"{path}: {where}.rule: {POINT_TEST}")
@@ -338,6 +356,15 @@ def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Cl
         raise _fail(path, f"{where}.margin", "a fraction in (0, 1)", margin)
     if bool(margin) != (rule in MARGINED):
         raise _fail(path, f"{where}.margin", f"a margin exactly for the rules {' and '.join(MARGINED)}", margin)
+    return rule, tol, margin
+
+
+def _ratio_claim(
+    c: dict, path: Path, where: str, base: dict, exp: experiment.Experiment, view: str | None, across: str | None
+) -> Claim:
+    """A claim on a ratio of two sides: its rule, and the paper's value or direction the ratio is judged against."""
+    num, den = _ratio(c["ratio"], path, f"{where}.ratio", exp, view)
+    rule, tol, margin = _rule(c, path, where)
     sides = _sides(c.get("sides"), across, rule, path, f"{where}.sides")
     crossover = _crossover(c, num, den, rule, path, where)
     edge = _edge(c, rule, path, where)
