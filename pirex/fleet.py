@@ -220,23 +220,7 @@ def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = 
     version = _checkout_note(say)
     (fleet_dir / WORK).mkdir(parents=True, exist_ok=True)
     if doc is None:
-        doc = {
-            "schema": SCHEMA,
-            "fleet_run": fleet_dir.name,
-            "experiment": exp.id,
-            "profile": req.profile,
-            "variants": req.variants,
-            "sets": list(req.sets),
-            "design": req.design,
-            "tag": req.tag,
-            "serial": req.serial,
-            "images_archive": str(req.images_archive) if req.images_archive else None,
-            "inventory": str(Path(req.inventory).resolve()),
-            "commit": version,
-            "started": B.iso(B.utcnow()),
-            "attempts": [],
-            "hosts": {},
-        }
+        doc = _new_manifest(req, exp, fleet_dir, version)
     attempt = len(doc["attempts"]) + 1
     for h in todo:
         doc["hosts"][h] = {**hosts[h], "state": MISSING, "why": "running", "attempt": attempt}
@@ -248,23 +232,7 @@ def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = 
     say(f"fleet run {fleet_dir} ({exp.id}, {req.profile}, {mode}): {', '.join(todo)}")
     started = time.monotonic()
     limit = req.host_timeout * (len(todo) if req.serial else 1) + PREPARE_TIMEOUT
-    try:
-        r = proc.run(
-            command(req, vars_file, todo),
-            timeout=limit,
-            check=False,
-            capture=False,
-            env=environment(status, fleet_dir / "ansible.log"),
-            what="ansible-playbook",
-        )
-    except BaseException as e:  # a time limit, Ctrl-C: the manifest says so, --resume goes on from there
-        for h in todo:
-            doc["hosts"][h].update(
-                why=f"the fleet run was stopped ({type(e).__name__}: {e}); a host's run may go on "
-                "there: --resume takes it over"
-            )
-        write_manifest(fleet_dir, doc)
-        raise
+    r = _playbook(req, fleet_dir, doc, todo, vars_file, status, limit)
     wall = time.monotonic() - started
     ended = read_status(status)
     for h in todo:
@@ -284,6 +252,50 @@ def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = 
     for line in summary(out, wall, mode):
         say(line)
     return out
+
+
+def _new_manifest(req: Request, exp: experiment.Experiment, fleet_dir: Path, version: str) -> dict:
+    """A new fleet run's fleet.json: what was asked, so that --resume runs the same, with no attempt yet."""
+    return {
+        "schema": SCHEMA,
+        "fleet_run": fleet_dir.name,
+        "experiment": exp.id,
+        "profile": req.profile,
+        "variants": req.variants,
+        "sets": list(req.sets),
+        "design": req.design,
+        "tag": req.tag,
+        "serial": req.serial,
+        "images_archive": str(req.images_archive) if req.images_archive else None,
+        "inventory": str(Path(req.inventory).resolve()),
+        "commit": version,
+        "started": B.iso(B.utcnow()),
+        "attempts": [],
+        "hosts": {},
+    }
+
+
+def _playbook(
+    req: Request, fleet_dir: Path, doc: dict, todo: list[str], vars_file: Path, status: Path, limit: float
+) -> proc.Result:
+    """Run the playbook over the hosts to do; stopped (a time limit, Ctrl-C), the manifest says so first."""
+    try:
+        return proc.run(
+            command(req, vars_file, todo),
+            timeout=limit,
+            check=False,
+            capture=False,
+            env=environment(status, fleet_dir / "ansible.log"),
+            what="ansible-playbook",
+        )
+    except BaseException as e:  # a time limit, Ctrl-C: the manifest says so, --resume goes on from there
+        for h in todo:
+            doc["hosts"][h].update(
+                why=f"the fleet run was stopped ({type(e).__name__}: {e}); a host's run may go on "
+                "there: --resume takes it over"
+            )
+        write_manifest(fleet_dir, doc)
+        raise
 
 
 def _resumed(doc: dict, req: Request) -> Request:
