@@ -34,6 +34,7 @@ from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
 from pirex.core.experiment import Deployment, Role, Setup, render
 from pirex.runner import leftovers, native, samplers, variants
+from pirex.runner.container import ContainerSpec, run_labels
 
 log = logging.getLogger(__name__)
 
@@ -165,27 +166,24 @@ class Servers:
     ) -> proc.Result:
         if v.is_native:
             return run_native(image["reference"], argv, env, timeout)
-        cmd = [
-            "docker",
-            "run",
-            "--rm",
-            "--name",
-            name,
-            *leftovers.docker_args(),
-            "--platform",
-            image["platform"],
-            *self._network_args(v),
-        ]
+        spec = ContainerSpec(
+            image["reference"],
+            tuple(argv),
+            rm=True,
+            name=name,
+            labels=run_labels(),
+            platform=image["platform"],
+            network=self._network(v),
+            env=tuple(env.items()),
+        )
         leftovers.note("container", name=name)
-        for k, val in env.items():
-            cmd += ["-e", f"{k}={val}"]
         try:
-            return proc.run([*cmd, image["reference"], *argv], timeout=timeout, check=False)
+            return proc.run(spec.argv(), timeout=timeout, check=False)
         finally:
             proc.run(["docker", "rm", "-f", name], timeout=120, check=False)
 
-    def _network_args(self, v: variants.Variant) -> list[str]:
-        return ["--network", "host"] if v.host_network else ["--network", self.network]
+    def _network(self, v: variants.Variant) -> str:
+        return "host" if v.host_network else self.network
 
     # --- one step -----------------------------------------------------------------------------------------------
 
@@ -245,33 +243,28 @@ class Servers:
             }
             return start_native(stack, name, image["reference"], argv, env, binds, log_path)
         container = f"{self.prefix}-{name}"
-        cmd = [
-            "docker",
-            "run",
-            "-d",
-            "--name",
-            container,
-            *leftovers.docker_args(),
-            "--platform",
-            image["platform"],
-            *v.docker_args,
-            *self._network_args(v),
-        ]
-        if not v.host_network:
-            cmd += ["--network-alias", name]
-        if publish:
-            cmd += ["-p", f"{LOOPBACK}:{publish[0]}:{publish[1]}"]
-        for src, inside in binds.items():
-            cmd += ["-v", f"{src}:{inside}"]
-        for k, val in env.items():
-            cmd += ["-e", f"{k}={val}"]
+        spec = ContainerSpec(
+            image["reference"],
+            tuple(argv),
+            detach=True,
+            name=container,
+            labels=run_labels(),
+            platform=image["platform"],
+            extra=tuple(v.docker_args),
+            network=self._network(v),
+            network_alias=None if v.host_network else name,
+            publish=f"{LOOPBACK}:{publish[0]}:{publish[1]}" if publish else None,
+            volumes=tuple(binds.items()),
+            env=tuple(env.items()),
+        )
+        cmd = spec.argv()
         proc.run(["docker", "rm", "-f", container], timeout=120, check=False)  # left by a killed run
         leftovers.note("container", name=container)
         stack.callback(_stop_container, container, log_path)
-        proc.run([*cmd, image["reference"], *argv], timeout=300, what=f"starting the {name} container")
+        proc.run(cmd, timeout=300, what=f"starting the {name} container")
         how[name] = {
             "runs": "docker run",
-            "docker_args": [_masked(a) for a in cmd[2:]],
+            "docker_args": [_masked(a) for a in cmd[2 : -1 - len(spec.command)]],  # between `docker run` and the image
             "image": image["reference"],
             "argv": argv,
         }
@@ -323,20 +316,8 @@ def prepare_data_dir(data: Path, db_image: str) -> None:
 
 def image_user(reference: str) -> str:
     """uid:gid the image runs as."""
-    r = proc.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            *leftovers.docker_args(),
-            "--entrypoint",
-            "sh",
-            reference,
-            "-c",
-            'echo "$(id -u):$(id -g)"',
-        ],
-        timeout=300,
-    )
+    spec = ContainerSpec(reference, ("-c", 'echo "$(id -u):$(id -g)"'), rm=True, labels=run_labels(), entrypoint="sh")
+    r = proc.run(spec.argv(), timeout=300)
     return r.stdout.strip()
 
 

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from pirex import __version__
 from pirex.core import cpuset, experiment, machine, preflight, proc
-from pirex.core.bundle import PARTIAL, Bundle, write_step_info
+from pirex.core.bundle import PARTIAL, Bundle, RunInfo, write_step_info
 from pirex.core.errors import PirexError
 from pirex.core.paths import git_version
 from pirex.images import localregistry, sources
 from pirex.images import platforms as plat
 from pirex.runner import deployment, duet, faults, host, leftovers, lock, native, outputs, runplan, tracing, variants
+from pirex.runner.container import ContainerSpec, run_labels
 from pirex.runner.runplan import Options
 
 log = logging.getLogger(__name__)
@@ -51,21 +52,10 @@ def image_for(name: str, tag: str, platform: plat.Platform) -> dict:
 
 def jvm_of(image: dict) -> dict | None:
     """The JVM the image runs (vendor, VM, version), as `java -XshowSettings:properties` reports it."""
-    r = proc.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "--platform",
-            image["platform"],
-            image["reference"],
-            "java",
-            "-XshowSettings:properties",
-            "-version",
-        ],
-        timeout=300,
-        check=False,
+    spec = ContainerSpec(
+        image["reference"], ("java", "-XshowSettings:properties", "-version"), rm=True, platform=image["platform"]
     )
+    r = proc.run(spec.argv(), timeout=300, check=False)
     props = {k.strip(): v.strip() for k, _, v in (ln.partition(" = ") for ln in r.stderr.splitlines() if " = " in ln)}
     keys = ("java.vendor", "java.vm.name", "java.vm.version", "java.runtime.version", "os.arch")
     return {k: props.get(k) for k in keys} if r.ok else None
@@ -99,22 +89,10 @@ class Service:
 
     def __enter__(self):
         leftovers.note("container", name=self.name)
-        proc.run(
-            [
-                "docker",
-                "run",
-                "-d",
-                "--rm",
-                "--name",
-                self.name,
-                *leftovers.docker_args(),
-                "--network",
-                "host",
-                self.image_ref,
-                *self.argv,
-            ],
-            timeout=120,
+        spec = ContainerSpec(
+            self.image_ref, tuple(self.argv), detach=True, rm=True, name=self.name, labels=run_labels(), network="host"
         )
+        proc.run(spec.argv(), timeout=120)
 
         def ready() -> str | None:
             logs = proc.run(["docker", "logs", self.name], timeout=30, check=False)
@@ -224,11 +202,8 @@ def _jvm(exp: experiment.Experiment, images: dict[str, dict]) -> dict | None:
 
 def _lacks_optional_part(matrix: experiment.Matrix, image: dict) -> bool:
     """Whether the image lacks a matrix's optional part (SPASS-meter, bring-your-own): its probe fails."""
-    probe = proc.run(
-        ["docker", "run", "--rm", "--platform", image["platform"], image["reference"], *matrix.fallback["probe"]],
-        timeout=300,
-        check=False,
-    )
+    spec = ContainerSpec(image["reference"], tuple(matrix.fallback["probe"]), rm=True, platform=image["platform"])
+    probe = proc.run(spec.argv(), timeout=300, check=False)
     return not probe.ok
 
 
@@ -376,7 +351,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
     info = bundle.run_info()
     m = exp.matrices[info.matrix] if info.matrix else None
     by_name = runplan.variants_of(exp, bundle.variants, info.matrix, info.runs_as, info.cpus)
-    trace, soak = info.trace, info.soak
+    trace = info.trace
     if trace.get("enabled"):  # the workload writes markers into tracefs: give containers the same one
         by_name = {
             n: dataclasses.replace(v, docker_args=[*v.docker_args, "-v", f"{tracing.TRACEFS}:{tracing.TRACEFS}"])
@@ -405,45 +380,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
                     _duet_repetition(bundle, exp, group, by_name, gateway, workdir_host)
                     print(f"[{i}/{len(todo) // 2}] duet repetition {group[0]['repetition']}: " + _sides(bundle, group))
                 todo = []
-            started = time.monotonic()
-            for i, step in enumerate(todo, 1):
-                v = by_name[step["variant"]]
-                values = runplan.step_values(exp, step.get("params") or params, v, step["repetition"], gateway)
-                case = m.resolved(v.name) if m else None
-                with (
-                    bundle.step(v.name, step["repetition"]) as out,
-                    host.applied(case) if case else nullcontext(),
-                    tracing.traced(trace["tracer"], trace["functions"], out / trace["output"])
-                    if trace.get("enabled")
-                    else nullcontext(),
-                    site.deployed(v, out) if site else nullcontext({}) as served,
-                ):
-                    argv = experiment.render(exp.command, {**values, **served}) + soak.get("driver_args", [])
-                    name = f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}"
-                    irq = machine.interrupts()  # ICPE'18 Figure 3: interrupts during each step
-                    r = variants.run_step(
-                        deployment.DRIVER if site else v,
-                        image["reference"],
-                        argv,
-                        out,
-                        workdir_host,
-                        STEP_TIMEOUT,
-                        name,
-                        image["platform"],
-                    )
-                    machine.write_interrupts(out / "interrupts.json", irq, machine.interrupts())
-                    write_step_info(out, r.argv, r.returncode, r.seconds)
-                    if r.returncode not in soak.get("exit_codes", [0]):
-                        tail = (out / "stderr.txt").read_text()[-2000:]
-                        raise PirexError(f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}")
-                    if problem := outputs.problem(exp.outputs, out):
-                        raise PirexError(f"{v.name} repetition {step['repetition']}: {problem}")
-                eta = (time.monotonic() - started) / i * (len(todo) - i)
-                print(
-                    f"[{i}/{len(todo)}] {v.name} repetition {step['repetition']}: {r.seconds:.1f} s"
-                    + (f", about {eta / 60:.1f} min left" if i < len(todo) else ""),
-                    flush=True,
-                )
+            _in_order(bundle, exp, info, m, todo, by_name, site, gateway, workdir_host)
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM/SIGHUP through the CLI's handler
         faults.settle(bundle, PARTIAL)
         print(f"interrupted: {bundle.path} is partial; `pirex run --resume {bundle.path}` finishes it")
@@ -454,6 +391,69 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
         if not isinstance(e, PirexError):
             log.error("the run failed unexpectedly; %s is marked failed", bundle.path)
         raise e
+    return _finish(bundle)
+
+
+def _in_order(
+    bundle: Bundle,
+    exp: experiment.Experiment,
+    info: RunInfo,
+    m: experiment.Matrix | None,
+    todo: list[dict],
+    by_name: dict[str, variants.Variant],
+    site: deployment.Servers | None,
+    gateway: str,
+    workdir_host: Path,
+) -> None:
+    """The steps one after another (all of them but a duet's), each in its bundle folder: the matrix case's host
+    settings, tracing and the deployment's servers around it, its outputs checked, the time left said."""
+    image = bundle.images[exp.image]
+    params = bundle.parameters
+    trace, soak = info.trace, info.soak
+    started = time.monotonic()
+    for i, step in enumerate(todo, 1):
+        v = by_name[step["variant"]]
+        values = runplan.step_values(exp, step.get("params") or params, v, step["repetition"], gateway)
+        case = m.resolved(v.name) if m else None
+        with (
+            bundle.step(v.name, step["repetition"]) as out,
+            host.applied(case) if case else nullcontext(),
+            tracing.traced(trace["tracer"], trace["functions"], out / trace["output"])
+            if trace.get("enabled")
+            else nullcontext(),
+            site.deployed(v, out) if site else nullcontext({}) as served,
+        ):
+            argv = experiment.render(exp.command, {**values, **served}) + soak.get("driver_args", [])
+            name = f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}"
+            irq = machine.interrupts()  # ICPE'18 Figure 3: interrupts during each step
+            r = variants.run_step(
+                deployment.DRIVER if site else v,
+                image["reference"],
+                argv,
+                out,
+                workdir_host,
+                STEP_TIMEOUT,
+                name,
+                image["platform"],
+            )
+            machine.write_interrupts(out / "interrupts.json", irq, machine.interrupts())
+            write_step_info(out, r.argv, r.returncode, r.seconds)
+            if r.returncode not in soak.get("exit_codes", [0]):
+                tail = (out / "stderr.txt").read_text()[-2000:]
+                raise PirexError(f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}")
+            if problem := outputs.problem(exp.outputs, out):
+                raise PirexError(f"{v.name} repetition {step['repetition']}: {problem}")
+        eta = (time.monotonic() - started) / i * (len(todo) - i)
+        print(
+            f"[{i}/{len(todo)}] {v.name} repetition {step['repetition']}: {r.seconds:.1f} s"
+            + (f", about {eta / 60:.1f} min left" if i < len(todo) else ""),
+            flush=True,
+        )
+
+
+def _finish(bundle: Bundle) -> Path:
+    """The machine record after the run, what changed during it said, the bundle closed (complete when every planned
+    step is done)."""
     after = machine.record(bundle.path)
     bundle.write_machine(after=after)
     for f in preflight.compare(bundle.machine_before(), after):

@@ -23,6 +23,7 @@ from pirex.core.bundle import STDOUT, STDOUT_TIMES
 from pirex.core.errors import PirexError
 from pirex.core.experiment import Case, Privileges, aa_base
 from pirex.runner import faults, leftovers, native
+from pirex.runner.container import ContainerSpec, run_labels
 
 LOOPBACK = "127.0.0.1"
 
@@ -153,16 +154,21 @@ def run_step(
             what = f"native {variant.name}"
             return _timed(cmd, outdir, timeout, started=lambda pid: leftovers.note_process(pid, what))
     # no --rm: the container is inspected (killed? OOM?) and removed below, on every exit path
-    cmd = ["docker", "run", "--name", container_name, *leftovers.docker_args(), "-v", f"{outdir}:/results"]
-    if platform:
-        cmd += ["--platform", platform]
+    spec = ContainerSpec(
+        image_ref,
+        tuple(argv),
+        name=container_name,
+        labels=run_labels(),
+        results=outdir,
+        platform=platform or None,
+        extra=tuple(variant.extra_docker_args(workdir)),
+    )
     if variant.bind_workdir:
         workdir.mkdir(parents=True, exist_ok=True)
         workdir.chmod(0o777)
-    cmd += variant.extra_docker_args(workdir)
     leftovers.note("container", name=container_name)
     try:
-        r = _timed([*cmd, image_ref, *argv], outdir, timeout)
+        r = _timed(spec.argv(), outdir, timeout)
         _explain_end(r, container_name, outdir)
         return r
     finally:  # a killed client leaves its container running: remove it on every exit path
