@@ -1,5 +1,7 @@
 """The bootstrap's reading of the host's apt sources (no Docker needed)."""
 
+from pathlib import Path
+
 from pirex.images import bootstrap
 
 DEB822 = """\
@@ -73,3 +75,46 @@ def test_role_keys_change_with_the_recipe():
     assert bootstrap._key("FROM x", "a") != bootstrap._key("FROM x", "b")
     assert bootstrap._key("FROM x", "a") == bootstrap._key("FROM x", "a")
     assert bootstrap._role_tag("jdk", "0123").endswith("/pirex-bootstrap/jdk:bookworm-0123")
+
+
+def test_the_rootfs_trees_are_made_at_once_and_a_failure_ends_the_others(monkeypatch):
+    """rootfs_all runs each platform's making in a thread of its own (all three under way together), returns each
+    one's result, and when one fails ends every mmdebstrap still running before it raises (no process left)."""
+    import signal
+    import threading
+
+    import pytest
+
+    from pirex.core import proc
+    from pirex.core.errors import PirexError
+    from pirex.images import platforms
+
+    plats = sorted(platforms.SUPPORTED)
+    together = threading.Barrier(len(plats), timeout=30)
+
+    def made(platform, refresh, started):
+        together.wait()  # every platform's making under way at the same time, or this times out
+        return Path(f"/rootfs-{platform.dpkg_arch}.tar"), {"platform": str(platform)}
+
+    monkeypatch.setattr(bootstrap, "rootfs", made)
+    got = bootstrap.rootfs_all(plats)
+    assert {p: r[1]["platform"] for p, r in got.items()} == {p: str(p) for p in plats}
+
+    sleepers: list[int] = []
+    ended: list[int] = []
+
+    def one_fails(platform, refresh, started):
+        if platform != plats[0]:
+            p = proc.start(["sleep", "120"])
+            sleepers.append(p.pid)
+            started(p.pid)
+            ended.append(p.wait())  # until rootfs_all ends it (a signal), or its two minutes (0)
+            raise PirexError(f"mmdebstrap ({platform}) ended")
+        while len(sleepers) < len(plats) - 1:
+            threading.Event().wait(0.05)
+        raise PirexError("mmdebstrap (the first) failed")
+
+    monkeypatch.setattr(bootstrap, "rootfs", one_fails)
+    with pytest.raises(PirexError, match="the first"):
+        bootstrap.rootfs_all(plats)
+    assert ended == [-signal.SIGTERM] * (len(plats) - 1) and not any(proc.group_alive(pid) for pid in sleepers)
