@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pirex.analysis.bundles import open_bundle, per_setup
 from pirex.analysis.interface import NamedTable, RunValue
@@ -287,7 +288,6 @@ def plot(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import matplotlib.ticker
 
     all_rows: list[ForkRow] = []
     all_notes: list[Note] = []
@@ -309,90 +309,133 @@ def plot(
     if counters is not None:
         names = [c for c in names if c in counters]
     devices = sorted({ln.device for ln in lines} | {n.device for n in all_notes})
-    setups = sorted({ln.setup for ln in lines})  # never one line over two setups
-    colours = {d: plt.get_cmap("tab10")(i % 10) for i, d in enumerate(devices)}
     variants = sorted({ln.variant for ln in lines} | {n.variant for n in all_notes}, key=lambda v: (v != "native", v))
-    styles = {v: VARIANT_STYLES.get(v) or OTHER_STYLES[i % len(OTHER_STYLES)] for i, v in enumerate(variants)}
-
+    look = _Look(
+        by_counter,
+        unsupported,
+        all_notes,
+        devices,
+        sorted({ln.setup for ln in lines}),  # never one line over two setups
+        variants,
+        {d: plt.get_cmap("tab10")(i % 10) for i, d in enumerate(devices)},
+        {v: VARIANT_STYLES.get(v) or OTHER_STYLES[i % len(OTHER_STYLES)] for i, v in enumerate(variants)},
+        process,
+    )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     for counter in names:
-        missing = _gaps(counter, unsupported.get(counter, []), all_notes)
-        notes_h = 0.17 * (len(missing) + 1) if missing else 0.0  # inches
-        height = 5.0 + notes_h
-        fig, axes = plt.subplots(1, 2, figsize=(14, height), sharey=True)
-        fig.subplots_adjust(left=0.06, right=0.69, wspace=0.06, top=1 - 0.55 / height, bottom=(notes_h + 0.7) / height)
-        if missing:
-            fig.text(
-                0.06,
-                (notes_h + 0.02) / height,
-                "No line for:\n" + "\n".join(missing),
-                fontsize=7,
-                va="top",
-                ha="left",
-                color="dimgray",
-            )
-        data = by_counter.get(counter, [])
-        positive = all(ln.min > 0 for ln in data)
-        spread = max((ln.max for ln in data), default=1) / max(min((ln.min for ln in data), default=1), 1e-12)
-        for ax, (title, modes) in zip(axes, PANELS, strict=True):
-            drawn = 0
-            for setup, dev, var, mode in itertools.product(setups, devices, variants, modes):
-                pts = sorted(
-                    (ln for ln in data if (ln.setup, ln.device, ln.variant, ln.mode) == (setup, dev, var, mode)),
-                    key=lambda ln: ln.size_mb,
-                )
-                if pts:
-                    x = [p.size_mb for p in pts]
-                    label = f"{dev} · {var} · {mode.split('-')[0]}" + (f" · {setup}" if len(setups) > 1 else "")
-                    ax.plot(
-                        x,
-                        [p.mean for p in pts],
-                        color=colours[dev],
-                        ls=styles[var],
-                        marker=MODE_MARKERS[mode],
-                        ms=4,
-                        lw=1.2,
-                        label=label,
-                    )
-                    ax.fill_between(x, [p.min for p in pts], [p.max for p in pts], color=colours[dev], alpha=0.12, lw=0)
-                    drawn += 1
-            if not drawn:
-                ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", color="gray")
-            ax.set_xscale("log", base=2)
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.set_title(title, fontsize=10)
-            ax.set_xlabel("mapped memory (MB)")
-            ax.grid(True, which="major", alpha=0.3)
-        if data and positive and spread > 50:
-            axes[0].set_yscale("log")
-        unit = "ns" if counter in NS_COUNTERS else "count"
-        axes[0].set_ylabel(f"{counter} ({unit}), mean and min-max")
-        proc = "all processes pooled" if process is None else f"process {process} of concurrent runs"
-        fig.suptitle(f"fork(): {TITLES.get(counter, counter)} against mapped memory ({proc})", fontsize=11)
-        handles: dict[str, object] = {}
-        for ax in axes:
-            for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-                handles.setdefault(label, h)
-        if handles:
-            anchor = (0.70, 1 - 0.55 / height)
-            fig.legend(
-                list(handles.values()),
-                list(handles),
-                loc="upper left",
-                bbox_to_anchor=anchor,
-                fontsize=7,
-                frameon=False,
-                title="device · variant · mode",
-                title_fontsize=7,
-            )
-        stem = out_dir / f"fork-{_slug(counter)}"
-        for ext in (".png", ".svg"):
-            fig.savefig(stem.with_suffix(ext), dpi=150, bbox_inches="tight")
-            paths.append(stem.with_suffix(ext))
-        plt.close(fig)
+        paths += _counter_figure(look, counter, out_dir)
     return paths
+
+
+@dataclass
+class _Look:
+    """What every figure of `plot` shares: the lines per counter, the notes, each line's colour and style."""
+
+    by_counter: dict[str, list[Line]]
+    unsupported: dict[str, list[Note]]  # counter -> the notes of the devices that did not support it
+    all_notes: list[Note]
+    devices: list[str]
+    setups: list[str]
+    variants: list[str]
+    colours: dict[str, Any]  # device -> its colour
+    styles: dict[str, str]  # variant -> its line style
+    process: int | None
+
+
+def _counter_figure(look: _Look, counter: str, out_dir: Path) -> list[Path]:
+    """One counter's figure, both panels, with its notes of what has no line: fork-<counter>.png and .svg."""
+    import matplotlib.pyplot as plt
+
+    missing = _gaps(counter, look.unsupported.get(counter, []), look.all_notes)
+    notes_h = 0.17 * (len(missing) + 1) if missing else 0.0  # inches
+    height = 5.0 + notes_h
+    fig, axes = plt.subplots(1, 2, figsize=(14, height), sharey=True)
+    fig.subplots_adjust(left=0.06, right=0.69, wspace=0.06, top=1 - 0.55 / height, bottom=(notes_h + 0.7) / height)
+    if missing:
+        fig.text(
+            0.06,
+            (notes_h + 0.02) / height,
+            "No line for:\n" + "\n".join(missing),
+            fontsize=7,
+            va="top",
+            ha="left",
+            color="dimgray",
+        )
+    data = look.by_counter.get(counter, [])
+    positive = all(ln.min > 0 for ln in data)
+    spread = max((ln.max for ln in data), default=1) / max(min((ln.min for ln in data), default=1), 1e-12)
+    for ax, (title, modes) in zip(axes, PANELS, strict=True):
+        _panel(ax, look, data, title, modes)
+    if data and positive and spread > 50:
+        axes[0].set_yscale("log")
+    unit = "ns" if counter in NS_COUNTERS else "count"
+    axes[0].set_ylabel(f"{counter} ({unit}), mean and min-max")
+    proc = "all processes pooled" if look.process is None else f"process {look.process} of concurrent runs"
+    fig.suptitle(f"fork(): {TITLES.get(counter, counter)} against mapped memory ({proc})", fontsize=11)
+    _legend(fig, axes, height)
+    paths = []
+    stem = out_dir / f"fork-{_slug(counter)}"
+    for ext in (".png", ".svg"):
+        fig.savefig(stem.with_suffix(ext), dpi=150, bbox_inches="tight")
+        paths.append(stem.with_suffix(ext))
+    plt.close(fig)
+    return paths
+
+
+def _panel(ax: Any, look: _Look, data: list[Line], title: str, modes: Sequence[str]) -> None:
+    """One panel (no migration, or migration): a line and its min-max band per setup, device, variant and mode."""
+    import matplotlib.ticker
+
+    drawn = 0
+    for setup, dev, var, mode in itertools.product(look.setups, look.devices, look.variants, modes):
+        pts = sorted(
+            (ln for ln in data if (ln.setup, ln.device, ln.variant, ln.mode) == (setup, dev, var, mode)),
+            key=lambda ln: ln.size_mb,
+        )
+        if pts:
+            x = [p.size_mb for p in pts]
+            label = f"{dev} · {var} · {mode.split('-')[0]}" + (f" · {setup}" if len(look.setups) > 1 else "")
+            ax.plot(
+                x,
+                [p.mean for p in pts],
+                color=look.colours[dev],
+                ls=look.styles[var],
+                marker=MODE_MARKERS[mode],
+                ms=4,
+                lw=1.2,
+                label=label,
+            )
+            ax.fill_between(x, [p.min for p in pts], [p.max for p in pts], color=look.colours[dev], alpha=0.12, lw=0)
+            drawn += 1
+    if not drawn:
+        ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", color="gray")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("mapped memory (MB)")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _legend(fig: Any, axes: Any, height: float) -> None:
+    """One legend right of both panels, each label once."""
+    handles: dict[str, object] = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    if handles:
+        anchor = (0.70, 1 - 0.55 / height)
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="upper left",
+            bbox_to_anchor=anchor,
+            fontsize=7,
+            frameon=False,
+            title="device · variant · mode",
+            title_fontsize=7,
+        )
 
 
 def _short(reason: str, width: int = 150) -> str:
