@@ -193,130 +193,49 @@ class Contents:
 
 
 def markdown(contents: Contents, rows_: Sequence[Row]) -> str:
+    """ARTIFACT.md, rendered from templates/ARTIFACT.md."""
+    import jinja2  # the analysis extra's, as rows() needs
+
     p = contents.paper
     kick, kick_time = kick_the_tires(p, rows(p, LEVEL)) if contents.level != LEVEL else kick_the_tires(p, rows_)
     machines = sorted({m for r in rows_ for m in r.time.machines} | set(kick_time.machines))
-    lines = [
-        f"# Artifact: {p.title}",
-        "",
-        f"The artifact of the paper `{p.id}`, made by pirex {contents.version} (`{contents.made_with}`) from commit "
-        f"{contents.commit}"
-        + (" (the checkout had uncommitted changes: they are not in source/)" if contents.dirty else "")
-        + ". It follows the artifact appendix of the evaluation committees: getting started, kick the tires, and one "
-        "row per claim with the command that judges it, its time and its expected result.",
-        "",
-        "## Contents",
-        "",
-        "| Path | What |",
-        "|---|---|",
-        f"| source/ | pirex at commit {contents.commit[:12]} (`git archive`): the tool, the experiments, the images' "
-        "Dockerfiles and docker-bake.hcl, the Makefile |",
-        f"| claims/{p.id}/ | the paper's claims (claims.yaml) and the published tables their values are derived from |",
-    ]
-    if contents.reproduction:
-        r = contents.reproduction
-        lines.append(
-            f"| reproduction/ | the reproduction {r['id']} ({r['level']}): REPORT.md, report.html, state.json and the "
-            "result bundles it judged (bundles/<experiment>/<run>/, each with its manifest of sha256 digests) |"
-        )
-    if contents.images:
-        lines.append(
-            f"| {contents.images} | the images of the paper's experiments for {contents.platforms}, by digest, in one "
-            "OCI archive (`pirex images import` loads this machine's platform) |"
-        )
-    lines += [
-        "| CITATION.cff, .zenodo.json | how to cite pirex and the paper; Zenodo's deposit metadata |",
-        "| SHA256SUMS | the SHA-256 of every other file: `sha256sum -c SHA256SUMS`, or `pirex artifact --check` on the "
-        "artifact |",
-        "",
-        "## Getting started",
-        "",
-        "On a Raspberry Pi (Raspberry Pi OS bookworm) or a Debian 12 machine (linux/arm/v7, linux/arm64 or "
-        "linux/amd64), in source/:",
-        "",
-        "    make run     # sets up the host (Docker, the virtualenv), pulls or builds the images, runs and judges",
-        "                 # the papers' claims at kick-the-tires: a verdict per claim, REPORT.md and report.html",
-        "    make test    # lint, then every test (the Docker tests skip without an engine)",
-        "",
-    ]
-    if contents.images:
-        lines += [
-            f"Without a registry, load the images first: `.venv/bin/pirex images import ../{contents.images}` (the "
-            "virtualenv is made by `make runner` or the first `make run`).",
-            "",
-        ]
-    else:
-        lines += [
-            "The images are not in this artifact (made without --images): `make run` pulls them by registry.yaml's "
-            "digests where published, else builds them from source/ (docker-bake.hcl). An artifact for a committee "
-            "should carry them: `pirex artifact PAPER OUT --images all`.",
-            "",
-        ]
-    lines += [
-        "## Kick the tires (about ten minutes)",
-        "",
-        f"    .venv/bin/{kick}" if kick else "    (no experiment of this paper has a measured duration)",
-        "",
-        f"About {duration(kick_time.seconds)} on {', '.join(kick_time.machines) or 'the reference machine'} (the "
-        "plan's estimate from experiment.yaml's measured durations, the first export of each image for the native "
-        "variant included; before it runs anything the plan prints the time on this machine, longer on a Pi). It "
-        "prints the plan (each run with its parameters and time, and what this machine cannot do with the claims "
-        "that leaves unjudged), then the summary: a line per judged claim (the published value, ours with its "
-        "interval, and the verdict: holds, differs or inconclusive, indicative at this level's small counts), the "
-        "claims not run here by reason, the counts per verdict and the path of REPORT.md (report.html beside it).",
-        "",
-        "## Claims",
-        "",
-        f"At {contents.level}. `pirex reproduce {p.id}`"
-        + ("" if contents.level == LEVEL else f" --level {contents.level}")
-        + " judges them all; each command below runs only the runs of its claim's experiment (the claims on it "
-        "share those runs and are judged together), run in source/ as `.venv/bin/pirex ...`. Time: the command's "
-        f"estimate on {', '.join(machines) or 'the reference machine'} (the runs of the claim itself in brackets). "
-        "Expected result: the paper's value and the rule that decides holds, differs or inconclusive (docs/"
-        "statistics.md). A claim across devices needs an inventory of them (fleet/hosts.yml is an example), one "
-        "across storages a mount on each device. Disk: the results the command's runs leave (their bundles), "
-        "measured on the same machine; the images come on top (images/ in this artifact, or `make build`).",
-        "",
-        "| Claim | The paper's words (where) | Command | Time | Disk | Expected result (rule) | Images |",
-        "|---|---|---|---|---|---|---|",
-    ]
     verdicts = (contents.reproduction or {}).get("verdicts", {})
-    for r in rows_:
-        c = r.claim
-        needs = f"; needs {', '.join(c.needs)}" if c.needs else ""
-        ran = verdicts.get(f"{c.paper}:{c.id}")
-        ran_text = f" The included reproduction: {ran}." if ran else ""
-        cells = [
-            f"{c.paper}:{c.id}",
-            f"{c.says} ({c.where})",
-            f"`{r.command}`{needs}" if r.command else "none",
-            f"{duration(r.time.seconds)} ({', '.join(r.runs)})",
-            megabytes(r.time.disk),
-            f"{r.published}: {r.expected}.{ran_text}" if r.expected else "not judged",
-            "; ".join(r.images) or "-",
-        ]
-        lines.append("| " + " | ".join(cell(x) for x in cells) + " |")
-    if contents.reproduction:
-        rep = contents.reproduction
-        counts: dict[str, int] = {}
-        for v in verdicts.values():
-            counts[v] = counts.get(v, 0) + 1
-        lines += [
-            "",
-            "## The reproduction inside",
-            "",
-            f"reproduction/ holds {rep['id']} at {rep['level']}: "
-            + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no verdicts recorded")
-            + ". Its images, by the digest the bundles ran: "
-            + ("; ".join(rep.get("images", [])) or "none recorded")
-            + ". A rerun elsewhere judges its own bundles; compare its REPORT.md with reproduction/REPORT.md.",
-        ]
-    lines += [
-        "",
-        "## Citation",
-        "",
-        "CITATION.cff cites pirex and, as references, the papers whose experiments it reproduces; .zenodo.json is the "
-        "same for a Zenodo deposit, which gives the artifact its DOI.",
-        "",
+    counts: dict[str, int] = {}
+    for v in verdicts.values():
+        counts[v] = counts.get(v, 0) + 1
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pirex.artifact", "templates"),
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("ARTIFACT.md").render(
+        paper=p,
+        c=contents,
+        default_level=LEVEL,
+        kick=kick,
+        kick_time=duration(kick_time.seconds),
+        kick_machines=", ".join(kick_time.machines),
+        machines=", ".join(machines),
+        rows=[[cell(x) for x in _cells(r, verdicts)] for r in rows_],
+        counts=", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
+    )
+
+
+def _cells(r: Row, verdicts: dict[str, str]) -> list[str]:
+    """A claim's row of the table (the included reproduction's verdict of it in its expected result)."""
+    c = r.claim
+    needs = f"; needs {', '.join(c.needs)}" if c.needs else ""
+    ran = verdicts.get(f"{c.paper}:{c.id}")
+    ran_text = f" The included reproduction: {ran}." if ran else ""
+    return [
+        f"{c.paper}:{c.id}",
+        f"{c.says} ({c.where})",
+        f"`{r.command}`{needs}" if r.command else "none",
+        f"{duration(r.time.seconds)} ({', '.join(r.runs)})",
+        megabytes(r.time.disk),
+        f"{r.published}: {r.expected}.{ran_text}" if r.expected else "not judged",
+        "; ".join(r.images) or "-",
     ]
-    return "\n".join(lines)

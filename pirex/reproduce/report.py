@@ -1,6 +1,6 @@
 """The reproduction's report: report.html, a page people read (rendered from templates/report.html:
-self-contained, printable on A4), REPORT.md, its plain-text twin with the same content, and the short
-summary printed at the end (at most about 25 lines).
+self-contained, printable on A4), REPORT.md, its plain-text twin with the same content (from
+templates/REPORT.md), and the short summary printed at the end (at most about 25 lines).
 
 Both renderings are made from one model: the facts at the top (counts per verdict, the machine, the
 commit, the images, the level, the time taken), the claims grouped by paper and by the paper's section
@@ -567,64 +567,70 @@ def markdown(
     found: Sequence[Section] = (),
     grouped: Sequence[Group] = (),
 ) -> str:
-    n = counts(verdicts)
-    out = [f"# {facts.title}", "", "Verdicts: " + ", ".join(f"{c} {k}" for k, c in n.items()), ""]
-    out += [f"- {label}: {value}" for label, value in fact_rows(facts)]
-    out += ["- Images: " + ("; ".join(_image_text(i) for i in facts.images) or "none recorded")]
-    out += [f"- {note}" for note in facts.notes]
-    if facts.left_out:
-        out += ["", "## Bundles left out", "", LEFT_OUT, ""] + [f"- `{b}`: {why}" for b, why in facts.left_out.items()]
-    out += ["", "## Verdicts", "", METHOD]
-    for g in grouped:
-        plain = [v for v in g.verdicts if not v.device]
-        out += ["", f"### {g.paper}: {g.section}"]
-        if plain:
-            out += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-            out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows(plain)]
-        devices, by_claim = per_device(g.verdicts)
-        if devices:  # the claims on one machine, judged on each device: a column per device
-            out += ["", "Per device:", "", "| Claim | Published | " + " | ".join(map(_cell, devices)) + " |"]
-            out += ["|" + "---|" * (2 + len(devices))]
-            out += [
-                f"| {v.claim.paper}:{v.claim.id} | {v.published_text} | "
-                + " | ".join(_cell(device_cell(d)) for d in on)
-                + " |"
-                for v, on in by_claim
-            ]
-        if g.figure:
-            out += ["", f"![{g.paper}, {g.section}: our intervals against the paper's](figures/{g.slug}.png)"]
-        out.append("")
-        for v in plain + [v for v, _ in by_claim]:
-            out += [f"- **{v.claim.paper}:{v.claim.id}** ({v.claim.where}): {_detail_text(v, needs, facts.precision)}"]
-    out += ["", "## Runs", "", "| Run | Variants | Steps | Time here | Bundles |", "|---|---|---:|---|---|"]
-    for need in needs:
-        t = _need_time(need)
-        out.append(
-            f"| {need.key} | {', '.join(need.variants)} | {need.steps} | {t} | "
-            f"{', '.join(p.name for p in need.bundles) or 'none'} |"
+    """REPORT.md, rendered from templates/REPORT.md: the content of report.html as plain text."""
+    return (
+        _environment()
+        .overlay(autoescape=False, keep_trailing_newline=True)
+        .get_template("REPORT.md")
+        .render(
+            title=facts.title,
+            counts=", ".join(f"{c} {k}" for k, c in counts(verdicts).items()),
+            facts=fact_rows(facts),
+            images="; ".join(_image_text(i) for i in facts.images),
+            notes=facts.notes,
+            left_out=facts.left_out,
+            left_out_text=LEFT_OUT,
+            method=METHOD,
+            groups=[_markdown_group(g, needs, facts.precision) for g in grouped],
+            columns=COLUMNS,
+            needs=_need_rows(needs),
+            timing=_timing_rows(timing),
+            sections=[
+                {
+                    "key": s.key,
+                    "tables": [T.markdown(t) for t in [nt.table for nt in s.tables] + s.published],
+                    "figures": [{"name": f.stem, "path": f.relative_to(f.parents[2]).as_posix()} for f in s.figures],
+                }
+                for s in found
+            ],
+            missing=missing,
+            deviations=claims_mod.deviations(),
         )
-    if timing:
-        out += [
-            "",
-            "Estimated before the run against what it took (the first plan's estimate; every attempt's time):",
-            "",
-            "| Run | Estimated | Took |",
-            "|---|---:|---:|",
-        ]
-        out += [f"| {key} | {_minutes(est)} | {_minutes(took)} |" for key, est, took in timing]
-    if found:
-        out += ["", "## Tables and figures regenerated here, beside the published ones"]
-    for s in found:
-        out += ["", f"### {s.key}", ""]
-        for nt in s.tables:
-            out += [T.markdown(nt.table), ""]
-        for t in s.published:
-            out += [T.markdown(t), ""]
-        out += [f"![{s.key}: {f.stem}]({f.relative_to(f.parents[2]).as_posix()})" for f in s.figures]
-    if missing:
-        out += ["", "## What this machine cannot do", ""] + [f"- {k}: {v}" for k, v in missing.items()]
-    out += ["", "## Deviations from the papers", ""] + [f"- {d}" for d in claims_mod.deviations()]
-    return "\n".join(out) + "\n"
+    )
+
+
+def _markdown_group(g: Group, needs: Sequence[Need], precision: float | None) -> dict:
+    """A group of claims as REPORT.md shows it: its table's cells, per device where judged on several, its details."""
+    plain = [v for v in g.verdicts if not v.device]
+    devices, by_claim = per_device(g.verdicts)
+    return {
+        "paper": g.paper,
+        "section": g.section,
+        "slug": g.slug,
+        "figure": bool(g.figure),
+        "rows": [[_cell(c) for c in r] for r in rows(plain)],
+        "devices": [_cell(d) for d in devices],
+        "device_rows": [(v, [_cell(device_cell(d)) for d in on]) for v, on in by_claim],
+        "details": [(v, _detail_text(v, needs, precision)) for v in plain + [v for v, _ in by_claim]],
+    }
+
+
+def _need_rows(needs: Sequence[Need]) -> list[dict]:
+    """The runs as both renderings list them."""
+    return [
+        {
+            "key": n.key,
+            "variants": ", ".join(n.variants),
+            "steps": n.steps,
+            "time": _need_time(n),
+            "bundles": ", ".join(b.name for b in n.bundles) or "none",
+        }
+        for n in needs
+    ]
+
+
+def _timing_rows(timing: Sequence[Timing]) -> list[dict]:
+    return [{"key": k, "estimated": _minutes(e), "took": _minutes(t)} for k, e, t in timing]
 
 
 def _image_text(i: dict) -> str:
@@ -727,17 +733,8 @@ def html(
             method=METHOD,
             papers=[{"id": p, "title": titles[p], "groups": gs} for p, gs in papers.items()],
             columns=COLUMNS,
-            needs=[
-                {
-                    "key": n.key,
-                    "variants": ", ".join(n.variants),
-                    "steps": n.steps,
-                    "time": _need_time(n),
-                    "bundles": ", ".join(b.name for b in n.bundles) or "none",
-                }
-                for n in needs
-            ],
-            timing=[{"key": k, "estimated": _minutes(e), "took": _minutes(t)} for k, e, t in timing],
+            needs=_need_rows(needs),
+            timing=_timing_rows(timing),
             sections=[
                 {
                     "key": s.key,
