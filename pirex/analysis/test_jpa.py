@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pirex.analysis import jpa
+from pirex.analysis import jpa, jpa_memory
 from pirex.analysis import tables as T
 from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
@@ -235,14 +235,14 @@ def test_memory_trend_per_minute_and_its_slope(tmp_path):
     for t in range(0, 300, 5):  # RSS grows 2 MB a minute; the heap saws between 50 and 90 MB, its floor flat
         lines.append(f"{t},{(300 + 2 * t / 60) * mb},{(50 + (t % 30) * 40 / 30) * mb},{200 * mb}")
     f.write_text("\n".join(lines) + "\n")
-    t = jpa.memory_trend(f, "docker", "run", 0)
+    t = jpa_memory.memory_trend(f, "docker", "run", 0)
     assert t.samples == 60 and t.seconds == 295
     assert t.rss_slope_mb_per_min == pytest.approx(2.0, abs=0.01)
     assert t.heap_floor_slope_mb_per_min == pytest.approx(0.0, abs=1e-9) and t.heap_floor_first_mb == 50
     short = tmp_path / "short.csv"
     short.write_text("\n".join(lines[:5]) + "\n")
-    assert jpa.memory_trend(short).rss_slope_mb_per_min is None
-    assert "too short" in T.markdown(jpa.memory_table([jpa.memory_trend(short)]))
+    assert jpa_memory.memory_trend(short).rss_slope_mb_per_min is None
+    assert "too short" in T.markdown(jpa_memory.memory_table([jpa_memory.memory_trend(short)]))
 
 
 def test_placement_names_hosts_and_how_each_role_ran(tmp_path):
