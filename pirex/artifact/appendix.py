@@ -193,7 +193,7 @@ class Contents:
 
 
 def markdown(contents: Contents, rows_: Sequence[Row]) -> str:
-    """ARTIFACT.md, rendered from templates/ARTIFACT.md."""
+    """ARTIFACT.md, rendered from templates/artifact.md."""
     import jinja2  # the analysis extra's, as rows() needs
 
     p = contents.paper
@@ -211,7 +211,7 @@ def markdown(contents: Contents, rows_: Sequence[Row]) -> str:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    return env.get_template("ARTIFACT.md").render(
+    return env.get_template("artifact.md").render(
         paper=p,
         c=contents,
         default_level=LEVEL,

@@ -1,6 +1,6 @@
 """The reproduction's report: report.html, a page people read (rendered from templates/report.html:
 self-contained, printable on A4), REPORT.md, its plain-text twin with the same content (from
-templates/REPORT.md), and the short summary printed at the end (at most about 25 lines).
+templates/report.md), and the short summary printed at the end (at most about 25 lines).
 
 Both renderings are made from one model: the facts at the top (counts per verdict, the machine, the
 commit, the images, the level, the time taken), the claims grouped by paper and by the paper's section
@@ -567,11 +567,11 @@ def markdown(
     found: Sequence[Section] = (),
     grouped: Sequence[Group] = (),
 ) -> str:
-    """REPORT.md, rendered from templates/REPORT.md: the content of report.html as plain text."""
+    """REPORT.md, rendered from templates/report.md: the content of report.html as plain text."""
     return (
         _environment()
         .overlay(autoescape=False, keep_trailing_newline=True)
-        .get_template("REPORT.md")
+        .get_template("report.md")
         .render(
             title=facts.title,
             counts=", ".join(f"{c} {k}" for k, c in counts(verdicts).items()),
