@@ -15,7 +15,7 @@ wrk's, and the time each spends outside the service. A driver that is not satura
 rate to the service: both rates come out close. On one machine the driver's CPU is taken from
 the service (2 vCPU here): the paper's driver ran on a laptop of its own.
 
-    .venv/bin/python scripts/bench_driver.py [--tag TAG] [--requests 20000] [--customers 10000]
+    .venv/bin/python scripts/bench_driver.py [--tag TAG] [--requests 20000] [--customers 10000] [--min-seconds 10]
 """
 
 from __future__ import annotations
@@ -139,6 +139,7 @@ def main() -> int:
     ap.add_argument("--tag", default=None, help="image tag (default: git describe of the checkout)")
     ap.add_argument("--requests", type=int, default=20000, help="requests per endpoint for the driver")
     ap.add_argument("--customers", type=int, default=10000)
+    ap.add_argument("--min-seconds", type=int, default=10, help="wrk's shortest run, however quick Locust's was")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("bench_driver: needs wrk (apt-get install wrk; `make bench-driver` does)")
@@ -198,7 +199,7 @@ def main() -> int:
         results = {}
         for op, (method, path) in ENDPOINTS.items():
             loc = locust_run(refs["locust"], url, op, args.requests, args.customers, work / op)
-            seconds = max(10, round(loc["seconds"]))
+            seconds = max(args.min_seconds, round(loc["seconds"]))
             results[op] = {"locust": loc, "wrk": wrk_run(url, method, path, args.customers, seconds, work)}
         print_results(results, args)
         return 0

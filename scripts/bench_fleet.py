@@ -59,40 +59,59 @@ def fleet_run(inventory: Path, results: Path, tag: str, archive: Path, sets: lis
     if r.returncode != 0:
         raise SystemExit(f"the fleet run failed: {r.stderr.strip().splitlines()[-1:]} ({f.parent / 'ansible.log'})")
     steps = {host: sum(s.seconds for s in Bundle.open(f.parent / host).steps()) for host in doc["hosts"]}
-    return {"wall": doc["attempts"][-1]["wall_seconds"], "steps": steps, "dir": f.parent}
+    return {"wall": doc["attempts"][-1]["wall_seconds"], "steps": steps, "dir": f.parent, "stdout": r.stdout}
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tag", default=None, help="image tag (default: git describe of the checkout)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE")
-    a = ap.parse_args()
+    return ap
+
+
+def bench(
+    lab: fleet_lab.Lab, archive: Path, tag: str, rounds: int, sets: list[str], tmp: Path, prepare: bool
+) -> tuple[str, list[dict]]:
+    """ROUNDS rounds of a parallel and a serial fleet run on the lab (first an untimed one that prepares the hosts,
+    unless prepare is False), printing each run's wall time: the table with the mean wall time per mode, and each
+    run's fleet_run() with its "mode"."""
+    if prepare:
+        print("preparing the hosts (untimed first run) ...", flush=True)
+        fleet_run(lab.inventory, tmp / "warm", tag, archive, ["repetitions=1"], serial=False)
+    walls: dict[str, list[float]] = {"parallel": [], "serial": []}
+    rows, runs = [], []
+    for i in range(rounds):
+        for mode in ("parallel", "serial") if i % 2 == 0 else ("serial", "parallel"):
+            got = fleet_run(lab.inventory, tmp / f"{mode}-{i}", tag, archive, sets, mode == "serial")
+            walls[mode].append(got["wall"])
+            runs.append({**got, "mode": mode})
+            rows.append((mode, i + 1, got["wall"], max(got["steps"].values()), sum(got["steps"].values())))
+            print(f"  round {i + 1} {mode:8}: {got['wall']:.1f} s", flush=True)
+    lines = [
+        "",
+        "| mode | round | fleet wall (s) | longest host's steps (s) | all hosts' steps (s) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {mode} | {i} | {wall:.1f} | {longest:.1f} | {total:.1f} |" for mode, i, wall, longest, total in rows]
+    par, ser = statistics.mean(walls["parallel"]), statistics.mean(walls["serial"])
+    lines.append(
+        f"\nmean fleet wall time, three hosts: all at once {par:.1f} s, one after another {ser:.1f} s "
+        f"(serial / parallel = {ser / par:.2f}; {rounds} rounds each, jmh quick, docker, tag {tag})"
+    )
+    return "\n".join(lines), runs
+
+
+def main() -> None:
+    a = parser().parse_args()
     tag = a.tag or git_version()[0]
     with tempfile.TemporaryDirectory(prefix="pirex-bench-fleet-") as tmp:
         tmp = Path(tmp)
         archive = fleet_lab.export_images(tmp / "images.tar", tag)
         with fleet_lab.lab(tmp) as lab:
-            print("preparing the hosts (untimed first run) ...", flush=True)
-            fleet_run(lab.inventory, tmp / "warm", tag, archive, ["repetitions=1"], serial=False)
-            walls: dict[str, list[float]] = {"parallel": [], "serial": []}
-            rows = []
-            for i in range(a.rounds):
-                for mode in ("parallel", "serial") if i % 2 == 0 else ("serial", "parallel"):
-                    got = fleet_run(lab.inventory, tmp / f"{mode}-{i}", tag, archive, a.sets, mode == "serial")
-                    walls[mode].append(got["wall"])
-                    rows.append((mode, i + 1, got["wall"], max(got["steps"].values()), sum(got["steps"].values())))
-                    print(f"  round {i + 1} {mode:8}: {got['wall']:.1f} s", flush=True)
+            report, _ = bench(lab, archive, tag, a.rounds, a.sets, tmp, prepare=True)
         left = fleet_lab.leftovers()
-    print("\n| mode | round | fleet wall (s) | longest host's steps (s) | all hosts' steps (s) |")
-    print("|---|---:|---:|---:|---:|")
-    for mode, i, wall, longest, total in rows:
-        print(f"| {mode} | {i} | {wall:.1f} | {longest:.1f} | {total:.1f} |")
-    par, ser = statistics.mean(walls["parallel"]), statistics.mean(walls["serial"])
-    print(
-        f"\nmean fleet wall time, three hosts: all at once {par:.1f} s, one after another {ser:.1f} s "
-        f"(serial / parallel = {ser / par:.2f}; {a.rounds} rounds each, jmh quick, docker, tag {tag})"
-    )
+    print(report)
     if left:
         raise SystemExit(f"left behind: {left}")
 

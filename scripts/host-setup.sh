@@ -48,9 +48,10 @@ APT_PACKAGES+=(
 	python3-scipy
 	python3-yaml
 )
-# What only `make test` needs (it sets PIREX_TEST_TOOLS=1): a real browser for the report test.
+# What only `make test` needs (it sets PIREX_TEST_TOOLS=1): a real browser for the report test, and wrk for
+# bench-driver's smoke run (`make bench-driver` installs it itself).
 if [[ ${PIREX_TEST_TOOLS:-0} == 1 ]]; then
-	APT_PACKAGES+=(chromium)
+	APT_PACKAGES+=(chromium wrk)
 fi
 # A test names a package that is not installed here to see what --ensure does then.
 # shellcheck disable=SC2206  # word splitting wanted: a space-separated list

@@ -27,16 +27,40 @@ from pirex.reproduce import claims  # noqa: E402
 from tests import fleet_lab  # noqa: E402
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paper", help="a paper of analysis/ (ssp17, icpe18, fork24) or a claims.yaml")
     p.add_argument("--tag", default=None, help="the images' tag (default: git describe)")
     p.add_argument("--throttle", default=None, choices=fleet_lab.NAMES, help="cut this host's CPU")
     p.add_argument("--share", type=float, default=0.2, help="the throttled host's share of one CPU")
     p.add_argument("--results-dir", type=Path, default=REPO / "results")
-    argv = sys.argv[1:]
-    more = argv[argv.index("--") + 1 :] if "--" in argv else []  # for pirex reproduce
-    a = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    return p
+
+
+def split(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """This script's arguments, and those after `--`, for pirex reproduce."""
+    more = argv[argv.index("--") + 1 :] if "--" in argv else []
+    return parser().parse_args(argv[: argv.index("--")] if "--" in argv else argv), more
+
+
+def reproduce(
+    lab: fleet_lab.Lab, archive: Path, a: argparse.Namespace, tag: str, more: list[str], capture: bool = False
+) -> proc.Result:
+    """`pirex reproduce` of a.paper on the lab's hosts, a.throttle (if any) cut to a.share of a CPU meanwhile."""
+    throttle = fleet_lab.throttled(lab.sshds[a.throttle], a.share) if a.throttle else contextlib.nullcontext()
+    with throttle:
+        return proc.run(
+            [sys.executable, "-m", "pirex", "reproduce", str(a.paper), "--inventory", str(lab.inventory)]
+            + ["--images-archive", str(archive), "--tag", tag, "--results-dir", str(a.results_dir)]
+            + more,
+            timeout=4 * 3600,
+            check=False,
+            capture=capture,
+        )
+
+
+def main() -> int:
+    a, more = split(sys.argv[1:])
     tag = a.tag or git_version()[0]
     paper = claims.load(a.paper)
     names = sorted({experiment.load(c.experiment).image for c in paper.claims if c.experiment})
@@ -44,17 +68,7 @@ def main() -> int:
         archive = fleet_lab.export_images(Path(tmp) / "images.tar", tag, tuple(names))
         (Path(tmp) / "lab").mkdir()
         with fleet_lab.lab(Path(tmp) / "lab") as lab:
-            throttle = fleet_lab.throttled(lab.sshds[a.throttle], a.share) if a.throttle else contextlib.nullcontext()
-            with throttle:
-                r = proc.run(
-                    [sys.executable, "-m", "pirex", "reproduce", a.paper, "--inventory", str(lab.inventory)]
-                    + ["--images-archive", str(archive), "--tag", tag, "--results-dir", str(a.results_dir)]
-                    + more,
-                    timeout=4 * 3600,
-                    check=False,
-                    capture=False,
-                )
-    return r.returncode
+            return reproduce(lab, archive, a, tag, more).returncode
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pirex.images import bake, builder, collection, localregistry, publish
 from pirex.images import platforms as plat
 from pirex.runner import compose
 
-from . import netns
+from . import emulated_pi, netns
 
 TEST_TAG = os.environ.get("PIREX_TEST_TAG", "pirex-test")  # a worktree of its own: its own tag
 
@@ -77,10 +77,13 @@ def host_only_images() -> dict[str, list[plat.Platform]]:
 
 
 @pytest.fixture(scope="session")
-def built(infra) -> collection.Built:
+def built(infra, request) -> collection.Built:
     """Every image, built exactly as `make build` builds them (offline where OFFLINE=1 or no registry
     answers; warm runs reuse the cache): for every platform those of EMULATED_IMAGES, for this machine's
-    the others (`built.platforms_for(name)`)."""
+    the others (`built.platforms_for(name)`). The emulated Pis' rootfs trees, when this session runs them, are
+    made meanwhile (on a fresh machine, minutes of mmdebstrap beside the build rather than after it)."""
+    if any(item.get_closest_marker("emulated_pi") for item in request.session.items) and not emulated_pi.have_tools():
+        emulated_pi.rootfs_soon(list(emulated_pi.DPKG_ARCHES))
     host, name = infra
     version, revision = git_version()
     return collection.build(

@@ -23,7 +23,9 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 # checkout is a copy (pirex then records its package version), and git brings perl, a third of the
 # packages to install under emulation.
 PACKAGES = ["ca-certificates", "make", "python3", "python3-venv"]
+DPKG_ARCHES = ("arm64", "armhf")  # the two Pis tests/test_emulated_pi.py runs
 DEBIAN_PYTHON = [
     "python3-jinja2",
     "python3-markdown",
@@ -142,9 +145,34 @@ def stop_all(grace: float = 30) -> None:
             return
 
 
+# Each architecture's rootfs is made once per session, in a thread of its own (rootfs_soon), and waited for by rootfs()
+_MAKING: dict[str, Future[Path]] = {}
+_MAKING_LOCK = threading.Lock()
+_MAKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pi-rootfs")
+
+
+def rootfs_soon(dpkg_arches: list[str]) -> None:
+    """Start making each missing rootfs and return at once: on a fresh machine mmdebstrap under QEMU (minutes for
+    both Pis, most of it emulated package scripts) then runs beside the image build instead of after it. A cached
+    rootfs costs nothing here. rootfs() waits for it and raises what making it raised."""
+    for arch in dpkg_arches:
+        _making(arch)
+
+
+def _making(dpkg_arch: str) -> Future[Path]:
+    with _MAKING_LOCK:
+        if dpkg_arch not in _MAKING:
+            _MAKING[dpkg_arch] = _MAKERS.submit(_make_rootfs, dpkg_arch)
+        return _MAKING[dpkg_arch]
+
+
 def rootfs(dpkg_arch: str) -> Path:
     """The cached rootfs directory for one architecture, made when missing (a changed recipe or changed
-    sources make a new one)."""
+    sources make a new one); one making of it per session, however many ask."""
+    return _making(dpkg_arch).result()
+
+
+def _make_rootfs(dpkg_arch: str) -> Path:
     packages = PACKAGES + (DEBIAN_PYTHON if dpkg_arch == "armhf" else [])
     options = [
         "--variant=minbase",

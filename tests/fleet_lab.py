@@ -131,7 +131,7 @@ def lab(tmp: Path, names: list[str] = NAMES):
         yield Lab(hosts, sshds, inventory, {n: disks[n] / "pirex" for n in names})
 
 
-THROTTLE = "pirex-lab-throttle"  # the cgroup a throttled host's sessions run in
+THROTTLE = "pirex-lab-throttle"  # the prefix of the cgroup a throttled host's sessions run in (one per host)
 
 
 def _cpu_cgroups() -> tuple[Path, bool]:
@@ -147,7 +147,7 @@ def throttled(sshd: netns.Sshd, share: float):
     cgroup with a CPU quota, so that every session's processes (a native workload) inherit it; undone on exit
     (sshd started again outside, the cgroup removed)."""
     root, v2 = _cpu_cgroups()
-    cg = root / THROTTLE
+    cg = root / f"{THROTTLE}-{sshd.host.name}"
     cg.mkdir(exist_ok=True)
     period = 100_000
     if v2:
@@ -187,8 +187,7 @@ def leftovers() -> list[str]:
     with open("/proc/self/mountinfo") as f:
         out += [ln.split()[4] for ln in f if f"/run/pirex-netns{SITE}/" in ln.split()[4]]
     root, _ = _cpu_cgroups()
-    if (root / THROTTLE).exists():
-        out.append(f"cgroup {root / THROTTLE}")
+    out += [f"cgroup {cg}" for cg in root.glob(f"{THROTTLE}*")]
     for p in Path("/proc").iterdir():  # the hosts' sshds (another sshd on this machine is none of ours)
         with contextlib.suppress(OSError):
             if p.name.isdigit() and b"/sshd-pi-" in (p / "cmdline").read_bytes():

@@ -25,10 +25,11 @@ from .conftest import TEST_TAG
 
 pytestmark = [pytest.mark.docker, pytest.mark.emulated_pi]
 
-ARCHES = {  # dpkg architecture: (uname -m, the image platform, the analysis stack make installs there)
+ARCHES = {  # dpkg architecture (emulated_pi.DPKG_ARCHES): (uname -m, the image platform, the stack make installs)
     "arm64": ("aarch64", "linux/arm64", "wheels"),
     "armhf": ("armv7l", "linux/arm/v7", "debian"),
 }
+assert tuple(ARCHES) == emulated_pi.DPKG_ARCHES, "the rootfs trees made ahead (conftest.built) are these Pis'"
 TINY = [
     "--set",
     "repetitions=1",

@@ -6,50 +6,50 @@ Python: what the target installs first (bench-analysis: the bench extra) is in t
 
 from __future__ import annotations
 
+import json
 import re
-import shlex
 import subprocess
 import sys
 
 import pytest
 
 from pirex.core import paths
+from pirex.core.bundle import Bundle
 
-# Targets without a smoke run in the suite yet, and why: each needs the image set or a lab for minutes.
+from .makefile import make, recipe_line, recipe_lines
+
+# Targets without a smoke run in the suite yet, and why.
 NOT_YET = {
-    "bench-soak": "jpa-rest under load in Docker for SOAK (minutes even at SOAK=1m)",
-    "bench-driver": "jpa-rest, PostgreSQL, Locust and wrk in Docker (installs wrk)",
-    "bench-fleet": "three namespace hosts with sshd and dockerd each; tests/test_fleet.py runs the same lab",
-    "lab-reproduce": "a paper's reproduction on three namespace hosts; tests/test_fleet.py reproduces on the lab",
     "bench-fresh-machine": "a whole make run on a fresh machine, 15+ min; tests/test_fresh_machine.py runs its set-up",
 }
-SMOKED = {"bench-analysis", "bench-resolution"}
-
-
-def make(*args: str) -> str:
-    r = subprocess.run(["make", "--no-print-directory", *args], cwd=paths.REPO, capture_output=True, text=True)
-    assert r.returncode == 0, f"make {' '.join(args)}: {r.stderr}"
-    return r.stdout
+# Targets smoked, and the module where: the fleet's two on the lab tests/test_fleet.py makes anyway.
+SMOKED = {
+    "bench-analysis": "tests/test_make_targets.py",
+    "bench-resolution": "tests/test_make_targets.py",
+    "bench-soak": "tests/test_make_targets.py",
+    "bench-driver": "tests/test_make_targets.py",
+    "bench-fleet": "tests/test_fleet.py",
+    "lab-reproduce": "tests/test_fleet.py",
+}
 
 
 def documented_targets() -> set[str]:
     return {m[1] for m in re.finditer(r"^  ((?:bench|lab)-[a-z-]+)\s", make("help"), re.M)}
 
 
-def recipe_line(target: str, script: str, args: str) -> list[str]:
-    """The command of target's recipe that runs script, as make would run it with ARGS=args."""
-    lines = [line for line in make("-n", target, f"ARGS={args}").splitlines() if script in line]
-    assert len(lines) == 1, f"make -n {target}: expected one line running {script}, got {lines}"
-    return shlex.split(lines[0])
-
-
 def test_every_bench_and_lab_target_of_make_help_is_smoked_or_named_with_its_reason():
     documented = documented_targets()
     assert documented, "make help lists no bench-* or lab-* target: its format changed?"
-    assert documented == SMOKED | set(NOT_YET), (
-        f"smoke-test or name with a reason: {sorted(documented - SMOKED - set(NOT_YET))}; "
-        f"no longer in make help: {sorted((SMOKED | set(NOT_YET)) - documented)}"
+    known = set(SMOKED) | set(NOT_YET)
+    assert documented == known, (
+        f"smoke-test or name with a reason: {sorted(documented - known)}; "
+        f"no longer in make help: {sorted(known - documented)}"
     )
+    for target, module in SMOKED.items():  # each smoke run takes its target's recipe (recipe_line(s) of it)
+        assert (
+            f'"{target}", "scripts/' in (paths.REPO / module).read_text()
+            or f'"{target}", "bin/pirex' in (paths.REPO / module).read_text()
+        ), f"{module} runs no recipe of {target}"
 
 
 def test_bench_analysis_smoke_run_agrees_with_pandas():
@@ -80,3 +80,43 @@ def test_bench_resolution_smoke_run_reports_a_half_width(built, tmp_path):
     assert "bench-resolution: small: " in r.stdout and "time spent: " in r.stdout, r.stdout
     assert "per-variant mean over repetitions (95 %, modified Cox):" in r.stdout, r.stdout
     assert list(tmp_path.glob("*-small/jmh/*/manifest.json")), "no bundle where --results-dir says"
+
+
+@pytest.mark.docker
+def test_bench_soak_smoke_run_holds_the_load_for_a_duration(built, tmp_path):
+    """make bench-soak SOAK=20s ARGS="--set customers=1000" (a soak's smallest setting is a short duration), on this
+    session's images: the service under load until the clock stops it, its memory sampled, then the table."""
+    lines = recipe_lines(
+        "bench-soak", "bin/pirex ", "SOAK=20s", f"TAG={built.tag}", f"RESULTS={tmp_path}", "ARGS=--set customers=1000"
+    )
+    assert [cmd[1] for cmd in lines] == ["run", "table"], lines
+    for cmd in lines:  # this interpreter's pirex: the one make's .venv/bin/pirex is in CI
+        r = subprocess.run([sys.executable, "-m", "pirex", *cmd[1:]], capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, f"{cmd}: {r.stdout[-3000:]}{r.stderr[-3000:]}"
+    [manifest] = tmp_path.glob("jpa-rest/*/manifest.json")
+    run = json.loads((manifest.parent / "run.json").read_text())
+    assert run["soak"]["duration"] == "20s"
+    d = Bundle.open(manifest.parent).step_dir("docker", 0)
+    summary = json.loads((d / "summary.json").read_text())
+    assert summary["complete"] is False and summary["requests"] > 0, "stopped by the clock, not by a count"
+    assert len((d / "web-memory.csv").read_text().splitlines()) >= 4  # a header and three samples at least
+    assert "a soak of 20s" in r.stdout, r.stdout[-2000:]  # the table names the setup
+
+
+@pytest.mark.docker
+def test_bench_driver_smoke_run_compares_locust_with_wrk(built):
+    """make bench-driver ARGS="--requests 300 --customers 300 --min-seconds 2" (its smallest setting), on this
+    session's images: every endpoint driven by Locust and by wrk, the table and a line per endpoint. wrk is
+    installed by make test's host set-up (the target's first line installs it for a user)."""
+    cmd = recipe_line("bench-driver", "scripts/bench_driver.py", "--requests 300 --customers 300 --min-seconds 2")
+    r = subprocess.run(
+        [sys.executable, *cmd[1:], "--tag", built.tag], cwd=paths.REPO, capture_output=True, text=True, timeout=900
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for op in ("create-random", "read", "change-name"):
+        assert f"| {op} | Locust |" in r.stdout and f"| {op} | wrk |" in r.stdout, r.stdout
+        assert f"{op}: Locust reaches " in r.stdout and "failures 0" in r.stdout, r.stdout
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "name=pirex-bench-driver"], capture_output=True, text=True, timeout=60
+    )
+    assert left.stdout.split() == [], "the script's containers are removed"

@@ -94,19 +94,6 @@ def test_native_docker_and_host_network_share_one_loaded_table(built, tmp_path):
     assert not (path.parent / f".{b.run_id}-work").exists(), "the data directory goes with the run"
 
 
-def test_soak_holds_the_load_for_a_duration(built, tmp_path):
-    params = {"repetitions": 1, "customers": 1000}
-    path = runner.run(
-        runner.Options("jpa-rest", "quick", "docker", "interleaved", 1, tmp_path, TEST_TAG, params, soak="20s")
-    )
-    run = json.loads((path / "run.json").read_text())
-    assert run["soak"]["duration"] == "20s"
-    d = Bundle.open(path).step_dir("docker", 0)
-    summary = json.loads((d / "summary.json").read_text())
-    assert summary["complete"] is False and summary["requests"] > 0, "stopped by the clock, not by a count"
-    assert len(read(d / "web-memory.csv")) >= 3
-
-
 def test_soak_is_only_for_a_service(tmp_path):
     from pirex.core.errors import PirexError
 
