@@ -149,10 +149,10 @@ test-emulated-pi: host-ready $(VENV)/.dev-installed ## Only the emulated-Pi test
 
 .PHONY: bench-analysis bench-soak bench-driver bench-resolution bench-fleet bench-fresh-machine
 #: the results folder of bench-soak's run and table
-RESULTS ?= results
-bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for SOAK (default 10m) in Docker; its heap and RSS per minute (ARGS="--set customers=1000": more for pirex run; RESULTS= its folder).
-	$(PIREX) run jpa-rest --variants $(or $(VARIANTS),docker) --soak $(or $(SOAK),10m) --set repetitions=1 --results-dir $(RESULTS) $(TAG_ARG) $(ARGS)
-	$(PIREX) table jpa-rest --results-dir $(RESULTS)
+SOAK_RESULTS ?= $(CURDIR)/results
+bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for SOAK (default 10m) in Docker; its heap and RSS per minute (ARGS="--set customers=1000": more for pirex run; SOAK_RESULTS= its folder).
+	$(PIREX) run jpa-rest --variants $(or $(VARIANTS),docker) --soak $(or $(SOAK),10m) --set repetitions=1 --results-dir $(SOAK_RESULTS) $(TAG_ARG) $(ARGS)
+	$(PIREX) table jpa-rest --results-dir $(SOAK_RESULTS)
 
 bench-driver: $(VENV)/.installed ## jpa-rest: Locust's throughput and CPU against wrk's on the same endpoint (installs wrk).
 	command -v wrk >/dev/null || for i in 1 2 3; do { apt-get update -q && apt-get install -y -q wrk; } && break; [ $$i -lt 3 ] || { echo "bench-driver needs wrk: apt-get install wrk (as root)"; exit 1; }; sleep $$((i * 5)); done

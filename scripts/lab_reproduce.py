@@ -44,7 +44,13 @@ def split(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def reproduce(
-    lab: fleet_lab.Lab, archive: Path, a: argparse.Namespace, tag: str, more: list[str], capture: bool = False
+    lab: fleet_lab.Lab,
+    archive: Path,
+    a: argparse.Namespace,
+    tag: str,
+    more: list[str],
+    capture: bool = False,
+    timeout: float = 4 * 3600,
 ) -> proc.Result:
     """`pirex reproduce` of a.paper on the lab's hosts, a.throttle (if any) cut to a.share of a CPU meanwhile."""
     throttle = fleet_lab.throttled(lab.sshds[a.throttle], a.share) if a.throttle else contextlib.nullcontext()
@@ -53,7 +59,7 @@ def reproduce(
             [sys.executable, "-m", "pirex", "reproduce", str(a.paper), "--inventory", str(lab.inventory)]
             + ["--images-archive", str(archive), "--tag", tag, "--results-dir", str(a.results_dir)]
             + more,
-            timeout=4 * 3600,
+            timeout=timeout,
             check=False,
             capture=capture,
         )

@@ -84,6 +84,7 @@ def built(infra, request) -> collection.Built:
     made meanwhile (on a fresh machine, minutes of mmdebstrap beside the build rather than after it)."""
     if any(item.get_closest_marker("emulated_pi") for item in request.session.items) and not emulated_pi.have_tools():
         emulated_pi.rootfs_soon(list(emulated_pi.DPKG_ARCHES))
+        request.addfinalizer(emulated_pi.stop_making)  # at the session's end, however it ends: nothing left running
     host, name = infra
     version, revision = git_version()
     return collection.build(

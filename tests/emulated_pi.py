@@ -21,10 +21,8 @@ import json
 import logging
 import os
 import shutil
-import signal
 import sys
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,38 +109,27 @@ exec chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
 """
 
 
-# The process groups the Pis' commands run in: the two Pis are prepared side by side in threads,
-# and an interrupted test stops both (the main thread gets the signal, the threads would wait).
-_RUNNING: set[int] = set()
+# The process groups the Pis' commands run in: the two Pis are prepared side by side in threads, their rootfs trees
+# made beside the image build, and an interrupted test or session stops them all (the main thread gets the signal,
+# the threads would wait), none started after that (proc.Groups).
+_GROUPS = proc.Groups()
 
 
 def _run(args: list, **kw) -> proc.Result:
-    pid: list[int] = []
-
-    def started(p: int) -> None:
-        pid.append(p)
-        _RUNNING.add(p)
-
-    try:
-        return proc.run(args, started=started, **kw)
-    finally:
-        _RUNNING.difference_update(pid)
+    return _GROUPS.run(args, **kw)
 
 
 def stop_all(grace: float = 30) -> None:
     """SIGTERM every running Pi command's process group (mmdebstrap and pirex clean up after
-    themselves on it), SIGKILL what is left after grace seconds."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pgid in list(_RUNNING):
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                _RUNNING.discard(pgid)
-        deadline = time.monotonic() + grace
-        while _RUNNING and time.monotonic() < deadline:
-            time.sleep(0.5)
-        if not _RUNNING:
-            return
+    themselves on it), SIGKILL what is left after grace seconds; no Pi command starts after it."""
+    _GROUPS.stop(grace)
+
+
+def stop_making() -> None:
+    """The session's end (conftest.built's finalizer): every Pi command ended, the rootfs makers' threads joined,
+    so that neither an mmdebstrap under QEMU nor a thread outlives the session however it ended."""
+    stop_all()
+    _MAKERS.shutdown(wait=True, cancel_futures=True)
 
 
 # Each architecture's rootfs is made once per session, in a thread of its own (rootfs_soon), and waited for by rootfs()
@@ -205,10 +192,11 @@ def _make_rootfs(dpkg_arch: str) -> Path:
                 attempts=2,
                 what=f"mmdebstrap {dpkg_arch}",
                 delay=10,
+                retry_if=lambda _: not _GROUPS.stopping,
             )
         except PirexError:
             shutil.rmtree(root, ignore_errors=True)
-            if n + 1 < len(cands):
+            if n + 1 < len(cands) and not _GROUPS.stopping:
                 log.warning("mmdebstrap failed with %s; falling back to %s", desc, cands[n + 1][0])
                 continue
             raise

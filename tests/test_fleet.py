@@ -260,7 +260,7 @@ def test_reproduce_across_the_fleet_judges_the_devices_and_names_a_throttled_one
     lab_reproduce = script("lab_reproduce")
     a, more = lab_reproduce.split(cmd[2:])
     assert (a.throttle, a.share, more) == ("pi-c", 0.25, ["--level", "kick-the-tires"]), cmd
-    r = lab_reproduce.reproduce(lab, images_archive, a, TEST_TAG, more + JMH_SETS, capture=True)
+    r = lab_reproduce.reproduce(lab, images_archive, a, TEST_TAG, more + JMH_SETS, capture=True, timeout=1800)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
     state = state_of(tmp_path / "throttled")
     assert state["verdicts"]["lab:devices-agree"] == "differs", r.stdout[-3000:]

@@ -87,7 +87,12 @@ def test_bench_soak_smoke_run_holds_the_load_for_a_duration(built, tmp_path):
     """make bench-soak SOAK=20s ARGS="--set customers=1000" (a soak's smallest setting is a short duration), on this
     session's images: the service under load until the clock stops it, its memory sampled, then the table."""
     lines = recipe_lines(
-        "bench-soak", "bin/pirex ", "SOAK=20s", f"TAG={built.tag}", f"RESULTS={tmp_path}", "ARGS=--set customers=1000"
+        "bench-soak",
+        "bin/pirex ",
+        "SOAK=20s",
+        f"TAG={built.tag}",
+        f"SOAK_RESULTS={tmp_path}",
+        "ARGS=--set customers=1000",
     )
     assert [cmd[1] for cmd in lines] == ["run", "table"], lines
     for cmd in lines:  # this interpreter's pirex: the one make's .venv/bin/pirex is in CI

@@ -267,6 +267,45 @@ def wait_until(predicate: Callable[[], T], timeout: float, interval: float, what
         time.sleep(max(min(interval, deadline - time.monotonic()), 0))
 
 
+class Groups:
+    """The process groups that several threads start through run(), to end them together: stop() ends every one
+    running and refuses any run() after it (a PirexError), also a process that starts while stop() runs. A retry or
+    a fallback in another thread then cannot start a new one once stopping; Ctrl-C reaches the main thread only."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[int] = set()
+        self.stopping = False
+
+    def run(self, args: Sequence[str], **kw) -> Result:
+        """proc.run(args, **kw), its group ended by stop(); refused once stopping."""
+        mine: list[int] = []
+
+        def started(pgid: int) -> None:
+            with self._lock:
+                mine.append(pgid)
+                self._running.add(pgid)
+                late = self.stopping
+            if late:  # started while stop() went round: end it as stop() would have
+                terminate_group(pgid)
+
+        if self.stopping:
+            raise PirexError(f"not started, the commands are being stopped: {' '.join(map(str, args))[:200]}")
+        try:
+            return run(args, started=started, **kw)
+        finally:
+            with self._lock:
+                self._running.difference_update(mine)
+
+    def stop(self, grace: float = 10) -> None:
+        """End every running group (SIGTERM, SIGKILL after grace seconds) and refuse any later run()."""
+        with self._lock:
+            self.stopping = True
+            groups = list(self._running)
+        for pgid in groups:
+            terminate_group(pgid, grace)
+
+
 def retry(
     fn: Callable[[], Result],
     *,

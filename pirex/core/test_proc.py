@@ -212,3 +212,22 @@ def test_a_signal_while_a_start_fails_is_not_lost(monkeypatch):
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert signal.getsignal(signal.SIGTERM) is previous
+
+
+def test_groups_stop_ends_what_runs_in_other_threads_and_refuses_what_comes_after():
+    """proc.Groups: a command another thread runs is ended by stop() (its group gone, run() returns its signal),
+    and every run() after stop() is refused before anything starts (a retry or a fallback source cannot start a
+    new mmdebstrap once the rootfs makers are stopping)."""
+    import threading
+
+    groups, results, pgids = proc.Groups(), [], []
+    worker = threading.Thread(target=lambda: results.append(groups.run(["sleep", "60"], timeout=120, check=False)))
+    worker.start()
+    proc.wait_until(lambda: groups._running, timeout=30, interval=0.05, what="the sleep never started")
+    pgids.extend(groups._running)
+    groups.stop(grace=10)
+    worker.join(30)
+    assert not worker.is_alive() and results[0].returncode == -signal.SIGTERM, results
+    assert not proc.group_alive(pgids[0])
+    with pytest.raises(PirexError, match="not started, the commands are being stopped"):
+        groups.run(["true"], timeout=10)

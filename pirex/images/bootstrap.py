@@ -11,7 +11,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,25 +154,24 @@ def source_candidates() -> list[tuple[str, str]]:
 def rootfs_all(platforms: list[Platform], refresh: bool = False) -> dict[Platform, tuple[Path, dict]]:
     """rootfs() of each platform, all at once: a foreign architecture's package scripts run under QEMU, one
     process at a time, so one after another they left a CPU idle (on a 2-vCPU VM, about 4 minutes for three
-    made in turn). Interrupted (Ctrl-C reaches this thread only), every mmdebstrap still running is ended first."""
-    running: set[int] = set()
+    made in turn). Interrupted (Ctrl-C reaches this thread only) or failing, every mmdebstrap still running is
+    ended first, and none is started again (no retry, no fallback)."""
+    groups = proc.Groups()
     pool = ThreadPoolExecutor(len(platforms), thread_name_prefix="mmdebstrap")
     try:
-        futures = {p: pool.submit(rootfs, p, refresh, running.add) for p in platforms}
+        futures = {p: pool.submit(rootfs, p, refresh, groups) for p in platforms}
         return {p: f.result() for p, f in futures.items()}
     except BaseException:
-        for pgid in list(running):
-            proc.terminate_group(pgid)
+        groups.stop()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def rootfs(
-    platform: Platform, refresh: bool = False, started: Callable[[int], None] | None = None
-) -> tuple[Path, dict]:
-    """A minbase bookworm rootfs for platform, cached; returns (tarball, its record). `started` is told each
-    mmdebstrap's process group."""
+def rootfs(platform: Platform, refresh: bool = False, groups: proc.Groups | None = None) -> tuple[Path, dict]:
+    """A minbase bookworm rootfs for platform, cached; returns (tarball, its record). Its mmdebstraps run in
+    `groups` (rootfs_all's, which may stop them)."""
+    groups = groups or proc.Groups()
     d = paths.cache_dir() / "bootstrap"
     d.mkdir(parents=True, exist_ok=True)
     options = [
@@ -203,16 +202,15 @@ def rootfs(
         log.info("making a Debian %s rootfs for %s from %s", SUITE, platform, desc)
         try:
             proc.retry(
-                lambda args=args: proc.run(
-                    args, timeout=MMDEBSTRAP_TIMEOUT, what=f"mmdebstrap ({platform})", started=started
-                ),
+                lambda args=args: groups.run(args, timeout=MMDEBSTRAP_TIMEOUT, what=f"mmdebstrap ({platform})"),
                 attempts=3,
                 what=f"mmdebstrap ({platform})",
                 delay=10,
+                retry_if=lambda _: not groups.stopping,
             )
         except PirexError as e:
             tmp.unlink(missing_ok=True)
-            if n + 1 < len(cands):
+            if n + 1 < len(cands) and not groups.stopping:
                 log.warning(
                     "mmdebstrap failed three times with %s; FALLING BACK to %s: %s", desc, cands[n + 1][0], proc.gist(e)
                 )

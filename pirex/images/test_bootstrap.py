@@ -1,8 +1,13 @@
 """The bootstrap's reading of the host's apt sources (no Docker needed)."""
 
+import threading
+from collections import Counter
 from pathlib import Path
 
-from pirex.images import bootstrap
+import pytest
+
+from pirex.core import paths, proc
+from pirex.images import bootstrap, platforms
 
 DEB822 = """\
 Types: deb
@@ -77,22 +82,13 @@ def test_role_keys_change_with_the_recipe():
     assert bootstrap._role_tag("jdk", "0123").endswith("/pirex-bootstrap/jdk:bookworm-0123")
 
 
-def test_the_rootfs_trees_are_made_at_once_and_a_failure_ends_the_others(monkeypatch):
-    """rootfs_all runs each platform's making in a thread of its own (all three under way together), returns each
-    one's result, and when one fails ends every mmdebstrap still running before it raises (no process left)."""
-    import signal
-    import threading
-
-    import pytest
-
-    from pirex.core import proc
-    from pirex.core.errors import PirexError
-    from pirex.images import platforms
-
+def test_the_rootfs_trees_are_made_at_once(monkeypatch):
+    """rootfs_all runs each platform's making in a thread of its own (all under way together) and returns each
+    one's result."""
     plats = sorted(platforms.SUPPORTED)
     together = threading.Barrier(len(plats), timeout=30)
 
-    def made(platform, refresh, started):
+    def made(platform, refresh, groups):
         together.wait()  # every platform's making under way at the same time, or this times out
         return Path(f"/rootfs-{platform.dpkg_arch}.tar"), {"platform": str(platform)}
 
@@ -100,21 +96,38 @@ def test_the_rootfs_trees_are_made_at_once_and_a_failure_ends_the_others(monkeyp
     got = bootstrap.rootfs_all(plats)
     assert {p: r[1]["platform"] for p, r in got.items()} == {p: str(p) for p in plats}
 
-    sleepers: list[int] = []
-    ended: list[int] = []
 
-    def one_fails(platform, refresh, started):
-        if platform != plats[0]:
-            p = proc.start(["sleep", "120"])
-            sleepers.append(p.pid)
-            started(p.pid)
-            ended.append(p.wait())  # until rootfs_all ends it (a signal), or its two minutes (0)
-            raise PirexError(f"mmdebstrap ({platform}) ended")
-        while len(sleepers) < len(plats) - 1:
-            threading.Event().wait(0.05)
-        raise PirexError("mmdebstrap (the first) failed")
+def test_one_rootfs_failing_ends_the_other_mmdebstraps_with_no_retry_or_fallback(monkeypatch, tmp_path):
+    """The real rootfs() with its retries and a fallback source: when one platform's making fails, the others'
+    mmdebstraps (a sleep each, here) are ended, and none is started again, neither by a retry nor from the
+    fallback source; their groups are gone when rootfs_all raises."""
+    plats = sorted(platforms.SUPPORTED)
+    first, others = plats[0].dpkg_arch, {p.dpkg_arch for p in plats[1:]}
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(bootstrap, "source_candidates", lambda: [("main", "Types: deb\n"), ("fallback", "x\n")])
+    calls: Counter[str] = Counter()
+    groups: dict[str, int] = {}
+    under_way = threading.Event()
+    real_run = proc.run
 
-    monkeypatch.setattr(bootstrap, "rootfs", one_fails)
-    with pytest.raises(PirexError, match="the first"):
+    def mmdebstrap(args, *, started=None, **kw):
+        arch = next(a.split("=", 1)[1] for a in map(str, args) if a.startswith("--arch="))
+        calls[arch] += 1
+        if arch == first:
+            assert under_way.wait(60), "the other platforms' mmdebstraps never started"
+            raise OSError(28, "No space left on device")
+
+        def begun(pgid: int) -> None:
+            started(pgid)
+            groups[arch] = pgid
+            if set(groups) == others:
+                under_way.set()
+
+        return real_run(["sleep", "120"], started=begun, timeout=300, what=kw.get("what"))
+
+    monkeypatch.setattr(proc, "run", mmdebstrap)
+    with pytest.raises(OSError, match="No space left"):
         bootstrap.rootfs_all(plats)
-    assert ended == [-signal.SIGTERM] * (len(plats) - 1) and not any(proc.group_alive(pid) for pid in sleepers)
+    assert calls == Counter(dict.fromkeys([first, *others], 1)), "each started once: no retry, no fallback"
+    assert not any(proc.group_alive(g) for g in groups.values())
+    assert not list(tmp_path.glob("bootstrap/*.tar*")), "no tarball, not even a part"
