@@ -233,7 +233,7 @@ def profile_setup(profile: str, matrix: str | None = None) -> Setup:
     from pirex.core import experiment
 
     exp = experiment.load(MOOBENCH)
-    params = {**exp.resolve(profile), **(exp.matrices[matrix].parameters_for(profile) if matrix else {})}
+    params = exp.requested(profile, matrix)
     return setup_of(params.__getitem__)
 
 

@@ -205,7 +205,7 @@ def service_cmd(experiment_id, name, profile, sets, tag, hours) -> None:
     if spec is None:
         offered = ", ".join(s.name for s in exp.services) or "none"
         raise PirexError(f"{exp.id} declares no service {name!r} (services: {offered})")
-    params = {**exp.resolve(profile), **exp.overrides(sets)}
+    params = exp.requested(profile, overrides=exp.overrides(sets))
     if spec.port and not params.get(spec.port):
         raise PirexError(f"give the port the runs will use: --set {spec.port}=PORT")
     image = runner.image_for(exp.image, tag or git_version()[0], platforms.host())

@@ -42,7 +42,7 @@ def _text(value: Any) -> str:
 
 def of(exp: experiment.Experiment, profile: str, sets: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
     """The settings of a profile, --set NAME=VALUE pairs applied (checked)."""
-    values = {**exp.resolve(profile), **exp.overrides(list(sets))}
+    values = exp.requested(profile, overrides=exp.overrides(list(sets)))
     out = {"PROFILE": profile, **{name.upper(): _text(v) for name, v in values.items()}}
     if exp.deployment:
         out.update({f"{name.upper()}_PORT": str(r.port) for name, r in exp.deployment.roles.items()})
@@ -71,7 +71,7 @@ def parameters(exp: experiment.Experiment, env: dict[str, str], profile: str) ->
     their declarations), over the profile's."""
     given = [f"{name}={env[name.upper()]}" for name in exp.declared if name.upper() in env]
     try:
-        return {**exp.resolve(profile), **exp.overrides(given)}
+        return exp.requested(profile, overrides=exp.overrides(given))
     except PirexError as e:
         raise PirexError(f"{e} (in the .env file, as its upper-case name)") from None
 

@@ -190,9 +190,8 @@ def setup(need: Need) -> dict:
     the need's --set (its repetitions, the metrics it chose and its service ports aside; a view's cases change
     some of them each, as experiment.yaml says)."""
     exp = experiment.load(need.experiment)
-    view = exp.matrices[need.view].parameters_for(need.profile) if need.view else {}
     skip = {"repetitions", exp.metrics_parameter, *(s.port for s in exp.services if s.port)}
-    merged = {**exp.resolve(need.profile), **view, **need.overrides}
+    merged = exp.requested(need.profile, need.view, need.overrides)
     return {k: v for k, v in merged.items() if k not in skip and v not in ("", None)}
 
 

@@ -122,7 +122,7 @@ def _run(opts: Options) -> Path:
     if opts.seed is None:
         opts = dataclasses.replace(opts, seed=secrets.randbits(32))
     facts = host_facts(exp, opts)
-    p = runplan.plan_run(exp, opts, facts)
+    p = runplan.plan_run(exp, opts, facts, checked=True)
     _announce(p)
     if p.preflight_failed and not opts.force:
         raise PirexError("preflight failed (see above; `pirex doctor` says how to fix it, --force runs anyway)")

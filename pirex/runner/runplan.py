@@ -171,11 +171,13 @@ def _check_design(exp: experiment.Experiment, opts: Options, matrix: experiment.
     duet.steps(exp.pick_variants(opts.variants), 0, duet.Halves("0", "1"))  # two variants, or the reason
 
 
-def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts) -> RunPlan:
-    """The run, from the experiment, the options (run.Options, its seed drawn) and this machine's facts."""
+def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts, checked: bool = False) -> RunPlan:
+    """The run, from the experiment, the options (run.Options, its seed drawn) and this machine's facts. The options
+    are checked here unless the caller did (checked=True: the runner checks them before it looks for images)."""
     if opts.seed is None:
         raise ValueError("plan_run needs the seed: the runner draws one when --seed is not given")
-    check(exp, opts)
+    if not checked:
+        check(exp, opts)
     matrix = matrix_of(exp, opts.matrix)
     cpus = _cpus(opts.cpus, exp, matrix, facts.online_cpus)
     runnable, skipped = _runnable(_base_variants(exp, opts, matrix), facts)
