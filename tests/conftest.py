@@ -33,7 +33,7 @@ def pytest_configure(config):
     signal.signal(signal.SIGHUP, interrupt)
 
 
-def _docker_problem() -> str | None:
+def docker_problem() -> str | None:
     if proc.which("docker") is None:
         return "no docker client on PATH"
     if subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode != 0:
@@ -47,7 +47,7 @@ def _docker_problem() -> str | None:
 
 @pytest.fixture(scope="session")
 def docker() -> None:
-    problem = _docker_problem()
+    problem = docker_problem()
     if problem:
         if os.environ.get("PIREX_REQUIRE_DOCKER") == "1":
             pytest.fail(f"PIREX_REQUIRE_DOCKER=1 but {problem}")
@@ -85,7 +85,11 @@ def built(infra, request) -> collection.Built:
     if any(item.get_closest_marker("emulated_pi") for item in request.session.items) and not emulated_pi.have_tools():
         emulated_pi.rootfs_soon(list(emulated_pi.DPKG_ARCHES))
         request.addfinalizer(emulated_pi.stop_making)  # at the session's end, however it ends: nothing left running
-    host, name = infra
+    return build_images(*infra)
+
+
+def build_images(host: str, name: str) -> collection.Built:
+    """The `built` fixture's build; tests/prebuild.py runs the same one ahead of the Docker session."""
     version, revision = git_version()
     return collection.build(
         name,

@@ -1,0 +1,66 @@
+"""The Docker session's images, built ahead: `make test` runs this beside the unit session (issue 40).
+
+`python -m tests.prebuild` makes exactly what the session's `built` fixture makes (conftest.build_images: the same
+images, platforms, tag and revision, into the same BuildKit cache and local registry under the cache folder), and the
+emulated Pis' rootfs trees. The Docker session that follows then finds every layer cached and builds in seconds.
+
+On a fresh machine the build is about ten minutes and waits on the network (Debian's mirror, Maven) for part of
+them, while the unit session is minutes of CPU: side by side, with the unit session niced (the Makefile), they take
+little more than the build alone. Nothing depends on this having worked: it only warms caches. Whatever it fails on,
+the Docker session builds again and its test reports the failure; the Makefile shows this log's end.
+
+SIGTERM and SIGHUP unwind like Ctrl-C, so buildkitd, the registry and an mmdebstrap under QEMU are stopped on every
+exit path (as in a pytest session: conftest.pytest_configure)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import time
+
+from pirex.core.errors import PirexError
+from pirex.images import builder, localregistry
+
+from . import emulated_pi
+from .conftest import build_images, docker_problem
+
+
+def _interrupt(signum, _frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def prebuild() -> int:
+    problem = docker_problem()
+    if problem:
+        print(f"prebuild: nothing built ahead: {problem}", flush=True)
+        return 0
+    started = time.monotonic()
+    pi_trees = not emulated_pi.have_tools()
+    try:
+        if pi_trees:  # beside the image build, as in the session (conftest.built)
+            emulated_pi.rootfs_soon(list(emulated_pi.DPKG_ARCHES))
+        with localregistry.local_registry() as host, builder.builder() as name:
+            build_images(host, name)
+        print(f"prebuild: images built in {time.monotonic() - started:.0f} s", flush=True)
+        if pi_trees:
+            for arch in emulated_pi.DPKG_ARCHES:
+                emulated_pi.rootfs(arch)
+            print(f"prebuild: the emulated Pis' rootfs trees ready at {time.monotonic() - started:.0f} s", flush=True)
+    except PirexError as e:
+        print(f"prebuild: {e}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        emulated_pi.stop_making()
+    return 0
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    return prebuild()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
