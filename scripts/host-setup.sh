@@ -27,6 +27,7 @@ APT_PACKAGES=(
 	binfmt-support
 	docker-registry # distribution 2.8: the local registry of offline builds
 	docker.io
+	dpkg-dev # dpkg-architecture, for mmdebstrap's eatmydata hook (pirex/images/bootstrap.py)
 	gcc # tests/test_fork_workload.py builds forkbench on the host
 	iproute2
 	libc6-dev

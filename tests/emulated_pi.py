@@ -164,7 +164,7 @@ def _make_rootfs(dpkg_arch: str) -> Path:
     options = [
         "--variant=minbase",
         bootstrap.MERGED_USR_HOOK,
-        "--hook-dir=/usr/share/mmdebstrap/hooks/eatmydata",
+        bootstrap.EATMYDATA_HOOK,
         f"--essential-hook={ESSENTIAL_HOOK}",
         f"--customize-hook={CUSTOMIZE_HOOK}",
         '--aptopt=APT::Install-Recommends "false"',

@@ -51,6 +51,10 @@ SLIM_APT_OPTS = (
 # merged-/usr through mmdebstrap's hook (usr-is-merged) rather than the usrmerge package, which
 # would pull full perl into every image, as debuerreotype does for the official images.
 MERGED_USR_HOOK = "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr"
+# dpkg under eatmydata while the rootfs is made (mmdebstrap's own hook, which removes it again): a foreign
+# architecture's dpkg runs under QEMU, and its fsyncs were much of an arm rootfs's time (tests/emulated_pi.py's
+# trees do the same). The tarball's files are the same; the hook needs dpkg-architecture (dpkg-dev).
+EATMYDATA_HOOK = "--hook-dir=/usr/share/mmdebstrap/hooks/eatmydata"
 MMDEBSTRAP_TIMEOUT = 1800
 # Raspberry Pi OS adds its own archive with a Debian-like path; its keyring is not in a Debian rootfs.
 FOREIGN = re.compile(r"raspberrypi|raspbian", re.I)
@@ -177,6 +181,7 @@ def rootfs(platform: Platform, refresh: bool = False, groups: proc.Groups | None
     options = [
         "--variant=minbase",
         MERGED_USR_HOOK,
+        EATMYDATA_HOOK,
         *(f"--dpkgopt={o}" for o in SLIM_DPKG_OPTS),
         *(f"--aptopt={o}" for o in SLIM_APT_OPTS),
     ]
