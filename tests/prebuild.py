@@ -9,8 +9,9 @@ them, while the unit session is minutes of CPU: side by side, with the unit sess
 little more than the build alone. Nothing depends on this having worked: it only warms caches. Whatever it fails on,
 the Docker session builds again and its test reports the failure; the Makefile shows this log's end.
 
-SIGTERM and SIGHUP unwind like Ctrl-C, so buildkitd, the registry and an mmdebstrap under QEMU are stopped on every
-exit path (as in a pytest session: conftest.pytest_configure)."""
+SIGINT (even when the shell that started it ignores it), SIGTERM and SIGHUP unwind like Ctrl-C, so buildkitd, the
+registry and an mmdebstrap under QEMU are stopped on every exit path (as in a pytest session:
+conftest.pytest_configure)."""
 
 from __future__ import annotations
 
@@ -56,8 +57,10 @@ def prebuild() -> int:
 
 
 def main() -> int:
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGHUP, _interrupt)
+    # make starts this in the background, where a shell without job control ignores SIGINT: Ctrl-C on make test
+    # must still stop it (and the daemons it started), so SIGINT is taken back here as well
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     return prebuild()
 
