@@ -23,12 +23,14 @@ from . import emulated_pi, netns
 TEST_TAG = os.environ.get("PIREX_TEST_TAG", "pirex-test")  # a worktree of its own: its own tag
 
 
+def interrupt(signum, _frame):
+    """A signal handler that unwinds like Ctrl-C (the test sessions and tests/prebuild.py)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def pytest_configure(config):
     # SIGTERM (a CI time limit, a killed make) unwinds like Ctrl-C: pytest then runs the fixture
     # teardowns that stop buildkitd and the registries, and proc.run kills its children.
-    def interrupt(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGHUP, interrupt)
 
