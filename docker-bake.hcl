@@ -73,6 +73,7 @@ target "_common" {
 target "base" {
   inherits = ["_common"]
   context  = "images/base"
+  contexts = { debs = "target:debs" }
   args     = { DEBIAN_IMAGE = DEBIAN_IMAGE }
   tags     = tags("base", target.docker-metadata-action.tags)
 }
@@ -83,6 +84,13 @@ target "jvm" {
   contexts = { base = "target:base" }
   args     = { JDK_IMAGE = JDK_IMAGE }
   tags     = tags("jvm", target.docker-metadata-action.tags)
+}
+
+# The shared stage that chooses and downloads Debian packages on the build machine for any platform
+# (images/stages/debs): the images install them without apt's update and solver under QEMU.
+target "debs" {
+  context = "images/stages/debs"
+  args    = { DEBIAN_IMAGE = DEBIAN_IMAGE }
 }
 
 # The Java images' shared build stage (images/stages/java-build): Maven on the build machine's
@@ -116,6 +124,7 @@ target "moobench" {
 target "jpa-rest" {
   inherits   = ["_java"]
   dockerfile = "jpa-rest/Dockerfile"
+  contexts   = { jvm = "target:jvm", java-build = "target:java-build", debs = "target:debs" }
   tags       = tags("jpa-rest", target.docker-metadata-action.tags)
 }
 
@@ -123,7 +132,7 @@ target "jpa-rest" {
 target "postgres" {
   inherits = ["_common"]
   context  = "images/postgres"
-  contexts = { base = "target:base" }
+  contexts = { base = "target:base", debs = "target:debs" }
   tags     = tags("postgres", target.docker-metadata-action.tags)
 }
 
@@ -132,7 +141,7 @@ target "locust" {
   inherits   = ["_common"]
   context    = "images"
   dockerfile = "locust/Dockerfile"
-  contexts   = { base = "target:base", extra-ca = EXTRA_CA_DIR }
+  contexts   = { base = "target:base", extra-ca = EXTRA_CA_DIR, debs = "target:debs" }
   tags       = tags("locust", target.docker-metadata-action.tags)
 }
 
