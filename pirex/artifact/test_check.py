@@ -48,9 +48,9 @@ def artifact(tmp_path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for d in ("compose", "fleet", f"analysis/{PAPER}"):
         shutil.copytree(REPO / d, src / d, ignore=ignore)
-    for d in (REPO / "images").iterdir():  # the build contexts docker-bake.hcl names: their folders suffice
-        if d.is_dir():
-            (src / "images" / d.name).mkdir(parents=True)
+    for d in (REPO / "images").rglob("*"):  # the build contexts docker-bake.hcl names (stages/ too): folders suffice
+        if d.is_dir() and "__pycache__" not in d.parts:
+            (src / d.relative_to(REPO)).mkdir(parents=True, exist_ok=True)
     pack.write_sums(top)
     return top
 
