@@ -124,7 +124,7 @@ target "moobench" {
 target "jpa-rest" {
   inherits   = ["_java"]
   dockerfile = "jpa-rest/Dockerfile"
-  contexts   = { jvm = "target:jvm", java-build = "target:java-build", debs = "target:debs" }
+  contexts   = { debs = "target:debs" } # added to _java's: bake merges an inherited map
   tags       = tags("jpa-rest", target.docker-metadata-action.tags)
 }
 

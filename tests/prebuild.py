@@ -4,7 +4,7 @@
 images, platforms, tag and revision, into the same BuildKit cache and local registry under the cache folder), and the
 emulated Pis' rootfs trees. The Docker session that follows then finds every layer cached and builds in seconds.
 
-On a fresh machine the build is 12-13 minutes and waits on the network (Debian's mirror, Maven) for part of them;
+On a fresh machine the build is 10-12 minutes and waits on the network (Debian's mirror, Maven) for part of them;
 the unit session runs beside it, niced (the Makefile). On a 2-vCPU VM the machine is CPU-bound throughout, so the gain
 measured small (797 s for both against 166 + 636 s one after the other, docs/development.md); the unit tests' minutes
 are hidden only where the build leaves CPU idle. Nothing depends on this having worked: it only warms caches.
