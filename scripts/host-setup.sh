@@ -43,6 +43,7 @@ APT_PACKAGES=(
 # (scripts/venv.sh). Installed everywhere: tests/test_debian_python.py runs the analysis on them.
 APT_PACKAGES+=(
 	python3-jinja2 # the report (pirex reproduce's report.html)
+	python3-jsonschema # the runner: experiment.yaml, claims.yaml and manifests against pirex/core/schemas
 	python3-markdown
 	python3-matplotlib
 	python3-numpy

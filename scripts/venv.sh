@@ -15,8 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEBIAN_PYTHON=/usr/bin/python3
-DEBIAN_MODULES="numpy, scipy, matplotlib, yaml, jinja2, markdown"
-DEBIAN_PACKAGES="python3-numpy python3-scipy python3-matplotlib python3-yaml python3-jinja2 python3-markdown"
+DEBIAN_MODULES="numpy, scipy, matplotlib, yaml, jinja2, markdown, jsonschema"
+DEBIAN_PACKAGES="python3-numpy python3-scipy python3-matplotlib python3-yaml python3-jinja2 python3-markdown python3-jsonschema"
 # Where a wheel of these is missing, pip fails instead of compiling (install falls back to Debian's).
 BINARY_ONLY=numpy,scipy,matplotlib,PyYAML
 

@@ -41,6 +41,7 @@ PACKAGES = ["ca-certificates", "make", "python3", "python3-venv"]
 DPKG_ARCHES = ("arm64", "armhf")  # the two Pis tests/test_emulated_pi.py runs
 DEBIAN_PYTHON = [
     "python3-jinja2",
+    "python3-jsonschema",
     "python3-markdown",
     "python3-matplotlib",
     "python3-numpy",

@@ -30,7 +30,13 @@ from . import netns
 
 SITE = 3  # its own bridge, subnet and namespaces (the split test is site 0, swarm 2)
 NAMES = ["pi-a", "pi-b", "pi-c"]
-RUNNER_WHEELS = ["click==8.5.1", "PyYAML==6.0.3", "setuptools>=68", "wheel"]  # pyproject's dependencies, its build
+RUNNER_WHEELS = [
+    "click==8.5.1",
+    "jsonschema==3.2.0",
+    "PyYAML==6.0.3",
+    "setuptools>=68",
+    "wheel",
+]  # pyproject's dependencies, its build
 TOOLS = ("ip", "nsenter", "iptables", "dockerd", "docker-registry", "ssh", "ssh-keygen", "git")
 
 
@@ -50,10 +56,22 @@ def missing() -> list[str]:
 def wheelhouse() -> Path:
     """The runner's packages and its build backend as files, for hosts without a route out."""
     d = paths.cache_dir() / "fleet-hosts" / "wheels"
-    if not list(d.glob("click-*.whl")):
+    if not all(list(d.glob(f"{w.split('=')[0]}-*.whl")) for w in RUNNER_WHEELS if "==" in w):
         proc.retry(
             lambda: proc.run(
-                [sys.executable, "-m", "pip", "download", "-q", "-d", str(d), *RUNNER_WHEELS], timeout=600
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "-c",
+                    str(paths.REPO / "constraints.txt"),
+                    "-d",
+                    str(d),
+                    *RUNNER_WHEELS,
+                ],
+                timeout=600,
             ),
             attempts=3,
             what="pip download",

@@ -62,6 +62,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pirex.core import schema
 from pirex.core.errors import PirexError
 
 SCHEMA_VERSION = 1
@@ -78,25 +79,6 @@ STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # experiment and variant names become directory names
 TMP_MARK = ".tmp-"  # <repetition>.tmp-<pid>: a step being written
-# every key Bundle.create writes: a manifest without one of them is damaged, whatever a reader needs
-REQUIRED = (
-    "run_id",
-    "experiment",
-    "profile",
-    "parameters",
-    "variants",
-    "images",
-    "tool",
-    "started",
-    "ended",
-    "resumed",
-    "status",
-    "plan",
-    "completed",
-    "files",
-)
-
-
 DESIGNS = ("interleaved", "sequential", "duet")  # the manifest's design; duet: a repetition's steps at once
 DUET = "duet"
 CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
@@ -105,66 +87,36 @@ RECORDED = ("cpus", "start", "end")  # what Bundle.record adds to a completed st
 
 def check_manifest(f: Path, doc: object) -> dict:
     """manifest.json's decoded JSON (`f`: the file, for messages) checked for what every reader relies on: the
-    schema version this pirex reads, every key Bundle.create writes, and their types; PirexError otherwise."""
-    if not isinstance(doc, dict):
-        raise PirexError(f"{f}: expected a JSON object, found {type(doc).__name__}: the bundle is damaged")
-    if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc.get("schema_version"), bool):
-        raise PirexError(
+    schema version this pirex reads, every key Bundle.create writes, and their types (manifest.schema.json), and
+    that every step names one of the variants; PirexError otherwise."""
+    problem = schema.first_problem("manifest", doc)
+    if problem is None:
+        stray = [k for k in ("plan", "completed") if any(s["variant"] not in doc["variants"] for s in doc[k])]
+        if not stray:
+            return doc
+        problem = schema.Problem((stray[0],), schema.words("manifest", stray[0]), doc[stray[0]])
+    raise PirexError(_say(f, doc, problem))
+
+
+def _say(f: Path, doc: object, problem: schema.Problem) -> str:
+    """A manifest's problem in one line, with what to do."""
+    key = problem.at[0] if problem.at else problem.missing
+    if not key:
+        return f"{f}: expected a JSON object, found {type(doc).__name__}: the bundle is damaged"
+    if key == "schema_version":
+        return (
             f"{f}: schema_version {doc.get('schema_version')!r} is not {SCHEMA_VERSION}, the one this pirex reads: "
             "use the pirex version that wrote it"
         )
-    missing = [k for k in REQUIRED if k not in doc]
-    if missing:
-        raise PirexError(f"{f}: missing {', '.join(missing)}: the bundle is damaged")
-    if not isinstance(doc["status"], str) or doc["status"] not in STATUSES:
-        raise PirexError(f"{f}: status {doc['status']!r} is not one of {', '.join(STATUSES)}")
-    _check_types(f, doc)
-    return doc
-
-
-def _check_types(f: Path, doc: dict) -> None:
-    """Every manifest field a reader relies on has the type the format says (SCHEMA_VERSION 1, above)."""
-
-    def bad(key: str, expected: str) -> PirexError:
-        return PirexError(
-            f"{f}: {key}: expected {expected}, found {short(repr(doc.get(key)))}: the bundle is "
-            "damaged; restore it from a copy"
-        )
-
-    for key in ("run_id", "experiment"):
-        if not isinstance(doc[key], str) or not NAME.match(doc[key]):
-            raise bad(key, "a name of letters, digits, '.', '_' and '-'")
-    if not isinstance(doc["profile"], str):
-        raise bad("profile", "a string")
-    if not isinstance(doc["variants"], list) or not all(isinstance(v, str) and NAME.match(v) for v in doc["variants"]):
-        raise bad("variants", "a list of variant names")
-    for key, kind in (("parameters", dict), ("tool", dict), ("resumed", list)):
-        if not isinstance(doc[key], kind):
-            raise bad(key, "a mapping" if kind is dict else "a list")
-    for key in ("started", "ended"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise bad(key, "a UTC time like 2026-11-22T06:15:00Z")
-    if "design" in doc and doc["design"] not in DESIGNS:
-        raise bad("design", f"one of {', '.join(DESIGNS)}")
-    for key in ("plan", "completed"):
-        steps = doc[key]
-        if not isinstance(steps, list) or not all(
-            isinstance(s, dict)
-            and s.get("variant") in doc["variants"]
-            and isinstance(s.get("repetition"), int)
-            and not isinstance(s.get("repetition"), bool)
-            for s in steps
-        ):
-            raise bad(key, "a list of {variant (one of variants), repetition (an integer), ...}")
-    files = doc["files"]
-    if not isinstance(files, dict) or not all(
-        isinstance(k, str)
-        and isinstance(v, dict)
-        and isinstance(v.get("sha256"), str)
-        and isinstance(v.get("size"), int)
-        for k, v in files.items()
-    ):
-        raise bad("files", "a mapping of path to {sha256, size}")
+    if problem.missing:
+        missing = [k for k in schema.load("manifest")["required"] if k not in doc]  # every key Bundle.create writes
+        return f"{f}: missing {', '.join(missing)}: the bundle is damaged"
+    if key == "status":
+        return f"{f}: status {doc['status']!r} is not one of {', '.join(STATUSES)}"
+    return (
+        f"{f}: {key}: expected {problem.expected}, found {short(repr(doc.get(key)))}: the bundle is "
+        "damaged; restore it from a copy"
+    )
 
 
 def short(e: object, n: int = 120) -> str:

@@ -8,7 +8,6 @@ in experiment_matrix.py."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,9 @@ from typing import Any
 import yaml
 
 from pirex.core import params as P
+from pirex.core import schema
 from pirex.core.errors import PirexError
-from pirex.core.experiment_check import ANALYSIS, KNOWN_VARIANTS, NAME, Checker, placeholders
+from pirex.core.experiment_check import ANALYSIS, KNOWN_VARIANTS, Checker, placeholders
 
 # The names imported "as" themselves are read as experiment.NAME by the runner (deployment, variants, swarm, runplan,
 # samplers: one sampler per kind), so they stay importable here.
@@ -39,29 +39,7 @@ RUNTIME_NAMES = ("output", "workdir", "variant", "repetition")
 # The raw formats the runner checks after a step and the analysis reads; "csv" is any table
 # with a header whose numeric columns pirex/analysis/generic.py summarises per variant.
 OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv", "csv")
-TOP_KEYS = {
-    "schema",
-    "id",
-    "title",
-    "source",
-    "image",
-    "command",
-    "parameters",
-    "profiles",
-    "variants",
-    "default_variants",
-    "services",
-    "needs",
-    "outputs",
-    "matrices",
-    "tracing",
-    "deployment",
-    "analysis",
-    "soak",
-    "durations",
-    "metrics_parameter",
-    "duet",
-}
+TOP_KEYS = set(schema.load("experiment")["properties"])  # experiment.schema.json
 # What a parameter may declare as `resolve: NAME`: a value the runner works out per machine before the run, from
 # the machine record (the manifest records the result).
 RESOLVERS = {"pmu-raw-events": "auto -> this CPU's raw PMU event codes (pirex/core/pmu.py)"}
@@ -239,44 +217,29 @@ def load(experiment: str | Path) -> Experiment:
 
 
 def parse(doc: Any, path: Path) -> Experiment:
+    """experiment.yaml's document, checked against experiment.schema.json for its shapes, then here for what it
+    refers to (the folder, the runner's variants, declared parameters, placeholders, the analysis module)."""
     c = Checker(path)
+    _check_shapes(c, doc)
     exp_id = _head(c, doc)
-    title = c.get(doc, "title", str, "a one-line title")
-    source = c.get(doc, "source", str, "the paper and section", required=False, default="")
-    image = c.get(doc, "image", str, "an image name from docker-bake.hcl")
-    command = c.strings(c.get(doc, "command", list, "the command, as a list"), "command")
+    title, source, image = doc["title"], doc.get("source", ""), doc["image"]
+    command = tuple(str(a) for a in doc["command"])
     declared, resolvers = _parameters(c, doc)
     parameters = {n: p.default for n, p in declared.items() if p.has_default}
     profiles = _profiles(c, doc, declared, parameters)
     variants, defaults = _variants(c, doc)
     services = _services(c, doc, declared)
-    needs = c.get(
-        doc, "needs", dict, "a mapping (memory_mb, disk_mb, io_heavy, capabilities)", required=False, default={}
-    )
-    for key in ("memory_mb", "disk_mb"):
-        if key in needs and (not isinstance(needs[key], int) or needs[key] < 0):
-            raise c.fail(f"needs.{key}", "a whole number of MB", needs[key])
+    needs = doc.get("needs", {})
     privileges = _privileges(c, needs.get("privileges"))
     outputs = _outputs(c, doc)
     deployment = parse_deployment(c, doc.get("deployment"), set(declared))
     known = set(declared) | set(RUNTIME_NAMES) | (deployment.urls() if deployment else set())
-    matrices = {
-        name: parse_matrix(c, name, m, declared)
-        for name, m in (
-            c.get(doc, "matrices", dict, "a mapping of matrix name to {runs_as, cases}", required=False, default={})
-            or {}
-        ).items()
-    }
+    matrices = {name: parse_matrix(c, name, m, declared) for name, m in doc.get("matrices", {}).items()}
     _check_placeholders(c, command, services, profiles, known, declared)
-    analysis = c.get(doc, "analysis", str, "a module of pirex/analysis/", required=False, default="generic")
+    analysis = doc.get("analysis", "generic")
     if not ANALYSIS.match(analysis) or not (REPO / "pirex" / "analysis" / f"{analysis}.py").is_file():
         raise c.fail("analysis", "the name of a module in pirex/analysis/ (or leave it out: generic)", analysis)
-    durations = _durations(
-        c,
-        c.get(doc, "durations", dict, "seconds per profile as measured", required=False, default={}),
-        profiles,
-        matrices,
-    )
+    durations = _durations(c, doc.get("durations", {}), profiles, matrices)
     metrics_parameter = _metrics_parameter(c, doc, declared)
     exp = Experiment(
         exp_id,
@@ -304,42 +267,32 @@ def parse(doc: Any, path: Path) -> Experiment:
     return replace(exp, metrics_parameter=metrics_parameter, resolvers=resolvers, duet=_duet(c, doc.get("duet")))
 
 
-def _head(c: Checker, doc: Any) -> str:
-    """The top level is a mapping of known keys at this schema version; returns its id (the folder's name)."""
-    path = c.path
-    if not isinstance(doc, dict):
-        raise c.fail("(top level)", "a mapping", doc)
-    unknown = sorted(set(doc) - TOP_KEYS)
-    if unknown:
-        raise PirexError(f"{path}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(TOP_KEYS))})")
-    schema = c.get(doc, "schema", int, f"schema version {SCHEMA}")
-    if schema != SCHEMA:
-        raise c.fail("schema", f"{SCHEMA} (this pirex reads schema {SCHEMA})", schema)
-    exp_id = c.get(doc, "id", str, "the experiment's id")
-    if exp_id != path.parent.name and path.parent.parent == EXPERIMENTS:
-        raise c.fail("id", f"{path.parent.name!r}, the folder's name", exp_id)
-    if not NAME.match(exp_id):
-        raise c.fail("id", "lowercase letters, digits, - and _", exp_id)
+def _check_shapes(c: Checker, doc: Any) -> None:
+    """The first problem of experiment.schema.json's, said as every problem of this file is said."""
+    problem = schema.first_problem("experiment", doc)
+    if problem is None:
+        return
+    if not problem.at and problem.unknown:
+        unknown = ", ".join(problem.unknown)
+        raise PirexError(f"{c.path}: unknown key {unknown} (known: {', '.join(sorted(TOP_KEYS))})")
+    if problem.missing:
+        raise PirexError(f"{c.path}: {problem.key()}: missing ({problem.expected})")
+    raise c.fail(problem.key(), problem.expected, problem.found)
+
+
+def _head(c: Checker, doc: dict) -> str:
+    """The experiment's id: the folder's name (a known schema version and an id's shape: the schema)."""
+    exp_id = doc["id"]
+    if exp_id != c.path.parent.name and c.path.parent.parent == EXPERIMENTS:
+        raise c.fail("id", f"{c.path.parent.name!r}, the folder's name", exp_id)
     return exp_id
 
 
 def _parameters(c: Checker, doc: dict) -> tuple[dict[str, P.Param], dict[str, str]]:
     """The declared parameters (the builtin ones, then the experiment's) and the resolver each `resolve:` names."""
-    raw_params = (
-        c.get(
-            doc, "parameters", dict, "a mapping of name to {type, default, min, max, ...}", required=False, default={}
-        )
-        or {}
-    )
     declared = P.builtin()
     resolvers = {}
-    for name, decl in raw_params.items():
-        if not isinstance(name, str) or not NAME.match(name) or name in RUNTIME_NAMES:
-            raise c.fail(
-                f"parameters.{name}",
-                f"a lowercase name, not one the runner supplies ({', '.join(RUNTIME_NAMES)})",
-                name,
-            )
+    for name, decl in doc.get("parameters", {}).items():  # lowercase names, not the runner's (the schema)
         if isinstance(decl, dict) and "resolve" in decl:
             decl = dict(decl)
             resolvers[name] = _resolver(c, name, decl.pop("resolve"), decl.get("type"))
@@ -350,34 +303,24 @@ def _parameters(c: Checker, doc: dict) -> tuple[dict[str, P.Param], dict[str, st
 def _profiles(c: Checker, doc: dict, declared: dict[str, P.Param], parameters: dict[str, Any]) -> dict:
     """The profiles, quick and paper among them, each giving a value to every parameter without a default."""
     path = c.path
-    profiles = c.get(doc, "profiles", dict, "a mapping of profile name to parameters")
-    if not profiles:
-        raise c.fail("profiles", "at least one profile (quick and paper)", profiles)
+    profiles = doc["profiles"]  # quick and paper among them, each a mapping (the schema)
     for name, values in profiles.items():
-        if not isinstance(values, dict):
-            raise c.fail(f"profiles.{name}", "a mapping of parameter to value", values)
         P.check_values(declared, values, f"{path}: profiles.{name}")
         unset = sorted(n for n in declared if n not in values and n not in parameters)
         if unset:
             raise PirexError(
                 f"{path}: profiles.{name}: no value for {', '.join(unset)} (no default declared under parameters)"
             )
-    for required_profile in ("quick", "paper"):
-        if required_profile not in profiles:
-            raise PirexError(f"{path}: profiles.{required_profile}: missing (every experiment has quick and paper)")
     return profiles
 
 
 def _variants(c: Checker, doc: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The variants the experiment offers and those a run takes when none are named."""
-    variants = c.strings(c.get(doc, "variants", list, "a list of variants"), "variants")
+    variants = tuple(str(v) for v in doc["variants"])
     for v in variants:
         if v not in KNOWN_VARIANTS:
             raise c.fail("variants", f"names among {', '.join(KNOWN_VARIANTS)}", v)
-    defaults = c.strings(
-        c.get(doc, "default_variants", list, "a list of variants", required=False, default=list(variants)),
-        "default_variants",
-    )
+    defaults = tuple(str(v) for v in doc.get("default_variants", variants))
     for v in defaults:
         if v not in variants:
             raise c.fail("default_variants", f"variants listed under variants ({', '.join(variants)})", v)
@@ -385,52 +328,20 @@ def _variants(c: Checker, doc: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def _services(c: Checker, doc: dict, declared: dict[str, P.Param]) -> list[Service]:
+    """The services, each port and remote naming a declared parameter of the right type (the rest: the schema)."""
     services = []
-    for name, svc in (
-        c.get(doc, "services", dict, "a mapping of service name to {command, ready_line}", required=False, default={})
-        or {}
-    ).items():
-        if not isinstance(svc, dict):
-            raise c.fail(f"services.{name}", "a mapping with command and ready_line", svc)
-        unknown = sorted(set(svc) - {"command", "ready_line", "port", "remote"})
-        if unknown:
-            raise c.fail(f"services.{name}", "keys among command, ready_line, port, remote", unknown)
-        cmd = c.strings(svc.get("command"), f"services.{name}.command")
-        ready = c.get(svc, "ready_line", str, "text the service prints once it is ready", prefix=f"services.{name}.")
-        port = c.get(
-            svc,
-            "port",
-            str,
-            "the parameter that receives its port",
-            prefix=f"services.{name}.",
-            required=False,
-            default="",
-        )
-        remote = c.get(
-            svc,
-            "remote",
-            str,
-            "the parameter naming another machine that runs it",
-            prefix=f"services.{name}.",
-            required=False,
-            default="",
-        )
+    for name, svc in doc.get("services", {}).items():
+        port, remote = svc.get("port", ""), svc.get("remote", "")
         if port and (port not in declared or declared[port].type != "int"):
             raise c.fail(f"services.{name}.port", "a declared int parameter", port)
         if remote and (remote not in declared or declared[remote].type != "string"):
             raise c.fail(f"services.{name}.remote", "a declared string parameter", remote)
-        services.append(Service(name, cmd, ready, port, remote))
+        services.append(Service(name, tuple(str(a) for a in svc["command"]), svc["ready_line"], port, remote))
     return services
 
 
 def _outputs(c: Checker, doc: dict) -> list:
-    outputs = c.get(doc, "outputs", list, "a list of {path, format}")
-    for i, out in enumerate(outputs):
-        if not isinstance(out, dict) or not isinstance(out.get("path"), str):
-            raise c.fail(f"outputs[{i}]", "a mapping with path and format", out)
-        if out.get("format") not in OUTPUT_FORMATS:
-            raise c.fail(f"outputs[{i}].format", f"one of {', '.join(OUTPUT_FORMATS)}", out.get("format"))
-    return outputs
+    return doc["outputs"]  # each {path, format} (the schema)
 
 
 def _check_placeholders(
@@ -453,9 +364,7 @@ def _check_placeholders(
 
 
 def _metrics_parameter(c: Checker, doc: dict, declared: dict[str, P.Param]) -> str:
-    metrics_parameter = c.get(
-        doc, "metrics_parameter", str, "the name of a list parameter with choices", required=False, default=""
-    )
+    metrics_parameter = doc.get("metrics_parameter", "")
     if metrics_parameter:
         mp = declared.get(metrics_parameter)
         if mp is None or mp.type != "list" or not mp.choices:
@@ -467,11 +376,8 @@ def _duet(c: Checker, doc: Any) -> Fit:
     """duet: {fits: false, why: "..."}: the experiment refuses --design duet with that reason."""
     if doc is None:
         return Fit()
-    expected = "a mapping {fits: false, why: a sentence saying why the duet design does not suit it}"
-    if not isinstance(doc, dict) or set(doc) - {"fits", "why"} or not isinstance(doc.get("fits"), bool):
-        raise c.fail("duet", expected, doc)
-    why = doc.get("why", "")
-    if not isinstance(why, str) or (not doc["fits"] and not why.strip()):
+    why = doc.get("why", "")  # a mapping of fits (true or false) and why (the schema)
+    if not doc["fits"] and not why.strip():
         raise c.fail("duet.why", "a sentence saying why the duet design does not suit it (pirex run prints it)", why)
     return Fit(doc["fits"], why.strip())
 
@@ -543,53 +449,24 @@ def _durations(c, durations: dict, profiles: dict, matrices: dict) -> dict:
 def _soak(c: Checker, doc: Any, declared: dict[str, P.Param]) -> Soak | None:
     if doc is None:
         return None
-    expected = "a mapping with set, args, exit_codes and why"
-    if not isinstance(doc, dict) or set(doc) - {"set", "args", "exit_codes", "why"}:
-        raise c.fail("soak", expected, doc)
-    sets = P.check_values(
-        declared,
-        c.get(doc, "set", dict, "parameters to override", prefix="soak.", required=False, default={}),
-        f"{c.path}: soak.set",
-    )
-    args = c.strings(doc.get("args"), "soak.args")
+    sets = P.check_values(declared, doc.get("set", {}), f"{c.path}: soak.set")  # its shapes: the schema
+    args = tuple(str(a) for a in doc["args"])
     if placeholders(args) - {"duration"}:
         raise c.fail("soak.args", "placeholders among duration", sorted(placeholders(args)))
-    codes = c.get(doc, "exit_codes", list, "exit statuses of a driver stopped by its clock", prefix="soak.")
-    if not codes or not all(isinstance(x, int) and not isinstance(x, bool) for x in codes):
-        raise c.fail("soak.exit_codes", "a list of exit statuses", codes)
-    why = c.get(doc, "why", str, "a sentence saying why (recorded)", prefix="soak.")
-    return Soak(sets, args, tuple(codes), why)
+    return Soak(sets, args, tuple(doc["exit_codes"]), doc["why"])
 
 
 def _tracing(c: Checker, doc: Any, known: set[str]) -> Tracing | None:
     if doc is None:
         return None
-    expected = "a mapping with tracer, functions (per uname -m), marker_parameter and output"
-    if not isinstance(doc, dict) or not isinstance(doc.get("functions"), dict):
-        raise c.fail("tracing", expected, doc)
-    for key in ("tracer", "marker_parameter", "output"):
-        c.get(doc, key, str, expected, prefix="tracing.")
-    if doc["marker_parameter"] not in known:
+    if doc["marker_parameter"] not in known:  # tracer, functions, marker_parameter, output: the schema
         raise c.fail("tracing.marker_parameter", "a parameter of the experiment", doc["marker_parameter"])
-    functions = {arch: tuple(c.strings(names, f"tracing.functions.{arch}")) for arch, names in doc["functions"].items()}
+    functions = {arch: tuple(str(n) for n in names) for arch, names in doc["functions"].items()}
     return Tracing(doc["tracer"], functions, doc["marker_parameter"], doc["output"])
 
 
 def _privileges(c: Checker, doc: Any) -> Privileges:
     if doc is None:
         return Privileges()
-    if not isinstance(doc, dict):
-        raise c.fail("needs.privileges", "a mapping (root, capabilities, unmask_proc, why)", doc)
-    unknown = sorted(set(doc) - {"root", "capabilities", "unmask_proc", "why"})
-    if unknown:
-        raise c.fail("needs.privileges", "keys among root, capabilities, unmask_proc, why", unknown)
-    caps = doc.get("capabilities") or []
-    if not isinstance(caps, list) or not all(isinstance(x, str) and re.fullmatch(r"[A-Z_]+", x) for x in caps):
-        raise c.fail("needs.privileges.capabilities", "a list of capability names like SYS_ADMIN", caps)
-    for key in ("root", "unmask_proc"):
-        if not isinstance(doc.get(key, False), bool):
-            raise c.fail(f"needs.privileges.{key}", "true or false", doc[key])
-    why = doc.get("why", "")
-    if not isinstance(why, str) or not why:
-        raise c.fail("needs.privileges.why", "a sentence saying why (it goes into the bundle)", why)
-    return Privileges(bool(doc.get("root")), tuple(caps), bool(doc.get("unmask_proc")), why)
+    caps = doc.get("capabilities") or []  # root, capabilities, unmask_proc, why: the schema
+    return Privileges(bool(doc.get("root")), tuple(caps), bool(doc.get("unmask_proc")), doc["why"])

@@ -56,7 +56,7 @@ from typing import Any
 
 import yaml
 
-from pirex.core import capabilities, experiment
+from pirex.core import capabilities, experiment, schema
 from pirex.core.errors import PirexError
 from pirex.core.paths import PAPERS
 
@@ -66,7 +66,6 @@ POINT_TEST = (  # why the rule contains went (issue 35), in its load error
     "contains is a point test (a longer run turns a holding claim into a differing one): use within with the "
     "paper's own interval or rounding as tolerance, equivalent, or direction"
 )
-ACROSS = ("devices", "storages")
 DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
 DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
@@ -215,80 +214,82 @@ def _fail(path: Path, key: str, expected: str, got: Any) -> PirexError:
     return PirexError(f"{path}: {key}: expected {expected}, found {got!r}")
 
 
-def _text(doc: dict, key: str, path: Path, where: str, required: bool = True) -> str:
-    v = doc.get(key)
-    if v is None and not required:
-        return ""
-    if not isinstance(v, str) or not v.strip():
-        raise _fail(path, f"{where}.{key}", "a non-empty text", v)
-    return v
-
-
 def parse(doc: Any, path: Path) -> Paper:
-    if not isinstance(doc, dict):
-        raise _fail(path, "(top level)", "a mapping with paper, title and claims", doc)
-    paper = _text(doc, "paper", path, "(top level)")
+    """claims.yaml's document, checked against claims.schema.json for its shapes, then here for what it refers to."""
+    _check_shapes(doc, path)
+    paper = doc["paper"]
     if path.name == "claims.yaml" and path.parent.parent == PAPERS and paper != path.parent.name:
         raise _fail(path, "paper", f"{path.parent.name!r}, the folder's name", paper)
-    title = _text(doc, "title", path, "(top level)")
     requirements = _requirements(doc.get("needs", {}), path)
-    raw = doc.get("claims")
-    if not isinstance(raw, list) or not raw:
-        raise _fail(path, "claims", "a non-empty list of claims", raw)
     claims, seen = [], set()
-    for i, c in enumerate(raw):
-        claim = _claim(c, path, f"claims[{i}]", paper, set(requirements))
+    for i, c in enumerate(doc["claims"]):
+        claim = _claim(c, path, f"claims[{i}] ({c['id']})", paper, set(requirements))
         if claim.id in seen:
             raise _fail(path, f"claims[{i}].id", "an id not used by another claim", claim.id)
         seen.add(claim.id)
         claims.append(claim)
-    return Paper(paper, title, tuple(claims), path, requirements)
+    return Paper(paper, title=doc["title"], claims=tuple(claims), path=path, needs=requirements)
 
 
-def _requirements(doc: Any, path: Path) -> dict[str, Requirement]:
-    if not isinstance(doc, dict):
-        raise _fail(path, "needs", "a mapping of name to {what, how, glob or capability}", doc)
+def _known_needs(declared: Any) -> tuple[str, ...]:
+    """What a claim's needs may name: the machine record's capabilities, a side, the paper's own needs."""
+    return (*capabilities.NAMES, *DEVICE_SIDES, *sorted(declared if isinstance(declared, dict) else ()))
+
+
+def _check_shapes(doc: Any, path: Path) -> None:
+    """The first problem of claims.schema.json's, said as this module says every problem."""
+    needs = doc.get("needs") if isinstance(doc, dict) else None
+    facts = {"experiments": ", ".join(experiment.available()), "needs": ", ".join(_known_needs(needs))}
+    problem = schema.first_problem("claims", doc, facts)
+    if problem is None:
+        return
+    at = problem.at + ((problem.missing,) if problem.missing else ())
+    raise _fail(path, _where(doc, at, problem), problem.expected, problem.found)
+
+
+def _where(doc: dict, at: tuple, problem: schema.Problem) -> str:
+    """A key path as this module's messages name it: a claim by its index and, once its id is read, by the id too
+    (a claim that is no mapping or has unknown keys is named before its id is read)."""
+    if not at:
+        return "(top level)"
+    if at[0] in ("paper", "title"):
+        return f"(top level).{at[0]}"
+    named = len(at) > 2 and at[2] != "id" or len(at) == 2 and not problem.unknown
+    if at[0] == "claims" and named and isinstance(doc["claims"][at[1]], dict):
+        cid = doc["claims"][at[1]].get("id")
+        good = isinstance(cid, str) and re.fullmatch(r"[a-z0-9][a-z0-9-]*", cid)
+        return schema.dotted(at[2:], start=f"claims[{at[1]}] ({cid})" if good else f"claims[{at[1]}]")
+    return schema.dotted(at)
+
+
+def _requirements(doc: dict, path: Path) -> dict[str, Requirement]:
     out = {}
     for name, d in doc.items():
         where = f"needs.{name}"
-        taken = (*capabilities.NAMES, *DEVICE_SIDES)
-        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name) or name in taken:
+        if name in (*capabilities.NAMES, *DEVICE_SIDES):
             raise _fail(path, where, "a lowercase name that is not a capability of the machine record", name)
-        if not isinstance(d, dict) or set(d) - NEED_KEYS:
-            raise _fail(path, where, f"a mapping with keys among {', '.join(sorted(NEED_KEYS))}", d)
         glob, capability = d.get("glob", ""), d.get("capability", "")
         if glob and capability:
             raise _fail(path, where, "one check: glob or capability, not both", d)
-        if not isinstance(glob, str) or glob.startswith("/") or ".." in Path(glob).parts:
-            raise _fail(path, f"{where}.glob", "a path pattern inside this checkout (e.g. images/x/*.jar)", glob)
         if capability and capability not in capabilities.NAMES:
             raise _fail(path, f"{where}.capability", f"one of {', '.join(capabilities.NAMES)}", capability)
-        out[name] = Requirement(name, _text(d, "what", path, where), _text(d, "how", path, where), glob, capability)
+        out[name] = Requirement(name, d["what"], d["how"], glob, capability)
     return out
 
 
-def _claim(c: Any, path: Path, where: str, paper: str, declared: set[str]) -> Claim:
-    """One claim of claims.yaml: its id, needs and words, then the experiment that measures it, if any."""
-    if not isinstance(c, dict):
-        raise _fail(path, where, "a mapping (id, where, says, ...)", c)
-    unknown = sorted(set(c) - KEYS)
-    if unknown:
-        raise _fail(path, where, f"keys among {', '.join(sorted(KEYS))}", unknown)
-    cid = _text(c, "id", path, where)
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", cid):
-        raise _fail(path, f"{where}.id", "lowercase letters, digits and -", cid)
-    where = f"{where} ({cid})"
+def _claim(c: dict, path: Path, where: str, paper: str, declared: set[str]) -> Claim:
+    """One claim of claims.yaml: its needs and words, then the experiment that measures it, if any."""
     needs = c.get("needs", [])
-    known = (*capabilities.NAMES, *DEVICE_SIDES, *sorted(declared))
-    if not isinstance(needs, list) or not all(isinstance(n, str) and (n in known or COUNTED.match(n)) for n in needs):
+    known = _known_needs(dict.fromkeys(declared))
+    if not all(n in known or COUNTED.match(n) for n in needs):
         raise _fail(path, f"{where}.needs", f"a list among {', '.join(known)}, devices:N, storages:N", needs)
     base = {
         "paper": paper,
-        "id": cid,
-        "where": _text(c, "where", path, where),
-        "says": _text(c, "says", path, where),
+        "id": c["id"],
+        "where": c["where"],
+        "says": c["says"],
         "needs": tuple(needs),
-        "device_dependent": _text(c, "device_dependent", path, where, required=False),
+        "device_dependent": c.get("device_dependent") or "",
     }
     exp_id = c.get("experiment")
     if exp_id is None:
@@ -315,8 +316,6 @@ def _runs(c: dict, exp_id: Any, path: Path, where: str, base: dict) -> tuple[exp
     if view is not None and (not isinstance(view, str) or view not in exp.matrices):
         raise _fail(path, f"{where}.view", f"a matrix of {exp_id} ({', '.join(exp.matrices) or 'none'})", view)
     variants = c.get("variants", list(exp.default_variants))
-    if not isinstance(variants, list) or not variants or not all(isinstance(v, str) for v in variants):
-        raise _fail(path, f"{where}.variants", "a non-empty list of variants", variants)
     if view is None:
         try:
             exp.pick_variants(",".join(variants))
@@ -334,8 +333,6 @@ def _across(c: dict, needs: list[str], path: Path, where: str) -> str | None:
         if key in c and across is None:
             raise _fail(path, f"{where}.{key}", "a claim with across: devices or storages", c[key])
     if across is not None:
-        if across not in ACROSS:
-            raise _fail(path, f"{where}.across", f"one of {', '.join(ACROSS)}", across)
         if not any(n.startswith(f"{across}:") for n in needs):
             raise _fail(path, f"{where}.needs", f"{across}:N (how many {across} the claim spans)", needs)
     return across
@@ -348,12 +345,9 @@ def _rule(c: dict, path: Path, where: str) -> tuple[str, float, float]:
         raise PirexError(f"{path}: {where}.rule: {POINT_TEST}")
     if rule not in RULES:
         raise _fail(path, f"{where}.rule", f"one of {', '.join(RULES)}", rule)
-    tol = c.get("tolerance", 0.0)
-    if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1 or (rule == "within" and not tol):
+    tol, margin = c.get("tolerance", 0.0), c.get("margin", 0.0)  # fractions in [0, 1) (claims.schema.json)
+    if rule == "within" and not tol:
         raise _fail(path, f"{where}.tolerance", "a fraction in (0, 1) (within needs one)", tol)
-    margin = c.get("margin", 0.0)
-    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 1:
-        raise _fail(path, f"{where}.margin", "a fraction in (0, 1)", margin)
     if bool(margin) != (rule in MARGINED):
         raise _fail(path, f"{where}.margin", f"a margin exactly for the rules {' and '.join(MARGINED)}", margin)
     return rule, tol, margin
@@ -415,7 +409,7 @@ def _edge(c: dict, rule: Any, path: Path, where: str) -> float:
         if x is not None:
             raise _fail(path, f"{where}.edge", "no edge: it belongs to the rule beyond", x)
         return 0.0
-    if isinstance(x, bool) or not isinstance(x, int | float) or x <= 0 or x == 1:
+    if x is None:  # beyond's edge is checked by claims.schema.json where it is given
         raise _fail(path, f"{where}.edge", "a positive ratio other than 1 (more than 98 % fewer: 0.02)", x)
     return float(x)
 
@@ -436,15 +430,11 @@ STORAGE_KINDS = ("sd-card", "emmc", "usb", "nvme", "virtio", "other")  # pirex.c
 
 def _agreement(c: dict, path: Path, where: str, base: dict) -> Claim:
     """A claim that the devices (storages) agree on each of its metrics: rule equivalent with a margin."""
-    metrics = c["metrics"]
-    if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) and m for m in metrics):
-        raise _fail(path, f"{where}.metrics", "a non-empty list of metric names", metrics)
-    if "ratio" in c or "sides" in c or "crossover" in c:
-        raise _fail(path, where, "metrics (the devices agree) or a ratio, not both", sorted(c))
+    metrics = c["metrics"]  # a non-empty list of names, and no ratio, sides or crossover beside it (the schema)
     if c.get("rule") != "equivalent":
         raise _fail(path, f"{where}.rule", "equivalent (the devices agree within the margin)", c.get("rule"))
-    margin = c.get("margin")
-    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin < 1:
+    margin = c.get("margin")  # a fraction in (0, 1) where it is given (the schema)
+    if margin is None:
         raise _fail(path, f"{where}.margin", "a fraction in (0, 1): the largest difference still agreeing", margin)
     if len(base["variants"]) != 1:
         raise _fail(path, f"{where}.variants", "one variant: the one every device runs", list(base["variants"]))
@@ -470,11 +460,9 @@ def _crossover(c: dict, num: Side, den: Side, rule: Any, path: Path, where: str)
     x = c.get("crossover")
     if x is None:
         return None
-    if not isinstance(x, dict) or set(x) != {"at", "below", "above"}:
+    if set(x) != {"at", "below", "above"}:  # a mapping, at a positive size (the schema)
         raise _fail(path, f"{where}.crossover", "{at, below, above}", x)
     at = x["at"]
-    if isinstance(at, bool) or not isinstance(at, int | float) or at <= 0:
-        raise _fail(path, f"{where}.crossover.at", "a positive size", at)
     if {x["below"], x["above"]} != {"greater", "less"}:
         raise _fail(path, f"{where}.crossover", "below and above: greater and less, one each", x)
     if not all("{size}" in m for m in (*num.metrics, *den.metrics)):
@@ -510,15 +498,10 @@ def _ratio(r: Any, path: Path, where: str, exp: experiment.Experiment, view: str
 def _published(p: Any, path: Path, where: str) -> tuple[float | None, str | None, str]:
     if not isinstance(p, dict):
         raise _fail(path, where, "{table, numerator, denominator, column} or {direction} or {value}", p)
-    if "direction" in p:
-        if p["direction"] not in ("greater", "less"):
-            raise _fail(path, f"{where}.direction", "greater or less", p["direction"])
+    if "direction" in p:  # greater or less, and a value positive (the schema)
         return None, p["direction"], "the paper's text"
     if "value" in p:
-        v = p["value"]
-        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
-            raise _fail(path, f"{where}.value", "a positive number", v)
-        return float(v), None, "the paper's text"
+        return float(p["value"]), None, "the paper's text"
     table = p.get("table")
     csv_path = path.parent / str(table)
     if not isinstance(table, str) or not csv_path.is_file():

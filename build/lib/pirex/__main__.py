@@ -1,0 +1,3 @@
+from pirex.cli.main import main
+
+main()

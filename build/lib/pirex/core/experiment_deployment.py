@@ -1,0 +1,237 @@
+"""The deployment of a client-server experiment (experiment.yaml's `deployment`, ICPE'18 Experiment 3): its roles
+(servers), the one-shot setup, its docker compose files and its swarm stack, read and checked (pirex/core/experiment.py
+reads the rest of the file)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from pirex.core.experiment_check import ANALYSIS, NAME, Checker, placeholders
+from pirex.core.paths import REPO
+
+# Names the runner fills in for a role of a deployment: its own port and listen address; beside
+# them <role>_host and <role>_port of every role (where the other roles reach it), and for the
+# experiment's command <role>_url of every role with an HTTP health check (where this host reaches it).
+ROLE_NAMES = ("port", "listen")
+# What a deployment role's `samples` may name: the kinds runner/samplers.py runs (its KINDS has these keys).
+SAMPLER_KINDS = ("spring-actuator-memory",)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A server of a deployment, started fresh for every step under the variant measured. It is
+    ready once its log shows `ready_line`, or once its `health` path answers {"status": "UP"}; a
+    role with a health path is also published on this host, where the driver reaches it."""
+
+    name: str
+    image: str
+    command: tuple[str, ...]
+    port: int  # where it listens in its container
+    environment: dict[str, str]
+    ready_line: str = ""  # printed once it accepts connections (a database)
+    health: str = ""  # HTTP path that answers {"status":"UP"} once it serves (a web service)
+    data: str = ""  # its data directory, bind-mounted from the host disk and kept across steps
+    samples: tuple[str, ...] = ()  # sampler kinds (pirex/runner/samplers.py) run while each step runs
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A one-shot command run once per run before the first step, in one role's image with that
+    role's environment, while the roles it needs are up (e.g. a table loaded into a database's data
+    directory, which every variant then opens). Each time it ran goes into <record>.json."""
+
+    what: str  # what it makes, for messages ("customer table")
+    record: str
+    runs_in: str
+    needs: tuple[str, ...]
+    command: tuple[str, ...]
+    timeout_s: int
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a swarm run: a service of the stack file deployed, then waited for until it is running
+    (healthy, a server) or complete (a one-shot, e.g. a loader)."""
+
+    service: str
+    until: str
+
+
+@dataclass(frozen=True)
+class Swarm:
+    """`pirex swarm EXPERIMENT`: the deployment as a Docker Swarm stack, from the swarm's manager. `place`:
+    role -> the node label (KEY=VALUE) of the one node that runs it; the driver (the experiment's image and
+    command) runs on the manager. After a one-shot service that records every node's machine (RECORD), the
+    stages deploy in order, each waited for; the roles' samplers run while the last stage (the driver) runs."""
+
+    stack: str  # the stack file, relative to the checkout
+    place: dict[str, str]
+    stages: tuple[Stage, ...]
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The services that stay up (a stage until running): one that died under load spoils the run."""
+        return tuple(s.service for s in self.stages if s.until == "running")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A client-server experiment (ICPE'18 Experiment 3): the experiment's image and command are
+    the load driver, run against servers (roles) that every step starts under its variant, in
+    the order declared, and stops in reverse. `compose` names the docker compose files of the
+    same deployment (`pirex compose`): one_host, and per host the file of each role and the driver."""
+
+    roles: dict[str, Role]
+    setup: Setup | None = None
+    compose: dict[str, Any] = field(default_factory=dict)
+    swarm: Swarm | None = None
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.image for r in self.roles.values()))
+
+    def names(self) -> set[str]:
+        """The placeholders a role's command and environment may use beside the parameters."""
+        return role_names(self.roles)
+
+    def urls(self) -> set[str]:
+        """The placeholders the experiment's command (the driver) may use: <role>_url of each role
+        with a health path."""
+        return {f"{r.name}_url" for r in self.roles.values() if r.health}
+
+
+def role_names(roles: Iterable[str]) -> set[str]:
+    return set(ROLE_NAMES) | {f"{r}_{k}" for r in roles for k in ("host", "port")}
+
+
+ROLE_KEYS = ("image", "command", "port", "environment", "ready_line", "health", "data", "samples")
+SETUP_KEYS = ("what", "record", "runs_in", "needs", "command", "timeout_s")
+
+
+def parse_deployment(c: Checker, doc: Any, declared: set[str]) -> Deployment | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("roles"), dict) or not doc["roles"]:
+        raise c.fail("deployment", "a mapping with roles (name -> server, in start order), setup and compose", doc)
+    if unknown := sorted(set(doc) - {"roles", "setup", "compose", "swarm"}):
+        raise c.fail("deployment", "keys among roles, setup, compose, swarm", unknown)
+    for name in doc["roles"]:
+        if not isinstance(name, str) or not ANALYSIS.match(name):
+            raise c.fail(f"deployment.roles.{name}", "a role name of lowercase letters, digits and _", name)
+    names = declared | role_names(doc["roles"])
+    roles = {name: _role(c, name, d, names) for name, d in doc["roles"].items()}
+    setup = _setup(c, doc.get("setup"), roles, names)
+    compose = c.get(
+        doc,
+        "compose",
+        dict,
+        "one_host (a compose file) and hosts (role -> compose file)",
+        prefix="deployment.",
+        required=False,
+        default={},
+    )
+    if unknown := sorted(set(compose) - {"one_host", "hosts"}):
+        raise c.fail("deployment.compose", "keys among one_host, hosts", unknown)
+    files = [compose.get("one_host")] if "one_host" in compose else []
+    files += list((compose.get("hosts") or {}).values())
+    for f in files:
+        if not isinstance(f, str) or not (REPO / f).is_file():
+            raise c.fail("deployment.compose", "paths of compose files in this checkout", f)
+    return Deployment(roles, setup, dict(compose), _swarm(c, doc.get("swarm"), roles))
+
+
+SWARM_KEYS = ("stack", "place", "stages")
+STAGE_STATES = ("running", "complete")
+SWARM_RECORD = "record"  # the stack file's one-shot service that prints every node's machine record
+LABEL = re.compile(r"^[a-z0-9][a-z0-9._-]*=[A-Za-z0-9._-]+$")  # a node label, KEY=VALUE
+
+
+def _swarm(c: Checker, doc: Any, roles: dict[str, Role]) -> Swarm | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict) or set(doc) - set(SWARM_KEYS):
+        raise c.fail("deployment.swarm", f"a mapping with {', '.join(SWARM_KEYS)}", doc)
+    stack = c.get(doc, "stack", str, "the stack file (a path in this checkout)", prefix="deployment.swarm.")
+    if not (REPO / stack).is_file():
+        raise c.fail("deployment.swarm.stack", "a stack file in this checkout", stack)
+    try:
+        services = set((yaml.safe_load((REPO / stack).read_text()) or {}).get("services") or {})
+    except yaml.YAMLError as e:
+        raise c.fail("deployment.swarm.stack", "a valid YAML stack file", f"{stack}: {e}") from None
+    place = c.get(doc, "place", dict, "role -> node label KEY=VALUE", prefix="deployment.swarm.")
+    for role, label in place.items():
+        if role not in roles or role not in services:
+            raise c.fail(f"deployment.swarm.place.{role}", f"a role of the deployment and a service of {stack}", role)
+        if not isinstance(label, str) or not LABEL.match(label):
+            raise c.fail(f"deployment.swarm.place.{role}", "a node label KEY=VALUE (e.g. pirex.role=db)", label)
+    raw = c.get(doc, "stages", list, "the services in deploy order, each {service, until}", prefix="deployment.swarm.")
+    stages = []
+    for i, st in enumerate(raw):
+        where = f"deployment.swarm.stages[{i}]"
+        if not isinstance(st, dict) or set(st) != {"service", "until"}:
+            raise c.fail(where, "a mapping {service, until}", st)
+        if st["service"] not in services - {SWARM_RECORD}:
+            raise c.fail(f"{where}.service", f"a service of {stack} ({', '.join(sorted(services))})", st["service"])
+        if st["until"] not in STAGE_STATES:
+            raise c.fail(f"{where}.until", f"one of {', '.join(STAGE_STATES)}", st["until"])
+        stages.append(Stage(st["service"], st["until"]))
+    if not stages:
+        raise c.fail("deployment.swarm.stages", "at least one stage (the driver last)", raw)
+    if SWARM_RECORD not in services:
+        raise c.fail(
+            "deployment.swarm.stack", f"a stack file with a {SWARM_RECORD} service (the machine records)", stack
+        )
+    return Swarm(stack, dict(place), tuple(stages))
+
+
+def _role(c: Checker, name: str, d: Any, names: set[str]) -> Role:
+    prefix = f"deployment.roles.{name}."
+    if not isinstance(d, dict):
+        raise c.fail(prefix[:-1], "a mapping (image, command, port, environment, ...)", d)
+    if unknown := sorted(set(d) - set(ROLE_KEYS)):
+        raise c.fail(prefix[:-1], f"keys among {', '.join(ROLE_KEYS)}", unknown)
+    image = c.get(d, "image", str, "an image name from docker-bake.hcl", prefix=prefix)
+    command = c.strings(d.get("command"), prefix + "command")
+    port = c.get(d, "port", int, "the TCP port it listens on in its container", prefix=prefix)
+    env = c.get(d, "environment", dict, "a mapping of name to text", required=False, default={}, prefix=prefix)
+    if not all(isinstance(v, str) for v in env.values()):
+        raise c.fail(prefix + "environment", "text values (quote numbers)", env)
+    ready = {k: c.get(d, k, str, "text", prefix=prefix, required=False, default="") for k in ("ready_line", "health")}
+    if bool(ready["ready_line"]) == bool(ready["health"]):
+        raise c.fail(prefix + "ready_line", "either ready_line (a log line) or health (an HTTP path), not both", ready)
+    samples = tuple(c.get(d, "samples", list, "a list of sampler kinds", prefix=prefix, required=False, default=[]))
+    if unknown := [k for k in samples if k not in SAMPLER_KINDS]:
+        raise c.fail(prefix + "samples", f"sampler kinds among {', '.join(SAMPLER_KINDS)}", unknown)
+    if samples and not ready["health"]:
+        raise c.fail(prefix + "samples", "samplers on a role with a health path (they ask its URL)", samples)
+    missing = (placeholders(command) | placeholders(tuple(env.values()))) - names
+    if missing:
+        raise c.fail(prefix + "command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
+    return Role(
+        name, image, command, port, dict(env), ready["ready_line"], ready["health"], str(d.get("data", "")), samples
+    )
+
+
+def _setup(c: Checker, doc: Any, roles: dict[str, Role], names: set[str]) -> Setup | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict) or set(doc) - set(SETUP_KEYS):
+        raise c.fail("deployment.setup", f"a mapping with {', '.join(SETUP_KEYS)}", doc)
+    get = {k: c.get(doc, k, str, "text", prefix="deployment.setup.") for k in ("what", "record", "runs_in")}
+    if get["runs_in"] not in roles:
+        raise c.fail("deployment.setup.runs_in", f"a role ({', '.join(roles)})", get["runs_in"])
+    if not NAME.match(get["record"]):
+        raise c.fail("deployment.setup.record", "a file name stem (lowercase letters, digits, - and _)", get["record"])
+    needs = c.get(doc, "needs", list, "the roles up while it runs", prefix="deployment.setup.")
+    if not all(n in roles for n in needs):
+        raise c.fail("deployment.setup.needs", f"roles among {', '.join(roles)}", needs)
+    command = c.strings(doc.get("command"), "deployment.setup.command")
+    if missing := placeholders(command) - names:
+        raise c.fail("deployment.setup.command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
+    timeout = c.get(doc, "timeout_s", int, "seconds it may take at most", prefix="deployment.setup.")
+    return Setup(get["what"], get["record"], get["runs_in"], tuple(needs), command, timeout)

@@ -1,0 +1,1 @@
+"""Building, publishing and inspecting the pirex image collection."""

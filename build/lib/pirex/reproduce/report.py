@@ -1,0 +1,797 @@
+"""The reproduction's report: report.html, a page people read (rendered from templates/report.html:
+self-contained, printable on A4), REPORT.md, its plain-text twin with the same content (from
+templates/report.md), and the short summary printed at the end (at most about 25 lines).
+
+Both renderings are made from one model: the facts at the top (counts per verdict, the machine, the
+commit, the images, the level, the time taken), the claims grouped by paper and by the paper's section
+with a figure per group, each run's regenerated tables beside the paper's, the deviations and what this
+machine cannot do."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pirex.analysis import modules
+from pirex.analysis import tables as T
+from pirex.analysis.interface import NamedTable
+from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN
+from pirex.core import experiment
+from pirex.core.bundle import Bundle
+from pirex.core.machine import MachineRecord, RecordLike
+from pirex.core.paths import PAPERS
+from pirex.reproduce import claims as claims_mod
+from pirex.reproduce.plan import LEVELS, MIN_REPETITIONS, Need
+from pirex.reproduce.verdict import CONFIDENCE, Verdict, verdict_level
+
+Timing = tuple[str, float | None, float]  # a run's key, its estimate and what it took (seconds)
+MARK = {HOLDS: HOLDS, DIFFERS: DIFFERS.upper(), INCONCLUSIVE: INCONCLUSIVE, NOT_RUN: NOT_RUN}
+# The verdict's class on the page (a colour beside its word, never instead of it); the figures use the same colours.
+CLASS = {HOLDS: "v-holds", DIFFERS: "v-differs", INCONCLUSIVE: "v-inconclusive", NOT_RUN: "v-not-run"}
+COLOUR = {HOLDS: "#1a7f37", DIFFERS: "#cf222e", INCONCLUSIVE: "#9a6700", NOT_RUN: "#6e7781"}
+COLUMNS = ["Claim", "Where", "Published", "Ours (interval over repetitions)", "A/A", "Verdict", "Why"]
+METHOD = (
+    "Intervals are over independent repetitions, each the ratio of the two sides' run means in the same "
+    f"repetition (paired by the plan; t on log ratios, a duet's with its CPU half in the model, counts as rate "
+    f"ratios of their events); none below {MIN_REPETITIONS} repetitions. Each verdict is a test at alpha (5 % at the "
+    "default 95 % confidence): the interval shown is the 1 - 2 alpha one (90 %), read for one side of an edge or "
+    "inside a band; wholly outside a band is read off the 1 - alpha one; the A/A check too. "
+    "A/A: the same variant run twice under two names, the noise floor of this machine. Device-dependent claims "
+    "are judged by their direction only."
+)
+
+
+LEFT_OUT = (
+    "These bundles failed verification against their manifests (`pirex verify`): nothing was read from them, and "
+    "every verdict and table here is judged from the other bundles."
+)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the top of the report says besides the counts."""
+
+    title: str
+    level: str
+    notes: list[str]  # the level's details (--set), the confidence, bundles of another commit
+    machine: RecordLike  # a machine record: the bundles' (before their run), else this machine's now
+    commit: str
+    images: list[dict]  # name, digest, platform, origin: every image the bundles ran
+    took: float | None = None  # seconds, every attempt of the reproduction added up
+    attempts: int = 1
+    precision: float | None = None  # --precision
+    titles: dict[str, str] = field(default_factory=dict)  # paper id -> its title (a claims file given by path too)
+    devices: list[str] = field(default_factory=list)  # the devices the bundles came from, where several
+    left_out: dict[str, str] = field(default_factory=dict)  # bundle -> why: failed verification, nothing read from it
+
+
+@dataclass(frozen=True)
+class Section:
+    """One run's regenerated tables and figures, beside the paper's tables its claims compare with."""
+
+    key: str
+    tables: list[NamedTable]
+    figures: list[Path]  # PNG or SVG files under the report's folder
+    published: list[T.Table]
+
+
+@dataclass
+class Group:
+    """The claims of one paper's section (a table, a section of the text), with their figure."""
+
+    paper: str
+    section: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    figure: bytes | None = None  # PNG
+
+    @property
+    def slug(self) -> str:
+        return f"{self.paper}-" + re.sub(r"[^a-z0-9]+", "-", self.section.lower()).strip("-")
+
+
+def _ours(v: Verdict) -> str:
+    if not v.ours:
+        return "-"
+    return v.ours.interval.text(4)
+
+
+def _aa(v: Verdict) -> str:
+    return v.ours.aa.text(4) if v.ours and v.ours.aa else "-"
+
+
+def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
+    out = []
+    for v in verdicts:
+        verdict = MARK[v.verdict] + (" (indicative)" if v.indicative and v.ours else "")
+        metric = f" ({v.ours.metric})" if v.ours else ""
+        out.append(
+            [
+                f"{v.claim.paper}:{v.claim.id}" + (f" on {v.device}" if v.device else ""),
+                v.claim.where,
+                v.published_text,
+                _ours(v) + metric,
+                _aa(v),
+                verdict,
+                v.reason,
+            ]
+        )
+    return out
+
+
+def per_device(verdicts: Sequence[Verdict]) -> tuple[list[str], list[tuple[Verdict, list[Verdict | None]]]]:
+    """The verdicts of claims judged on each of several devices: the devices (columns), and per claim its verdict
+    on each device (None where that device has none), in the claims' order."""
+    mine = [v for v in verdicts if v.device]
+    devices = sorted({v.device for v in mine})
+    by_claim: dict[tuple[str, str], dict[str, Verdict]] = {}
+    for v in mine:
+        by_claim.setdefault((v.claim.paper, v.claim.id), {})[v.device] = v
+    return devices, [(next(iter(d.values())), [d.get(dev) for dev in devices]) for d in by_claim.values()]
+
+
+def device_cell(v: Verdict | None) -> str:
+    """A claim on one device: its verdict and our interval (or why none)."""
+    if v is None:
+        return "-"
+    ours = f"{_ours(v)}" if v.ours and v.ours.interval.has_interval else v.reason
+    return f"{MARK[v.verdict]}: {ours}"
+
+
+def summary(
+    verdicts: Sequence[Verdict],
+    report: Path | None,
+    width: int = 110,
+    max_lines: int = 25,
+    took: float | None = None,
+    attempts: int = 1,
+) -> str:
+    """At most max_lines (when there is room for the counts and the report's path at all), whatever the verdicts:
+    one line per judged claim (published, ours, verdict) or, when they would not fit, the routine ones named together
+    (the claims that hold first, then the inconclusive ones, each kind on shared lines) so that the claims that differ
+    keep a line each; when even that is too long, the claims that hold are left out first and a line counts what was
+    left out, by verdict. Then the claims not run here grouped by reason, the counts with the time taken, and the
+    report's path (which has every detail)."""
+    judged = [v for v in verdicts if v.verdict != NOT_RUN]
+    away = [v for v in verdicts if v.verdict == NOT_RUN]
+    foot = 2 if report else 1
+    room = max(max_lines - foot - bool(away), 0)
+    for folded in ((), (HOLDS,), (HOLDS, INCONCLUSIVE)):
+        judged_lines = _judged_lines(judged, folded, width)
+        if len(judged_lines) <= room:
+            break
+    else:  # too many even so: the claims that differ keep their own lines unless they alone are too many
+        if sum(v.verdict == DIFFERS for v in judged) >= room:
+            judged_lines = _judged_lines(judged, (HOLDS, INCONCLUSIVE, DIFFERS), width)
+    lines = _within(judged_lines, room)
+    by_reason: dict[str, list[str]] = {}
+    for v in away:
+        by_reason.setdefault(_short_reason(v.reason), []).append(f"{v.claim.paper}:{v.claim.id}")
+    room = max(max_lines - foot - len(lines), 0)
+    groups = [_clipped(f"not run here  {why}: ", ids, width) for why, ids in by_reason.items()]
+    if len(groups) > room:  # keep the limit: the rest is in the report
+        rest = sum(len(ids) for ids in list(by_reason.values())[max(room - 1, 0) :])
+        groups = groups[: max(room - 1, 0)] + [f"not run here  {rest} more claims: see the report"] * bool(room)
+    lines += groups
+    lines.append(", ".join(f"{n} {k}" for k, n in counts(verdicts).items() if n) + _took_text(took, attempts, " in "))
+    if report:
+        lines.append(f"report: {report}")
+    return "\n".join(lines)
+
+
+def _judged_lines(judged: Sequence[Verdict], folded: Sequence[str], width: int) -> list[tuple[str, str, int]]:
+    """The judged claims' lines with the verdict and how many claims each names: the verdicts in `folded` (of more
+    than one claim) on shared lines of names at the top, every other claim on a line of its own."""
+    fold = [k for k in folded if sum(v.verdict == k for v in judged) > 1]
+    out: list[tuple[str, str, int]] = []
+    for kind in fold:
+        names = [f"{v.claim.paper}:{v.claim.id}" for v in judged if v.verdict == kind]
+        out += [(text, kind, n) for text, n in _named_together(MARK[kind], names, width)]
+    for v in judged:
+        if v.verdict in fold:
+            continue
+        ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
+        on = f" on {v.device}" if v.device else ""
+        text = f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}{on}"
+        out.append((text, v.verdict, 1))
+    return out
+
+
+def _named_together(mark: str, ids: Sequence[str], width: int) -> list[tuple[str, int]]:
+    """`mark` and the ids, comma-separated, wrapped at width (an id longer than a line keeps a line of its own)."""
+    out: list[tuple[str, int]] = []
+    text, n = f"{mark:<13} ", 0
+    for i, name in enumerate(ids):
+        piece = name + ("," if i < len(ids) - 1 else "")
+        if n and len(text) + 1 + len(piece) > width:
+            out.append((text, n))
+            text, n = " " * 14, 0
+        text, n = f"{text} {piece}" if n else f"{text}{piece}", n + 1
+    return [*out, (text, n)] if n else out
+
+
+def _clipped(lead: str, ids: Sequence[str], width: int) -> str:
+    """lead and the ids on one line of at most width (where the first id fits), the ids that do not fit counted."""
+    for shown in range(len(ids), 0, -1):
+        text = lead + ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if shown < len(ids) else "")
+        if len(text) <= width:
+            return text
+    return lead + f"{len(ids)} claims"
+
+
+# which judged claims a summary too long for its lines leaves out first
+LEFT_OUT_FIRST = (HOLDS, INCONCLUSIVE, DIFFERS)
+
+
+def _within(lines: Sequence[tuple[str, str, int]], room: int) -> list[str]:
+    """The lines' text in at most room lines: when they are more, lines of the claims that hold are left out first
+    (from the end), then of the inconclusive ones, then of those that differ, and the last line counts them."""
+    if len(lines) <= room:
+        return [t for t, _, _ in lines]
+    if room <= 0:
+        return []
+    keep = list(lines)
+    left: dict[str, int] = {}
+    for kind in LEFT_OUT_FIRST:
+        while len(keep) > room - 1 and any(k == kind for _, k, _ in keep):
+            i = max(i for i, (_, k, _) in enumerate(keep) if k == kind)
+            left[kind] = left.get(kind, 0) + keep.pop(i)[2]
+    what = ", ".join(f"{n} {k}" for k, n in left.items())
+    return [t for t, _, _ in keep] + [f"{'...':<13} not shown here: {what} (see the report)"]
+
+
+def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    return {k: sum(v.verdict == k for v in verdicts) for k in MARK}
+
+
+def duration(seconds: float) -> str:
+    """7 min 12 s, 1 h 3 min, 40 s."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def _took_text(took: float | None, attempts: int, lead: str) -> str:
+    if took is None:
+        return ""
+    return lead + duration(took) + (f" over {attempts} attempts (killed and resumed)" if attempts > 1 else "")
+
+
+def _short_reason(reason: str) -> str:
+    """The first clause of a not-run reason: what is missing, without the how-to (in the report)."""
+    return reason.split(" (")[0].split(": ")[0].split("; ")[0]
+
+
+# --- the facts at the top
+
+
+def machine_of(needs: Sequence[Need], here: RecordLike) -> MachineRecord:
+    """The machine the bundles ran on (the first bundle's record before its run), else this machine's record."""
+    for n in needs:
+        for b in n.bundles:
+            return Bundle.open(b).machine_before()
+    return MachineRecord.of(here)
+
+
+def images_of(needs: Sequence[Need]) -> list[dict]:
+    """Every image the bundles ran, by digest, once each."""
+    seen: dict[str, dict] = {}
+    for n in needs:
+        for b in n.bundles:
+            for image in Bundle.open(b).images.values():
+                origin = image.get("origin") or {}
+                seen.setdefault(
+                    image["digest"],
+                    {
+                        "name": image.get("name", "?"),
+                        "digest": image["digest"],
+                        "platform": image.get("platform", "?"),
+                        "origin": origin.get("kind", "?") if isinstance(origin, dict) else str(origin),
+                    },
+                )
+    return sorted(seen.values(), key=lambda i: (i["name"], i["digest"]))
+
+
+def _gib(n: int | None) -> str:
+    return "?" if n is None else f"{n / 2**30:.1f} GiB"
+
+
+def machine_rows(record: RecordLike) -> list[tuple[str, str]]:
+    """The machine as the report's top names it: model, CPU, cores, memory, storage under the work directory,
+    governor (what each record lacks is said, not left out)."""
+    rec = MachineRecord.of(record)
+    cpu, arch, os_name = rec.cpu, rec.arch or "?", rec.os_name or "?"
+    st, mem = rec.storage, rec.memory
+    disk = " ".join(x for x in (st.get("kind"), st.get("model"), st.get("fstype")) if x) or "unknown"
+    governor = ", ".join(rec.governors) or "none (no cpufreq: the host sets the clock)"
+    cores = f"{rec.cores or '?'}" + (
+        f" ({cpu['usable_cores']} usable)" if cpu.get("usable_cores") not in (None, rec.cores) else ""
+    )
+    return [
+        ("Model", rec.pi_model or f"{rec.hostname or '?'} (not a Raspberry Pi)"),
+        ("CPU", f"{cpu.get('model_name') or rec.cpu_model or '?'}, {arch}; {os_name}"),
+        ("Cores", cores),
+        (
+            "Memory",
+            f"{_gib(mem.get('total_bytes'))}, "
+            + ("no swap" if mem.get("swap_total_bytes") == 0 else f"swap {_gib(mem.get('swap_total_bytes'))}"),
+        ),
+        ("Storage", f"{st.get('work_dir') or '?'}: {disk}, {_gib(st.get('free_bytes'))} free"),
+        ("Governor", governor),
+    ]
+
+
+def fact_rows(facts: Facts) -> list[tuple[str, str]]:
+    several = [("Devices", "; ".join(facts.devices))] if len(facts.devices) > 1 else []
+    return [
+        ("Level", facts.level),
+        *several,  # then the first device's record
+        *machine_rows(facts.machine),
+        ("Commit", facts.commit),
+        ("Time taken", _took_text(facts.took, facts.attempts, "") or "unknown"),
+    ]
+
+
+# --- the claims: their groups, words, rules and figures
+
+
+# A claim's `where` starts with its place: "Table 5, Id 3 ...", "section 6.1.2.1 (...)", "sections 6.1.1.4 and ...".
+PLACE = re.compile(r"^(?:(?P<kind>Table|Figure)\s+(?P<table>[\d.]+)|sections?\s+(?P<section>\d+(?:\.\d+)?))")
+
+
+def section_of(where: str) -> str:
+    """The part of a paper a claim belongs to: its table or figure, else its section to two levels (6.1.2.1 is
+    in section 6.1), so that a reader sees a section as a whole; else `where` up to its first comma."""
+    m = PLACE.match(where.strip())
+    if not m:
+        return where.split(",")[0].strip()
+    return f"{m['kind']} {m['table']}" if m["kind"] else f"section {m['section']}"
+
+
+def groups(verdicts: Sequence[Verdict]) -> list[Group]:
+    """By paper, then by the paper's section (section_of), in the claims' order."""
+    out: dict[tuple[str, str], Group] = {}
+    for v in verdicts:
+        section = section_of(v.claim.where)
+        out.setdefault((v.claim.paper, section), Group(v.claim.paper, section)).verdicts.append(v)
+    return list(out.values())
+
+
+def rule_text(v: Verdict, precision: float | None = None) -> str:
+    """The claim's rule in plain words: its regions (pirex/reproduce/verdict.py: regions())."""
+    c = v.claim
+    if not c.judged:
+        return "not judged by a measurement here"
+    level = f"{100 * v_level(v):g} %"
+    if c.metrics:
+        a, b = c.band
+        return (
+            f"the {c.across} agree: holds when every pair's means of {', '.join(c.metrics)} lie within "
+            f"±{100 * c.margin:g} % of each other ([{a:.4g}; {b:.4g}], two one-sided tests over each one's "
+            f"repetitions, their {level} interval of the ratio inside the band); differs when a pair's interval lies "
+            "wholly outside it (Holm-adjusted over the pairs and metrics), naming the one that sets itself apart; "
+            "inconclusive otherwise"
+        )
+    if c.crossover:
+        at, below, _ = c.crossover
+        high, low = ("below", "above") if below == "greater" else ("above", "below")
+        return (
+            f"per size: holds when our {level} interval lies above 1 at every size {high} {at:g} and below 1 at every "
+            f"size {low} (a size at {at:g} is not judged); differs when a size's interval lies on the wrong side "
+            "(Holm-adjusted over the sizes)"
+        )
+    if c.rule == "direction":
+        side = "above" if c.direction == "greater" else "below"
+        return (
+            f"holds when our {level} interval lies wholly {side} 1, the paper's side; differs when it lies wholly on "
+            "the other side; inconclusive when it contains 1"
+        )
+    if c.rule == "beyond":
+        side, other = ("below", "above") if c.edge < 1 else ("above", "below")
+        return (
+            f"an effect past {c.edge:g}: holds when our {level} interval lies wholly {side} {c.edge:g}; differs when "
+            f"it lies wholly {other} it; inconclusive when it contains {c.edge:g}"
+        )
+    a, b = c.band
+    band = f"[{a:.4g}; {b:.4g}]"
+    if c.rule == "different":
+        return (
+            f"a change beyond ±{100 * c.margin:g} % either way: holds when our {level} interval lies wholly outside "
+            f"{band} (its direction said); differs when it lies within it; inconclusive otherwise"
+        )
+    if c.rule == "equivalent":
+        return (
+            f"no change: holds when our {level} interval lies within 1 ±{100 * c.margin:g} % ({band}); differs when "
+            "it lies wholly outside; inconclusive otherwise"
+        )
+    if c.rule == "direction-at-most":
+        edge = a if c.direction == "less" else b
+        return (
+            f"holds when our {level} interval lies between 1 and {edge:.4g}, the paper's side by at most "
+            f"{100 * c.margin:g} %; differs when it lies wholly on the other side of 1 or beyond {edge:.4g}; "
+            "inconclusive otherwise"
+        )
+    return (
+        f"holds when our {level} interval lies within ±{100 * c.tolerance:g} % of the paper's {c.published:.3f} "
+        f"({band}); differs when it lies wholly outside; inconclusive otherwise"
+    )
+
+
+def v_level(v: Verdict) -> float:
+    """The confidence level of the interval the verdict was read off (the 90 % of alpha = 5 % where it has none)."""
+    return v.ours.interval.level if v.ours else verdict_level(CONFIDENCE)
+
+
+def _band(c: claims_mod.Claim, far: float) -> tuple[float, float] | None:
+    """The ratios the claim's rule accepts, drawn as a band (far: where "the paper's side of 1" ends), or None."""
+    if c.rule == "direction":
+        return (1.0, far) if c.direction == "greater" else (far, 1.0)
+    if c.rule == "beyond":
+        return (c.edge, far) if c.edge > 1 else (far, c.edge)
+    if c.rule in ("within", "equivalent", "direction-at-most"):
+        return c.band
+    return None  # different: anything outside its band
+
+
+def decide_text(v: Verdict) -> str:
+    """What would decide an inconclusive verdict (or make a claim not run here judged)."""
+    if v.verdict == INCONCLUSIVE:
+        found = re.findall(r"\(([^()]*(?:would|repetitions)[^()]*)\)", v.reason)
+        return found[-1] if found else f"a run of at least {MIN_REPETITIONS} repetitions of each side"
+    if v.verdict == NOT_RUN:
+        return v.reason
+    return ""
+
+
+def need_of(v: Verdict, needs: Sequence[Need]) -> Need | None:
+    return next((n for n in needs if n.experiment == v.claim.experiment and v.claim.id in n.claims), None)
+
+
+def _colour_of(v: Verdict) -> str:
+    return COLOUR[v.verdict]
+
+
+def figure(verdicts: Sequence[Verdict]) -> bytes | None:
+    """A group's claims, one line each: our interval (coloured by its verdict, named beside it), the paper's value,
+    the rule drawn (the tolerance band, or the paper's side of 1 shaded) and the A/A interval beneath."""
+    drawn = [v for v in verdicts if v.ours and v.ours.interval.has_interval]
+    if not drawn:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
+
+    xs = [x for v in drawn for x in (v.ours.interval.low, v.ours.interval.high, v.claim.published or 1.0, 1.0)]
+    xs += [x for v in drawn if v.ours.aa and v.ours.aa.has_interval for x in (v.ours.aa.low, v.ours.aa.high)]
+    left, right = min(xs) / 1.08, max(xs) * 1.08
+    fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(drawn) + 1.6))
+    for y, v in enumerate(drawn):
+        c, i = v.claim, v.ours.interval
+        if band := _band(c, right if c.direction == "greater" else left):
+            ax.fill_betweenx([y - 0.4, y + 0.4], *band, color="tab:green", alpha=0.15, lw=0)
+        ax.plot([i.low, i.high], [y, y], color=_colour_of(v), lw=5, solid_capstyle="butt")
+        ax.plot([i.value], [y], "o", color="black", ms=4)
+        if v.ours.aa and v.ours.aa.has_interval:
+            ax.plot([v.ours.aa.low, v.ours.aa.high], [y - 0.28] * 2, color="grey", lw=2.5, solid_capstyle="butt")
+        if c.published is not None:
+            ax.plot([c.published], [y], marker="|", color="black", ms=18, mew=2)
+    ax.axvline(1, color="grey", lw=0.8, ls="--")
+    if right / left > 2:  # a log axis where the ratios span a lot; a plain one keeps a narrow range readable
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: f"{x:g}" if str(round(x, 3))[-1] in "125" else ""))
+    ax.set_xlim(left, right)
+    ax.set_ylim(len(drawn) - 0.5, -0.6)
+    ax.set_yticks(range(len(drawn)), [f"{v.claim.id} ({MARK[v.verdict]})" for v in drawn])
+    ax.set_xlabel("ratio")
+    handles = [
+        Line2D([], [], color=COLOUR[HOLDS], lw=5, label="ours: interval (colour: verdict), dot: estimate"),
+        Line2D([], [], color="black", marker="|", ms=14, mew=2, ls="", label="the paper's value"),
+        Patch(color="tab:green", alpha=0.25, label="the rule: the ratios it accepts"),
+        Line2D([], [], color="grey", lw=2.5, label="A/A: the noise floor here"),
+    ]
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.02), ncol=2, fontsize="small", frameon=False)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+# --- each run's tables and figures, beside the paper's
+
+
+def published_tables(claims: Sequence[claims_mod.Claim]) -> list[T.Table]:
+    """The paper's tables (analysis/<paper>/*.csv) the claims compare with: their comment lines as notes."""
+    out, seen = [], set()
+    for c in claims:
+        name = c.source.partition(":")[0]
+        path = PAPERS / c.paper / name
+        if not name.endswith(".csv") or path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        lines = path.read_text().splitlines()
+        notes = [line.lstrip("# ").rstrip() for line in lines if line.startswith("#")]
+        records = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+        columns = list(records[0]) if records else []
+        rows = [[r[k] for k in columns] for r in records]
+        out.append(T.Table(f"{c.paper}: {name} as published", columns, rows, records, [" ".join(notes)]))
+    return out
+
+
+def sections(needs: Sequence[Need], claims: Sequence[claims_mod.Claim], out: Path) -> list[Section]:
+    """Each run's tables (its analysis module's, also written as CSV, LaTeX and Markdown under out/tables/) and
+    figures (under out/figures/), beside the published tables its claims compare with."""
+    found = []
+    for n in needs:
+        if not n.bundles:
+            continue
+        mod = modules.module(experiment.load(n.experiment))
+        stem = re.sub(r"[^\w.-]+", "-", n.key.replace("@", "-"))  # a folder, and a Markdown link: no spaces
+        named = mod.tables(n.bundles, n.view)
+        modules.write(named, out / "tables" / stem)
+        figures = [f for f in mod.figures(n.bundles, out / "figures" / stem, n.view) if f.suffix in (".png", ".svg")]
+        mine = [c for c in claims if c.experiment == n.experiment and c.id in n.claims]
+        found.append(Section(n.key, named, figures, published_tables(mine)))
+    return found
+
+
+# --- the two renderings
+
+
+def _data_uri(data: bytes, suffix: str) -> str:
+    kind = "image/svg+xml" if suffix == ".svg" else "image/png"
+    return f"data:{kind};base64,{base64.b64encode(data).decode()}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ")
+
+
+def markdown(
+    facts: Facts,
+    verdicts: Sequence[Verdict],
+    needs: Sequence[Need],
+    missing: dict[str, str],
+    timing: Sequence[Timing] = (),
+    found: Sequence[Section] = (),
+    grouped: Sequence[Group] = (),
+) -> str:
+    """REPORT.md, rendered from templates/report.md: the content of report.html as plain text."""
+    return (
+        _environment()
+        .overlay(autoescape=False, keep_trailing_newline=True)
+        .get_template("report.md")
+        .render(
+            title=facts.title,
+            counts=", ".join(f"{c} {k}" for k, c in counts(verdicts).items()),
+            facts=fact_rows(facts),
+            images="; ".join(_image_text(i) for i in facts.images),
+            notes=facts.notes,
+            left_out=facts.left_out,
+            left_out_text=LEFT_OUT,
+            method=METHOD,
+            groups=[_markdown_group(g, needs, facts.precision) for g in grouped],
+            columns=COLUMNS,
+            needs=_need_rows(needs),
+            timing=_timing_rows(timing),
+            sections=[
+                {
+                    "key": s.key,
+                    "tables": [T.markdown(t) for t in [nt.table for nt in s.tables] + s.published],
+                    "figures": [{"name": f.stem, "path": f.relative_to(f.parents[2]).as_posix()} for f in s.figures],
+                }
+                for s in found
+            ],
+            missing=missing,
+            deviations=claims_mod.deviations(),
+        )
+    )
+
+
+def _markdown_group(g: Group, needs: Sequence[Need], precision: float | None) -> dict:
+    """A group of claims as REPORT.md shows it: its table's cells, per device where judged on several, its details."""
+    plain = [v for v in g.verdicts if not v.device]
+    devices, by_claim = per_device(g.verdicts)
+    return {
+        "paper": g.paper,
+        "section": g.section,
+        "slug": g.slug,
+        "figure": bool(g.figure),
+        "rows": [[_cell(c) for c in r] for r in rows(plain)],
+        "devices": [_cell(d) for d in devices],
+        "device_rows": [(v, [_cell(device_cell(d)) for d in on]) for v, on in by_claim],
+        "details": [(v, _detail_text(v, needs, precision)) for v in plain + [v for v, _ in by_claim]],
+    }
+
+
+def _need_rows(needs: Sequence[Need]) -> list[dict]:
+    """The runs as both renderings list them."""
+    return [
+        {
+            "key": n.key,
+            "variants": ", ".join(n.variants),
+            "steps": n.steps,
+            "time": _need_time(n),
+            "bundles": ", ".join(b.name for b in n.bundles) or "none",
+        }
+        for n in needs
+    ]
+
+
+def _timing_rows(timing: Sequence[Timing]) -> list[dict]:
+    return [{"key": k, "estimated": _minutes(e), "took": _minutes(t)} for k, e, t in timing]
+
+
+def _image_text(i: dict) -> str:
+    return f"{i['name']} {i['digest']} ({i['platform']}, {i['origin']})"
+
+
+def _minutes(seconds: float | None) -> str:
+    return f"{seconds / 60:.1f} min" if seconds else "unknown"
+
+
+def _need_time(n: Need) -> str:
+    if n.seconds is not None:
+        return f"{n.seconds / 60:.1f} min ({n.estimate_from})"
+    return n.estimate_from or "-"
+
+
+def _detail_text(v: Verdict, needs: Sequence[Need], precision: float | None) -> str:
+    c, n = v.claim, need_of(v, needs)
+    parts = [f"{c.says}.", f"Published: {c.source}." if c.source else "", f"Rule: {rule_text(v, precision)}."]
+    if v.detail:
+        parts.append(v.detail)
+    if v.look:  # a budgeted reproduction's: the look of its group-sequential design the verdict was read at
+        parts.append(f"Read at {v.look}.")
+    if c.device_dependent:
+        parts.append(f"Judged by direction only: {c.device_dependent}.")
+    if n:
+        parts.append(f"Run: {n.key}, bundles {', '.join(b.name for b in n.bundles) or 'none'}.")
+    if v.verdict == INCONCLUSIVE:
+        parts.append(f"What would decide it: {decide_text(v)}.")
+    return " ".join(p for p in parts if p)
+
+
+def _environment():
+    import jinja2
+    import markdown as md
+
+    def inline(text: str) -> str:
+        """Markdown as HTML, without the paragraph a single line is wrapped in."""
+        html = md.markdown(str(text))
+        one = re.fullmatch(r"<p>(.*)</p>", html, re.S)
+        return jinja2.utils.markupsafe.Markup(one.group(1) if one and "<p>" not in one.group(1) else html)
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pirex.reproduce", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md"] = inline
+    env.globals["INCONCLUSIVE"] = INCONCLUSIVE  # the verdict word the page compares with
+    return env
+
+
+def html(
+    facts: Facts,
+    verdicts: Sequence[Verdict],
+    needs: Sequence[Need],
+    missing: dict[str, str],
+    timing: Sequence[Timing] = (),
+    found: Sequence[Section] = (),
+    grouped: Sequence[Group] = (),
+) -> str:
+    papers: dict[str, list[dict]] = {}
+    for g in grouped:
+        plain = [v for v in g.verdicts if not v.device]
+        devices, by_claim = per_device(g.verdicts)
+        papers.setdefault(g.paper, []).append(
+            {
+                "section": g.section,
+                "figure": _data_uri(g.figure, ".png") if g.figure else None,
+                "rows": [_row(v, r, needs, facts.precision) for v, r in zip(plain, rows(plain), strict=True)],
+                "devices": devices,
+                "device_rows": [
+                    {
+                        "claim": f"{v.claim.paper}:{v.claim.id}",
+                        "published": v.published_text,
+                        "cells": [
+                            {"text": device_cell(d), "cls": CLASS[d.verdict] if d else "", "why": d.reason if d else ""}
+                            for d in on
+                        ],
+                    }
+                    for v, on in by_claim
+                ],
+                "unjudged": [v.reason for v in g.verdicts if not (v.ours and v.ours.interval.has_interval)],
+            }
+        )
+    titles = {p: facts.titles.get(p) or claims_mod.load(p).title for p in papers}
+    return (
+        _environment()
+        .get_template("report.html")
+        .render(
+            title=facts.title,
+            counts=[{"word": k, "n": c, "cls": CLASS[k]} for k, c in counts(verdicts).items()],
+            facts=fact_rows(facts),
+            images=facts.images,
+            notes=facts.notes,
+            left_out=facts.left_out,
+            left_out_text=LEFT_OUT,
+            method=METHOD,
+            papers=[{"id": p, "title": titles[p], "groups": gs} for p, gs in papers.items()],
+            columns=COLUMNS,
+            needs=_need_rows(needs),
+            timing=_timing_rows(timing),
+            sections=[
+                {
+                    "key": s.key,
+                    "tables": [nt.table for nt in s.tables],
+                    "published": s.published,
+                    "figures": [{"name": f.stem, "uri": _data_uri(f.read_bytes(), f.suffix)} for f in s.figures],
+                }
+                for s in found
+            ],
+            missing=missing,
+            deviations=claims_mod.deviations(),
+        )
+    )
+
+
+def _row(v: Verdict, cells: list[str], needs: Sequence[Need], precision: float | None) -> dict:
+    c, n = v.claim, need_of(v, needs)
+    return {
+        "cells": cells,
+        "cls": CLASS[v.verdict],
+        "id": f"{c.paper}-{c.id}",
+        "says": c.says,
+        "where": c.where,
+        "source": c.source,
+        "rule": rule_text(v, precision),
+        "device_dependent": c.device_dependent,
+        "run": n.key if n else None,
+        "bundles": [b.name for b in n.bundles] if n else [],
+        "decide": decide_text(v),
+        "verdict": v.verdict,
+        "look": v.look,
+    }
+
+
+def write(
+    out: Path,
+    facts: Facts,
+    verdicts: Sequence[Verdict],
+    needs: Sequence[Need],
+    missing: dict[str, str],
+    timing: Sequence[Timing] = (),
+    found: Sequence[Section] = (),
+) -> tuple[Path, Path]:
+    """REPORT.md and report.html under out, and each group's figure under out/figures/ (REPORT.md links them)."""
+    out.mkdir(parents=True, exist_ok=True)
+    grouped = groups(verdicts)
+    for g in grouped:
+        g.figure = figure([v for v in g.verdicts if not v.device])
+        if g.figure:
+            (out / "figures").mkdir(exist_ok=True)
+            (out / "figures" / f"{g.slug}.png").write_bytes(g.figure)
+    (out / "REPORT.md").write_text(markdown(facts, verdicts, needs, missing, timing, found, grouped))
+    (out / "report.html").write_text(html(facts, verdicts, needs, missing, timing, found, grouped))
+    return out / "REPORT.md", out / "report.html"
+
+
+def level_text(level: str) -> str:
+    return f"{level} ({LEVELS[level]} profiles)" + (
+        " - verdicts are indicative (small counts)" if level == "kick-the-tires" else ""
+    )

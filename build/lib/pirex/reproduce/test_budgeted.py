@@ -1,0 +1,230 @@
+"""`pirex reproduce --budget` wired to runs (budgeted.py): a pilot, rounds that extend the runs whose claims are
+closest to a verdict, verdicts read at the design's looks, and --resume after a kill, on jmh bundles made here with
+known ratios (no Docker; tests/test_reproduce_budget.py runs the real thing)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from pirex.core import experiment, machine
+from pirex.core.bundle import Bundle
+from pirex.core.errors import PirexError
+from pirex.core.paths import git_version
+from pirex.reproduce import budget, budgeted, claims, plan, reproduction
+from pirex.reproduce.state import ReproductionState
+from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
+
+# per benchmark: its throughput against B1's, and docker's against native's
+BENCHMARKS = {
+    "b1_default": (1.0, 0.99),  # t1-b1-docker: 1 % slower, between its edges 0.98 and 1: needs repetitions
+    "b2_inline": (1.0, 1.0),
+    "b3_dontInline": (0.5, 1.0),  # far from every edge: decided at the first look
+    "b4_exclude": (0.05, 1.0),
+    "b5_fileWrite": (0.1, 0.95),  # 5 % slower: decided after a round or two
+    "b6_tcpSend": (0.02, 1.0),  # on the edge (1): no number of repetitions decides it
+}
+SECONDS_PER_STEP = 20.0
+
+
+@pytest.fixture(autouse=True)
+def _quick_calibration(monkeypatch):
+    score = plan.calibration_score(loops=100_000, seconds=0.1)
+    monkeypatch.setattr(plan, "calibration_score", lambda: score)
+
+
+class Lab:
+    """A fake runner on a fake clock: each run writes a jmh bundle of the repetitions asked (1 % noise a fork)."""
+
+    def __init__(self, results, monkeypatch, seed=5):
+        self.results, self.clock, self.ran, self.rng = results, [0.0], [], np.random.default_rng(seed)
+        self.kill_at: int | None = None  # the call that is "killed" (SIGKILL: nothing after it runs)
+        self.kill_after: int | None = None  # the call killed once its bundle is complete, before it returns
+        monkeypatch.setattr(reproduction, "monotonic", lambda: self.clock[0])
+        monkeypatch.setattr(budgeted, "monotonic", lambda: self.clock[0])
+
+    def __call__(self, need, opts):
+        if self.kill_at is not None and len(self.ran) == self.kill_at:
+            raise KeyboardInterrupt("killed")
+        reps = need.overrides.get("repetitions") or plan.repetitions(experiment.load("jmh"), need.profile)
+        self.ran.append((need.key, reps, need.continues))
+        self.clock[0] += reps * len(need.variants) * SECONDS_PER_STEP
+        path = self._bundle(reps, need.variants, need.extends)
+        if self.kill_after is not None and len(self.ran) - 1 == self.kill_after:
+            raise KeyboardInterrupt("killed")
+        return path
+
+    def _bundle(self, reps, variants, extends=None):
+        record = machine.record(self.results, docker=False)
+        steps = [(v, r) for r in range(reps) for v in variants]
+        params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps}
+        meta = {"version": "t", "commit": git_version()[1]}
+        b = Bundle.create(self.results, "jmh", "quick", params, list(variants), steps, {}, meta)
+        b.write_machine(before=record, after=record)
+        b.write_run_info({"matrix": None, "requested": params, **({"extends": extends} if extends else {})})
+        for v, r in steps:
+            with b.step(v, r) as d:
+                rows = []
+                for name, (f, docker) in BENCHMARKS.items():
+                    base = 1e7 * f * (docker if v == "docker" else 1.0)
+                    fork = base * (1 + self.rng.normal(0, 0.01))  # the repetition's own level: what varies
+                    raw = [[fork * (1 + e) for e in self.rng.normal(0, 1e-3, 3)]]  # its iterations
+                    metric = {"rawData": raw, "scoreUnit": "ops/s"}
+                    rows.append({"benchmark": f"io.github.pirexbench.jmh.X.{name}", "primaryMetric": metric})
+                (d / "jmh.json").write_text(json.dumps(rows))
+                (d / "step.json").write_text(json.dumps({"seconds": SECONDS_PER_STEP}))
+        b.finish()
+        return b.path
+
+
+def _opts(results, **kw):
+    return reproduction.Options(["icpe18"], results_dir=results, experiments=["jmh"], **kw)
+
+
+def _state(out):
+    return ReproductionState.read(out)
+
+
+def test_a_budget_extends_the_runs_near_a_verdict_and_reads_each_claim_at_its_looks(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    lines = []
+    out = reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lines.append)
+    state = _state(out)
+    entry = state.budget
+    design = budget.Design.from_json(json.dumps(entry.design))
+    assert lab.ran[0] == ("jmh@quick", 5, 0)  # the pilot: kick-the-tires' five repetitions
+    assert len(lab.ran) >= 2 and entry.rounds >= 1  # then rounds that extend the run
+    before = 5
+    for key, reps, continues in lab.ran[1:]:  # each extension after the repetitions before it, to a grid point
+        assert key == "jmh@quick" and continues == before
+        before += reps
+        assert before in budget.grid(design.n_max_of("icpe18:t1-b1-docker"))
+    assert any("budget round 1:" in line for line in lines)
+    assert len(state.bundles["jmh@quick"]) == len(lab.ran)
+    assert entry.spent <= 1800 + max(r * 2 * SECONDS_PER_STEP for _, r, _ in lab.ran)  # a run is not cut short
+
+    verdicts, report = state.verdicts, (out / "REPORT.md").read_text()
+    assert verdicts["icpe18:t1-b3-not-inlined"] == HOLDS and verdicts["icpe18:t1-b5-docker"] == HOLDS
+    looks = {k: v["looks"] for k, v in entry.design["claims"].items()}
+    assert looks["icpe18:t1-b3-not-inlined"] == [5]  # decided at its first look: looked at no more
+    assert len(looks["icpe18:t1-b5-docker"]) >= 2  # decided after the pilot, at a later look
+    for k, ns in looks.items():
+        assert ns == sorted(set(ns)) and set(ns) <= set(design.grid_of(k))
+        assert entry.design["claims"][k]["alpha_spent"] <= design.alpha
+    # each verdict read at its look: the level of that look's interval, far above the fixed 90 %
+    line = next(x for x in report.splitlines() if "icpe18:t1-b3-not-inlined**" in x)
+    assert "Read at look 1 of" in line and "at 5 repetitions" in line
+    level = float(re.search(r"our (\d+(?:\.\d+)?) % interval", line).group(1))
+    assert level > 99
+    assert "group-sequential test" in report and "O'Brien-Fleming" in report
+    # on the edge: inconclusive, and says why in the user's terms
+    assert verdicts["icpe18:t1-b6-docker"] in (INCONCLUSIVE, HOLDS, DIFFERS)
+    undecided = [x for x in report.splitlines() if x.startswith("- **icpe18:") and "What would decide it" in x]
+    for x in undecided:
+        assert re.search(r"edge|--resume|a new reproduction|spread", x), x
+
+
+def test_killed_in_a_round_and_resumed_with_a_new_budget_counts_each_look_once(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    lab.kill_at = 2  # the pilot and one extension ran; the second extension is killed as it starts
+    with pytest.raises(KeyboardInterrupt):
+        reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
+    (out,) = (results / "reproduce").iterdir()
+    saved = _state(out).budget
+    assert saved.given == [1800.0] and saved.rounds >= 2
+    looks_before = {k: v["looks"] for k, v in saved.design["claims"].items()}
+    assert any(looks_before.values())
+
+    lab.kill_at = None
+    reproduction.reproduce(_opts(results, budget=600.0, resume=out), lab, echo=lambda *_: None)
+    entry = _state(out).budget
+    assert entry.given == [1800.0, 600.0]
+    for k, v in entry.design["claims"].items():
+        assert v["looks"][: len(looks_before[k])] == looks_before[k]  # carried over, not taken again
+        assert v["looks"] == sorted(set(v["looks"])) and v["alpha_spent"] <= entry.design["alpha"]
+        assert v["n_max"] == saved.design["claims"][k]["n_max"]  # fixed at the first attempt
+    assert "icpe18:t1-b5-docker" in _state(out).verdicts
+
+
+def test_an_extension_finished_but_not_saved_when_killed_is_judged_after_the_resume(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    lab.kill_after = 1  # the first extension's bundle is complete; the kill comes before the state is saved
+    with pytest.raises(KeyboardInterrupt):
+        reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
+    (out,) = (results / "reproduce").iterdir()
+    assert len(_state(out).bundles["jmh@quick"]) == 1  # the pilot's only: the extension was not saved
+    lab.kill_after = None
+    reproduction.reproduce(_opts(results, budget=600.0, resume=out), lab, echo=lambda *_: None)
+    judged = [str(b) for b in _state(out).bundles["jmh@quick"]]
+    every = sorted(str(m.parent) for m in results.glob("jmh/*/manifest.json"))
+    assert sorted(judged) == every  # the orphaned extension adopted, none run twice
+
+
+def test_a_claim_beyond_the_budget_says_what_would_decide_it():
+    design = budget.Design()
+    design.register("p:c", 8)
+    p = budget.Pending("p:c", "jmh@quick", 0.995, 0.02, 8, (0.98, 1.0))
+    x = budget.need(p, design, 40.0, 0.0)
+    text = budgeted._why(x, p, design, "pirex reproduce --resume results/reproduce/x")
+    assert "0.5 % from the nearest edge" in text and "beyond its run's 8" in text and "larger --budget" in text
+    design.register("p:d", 20)  # at its cap (four pilots): only a larger pilot decides it
+    p = budget.Pending("p:d", "jmh@quick", 0.999, 0.02, 20, (0.98, 1.0))
+    assert "LEVEL=full" in budgeted._why(budget.need(p, design, 40.0, 0.0), p, design, "pirex reproduce")
+    assert "(" not in text  # the report takes the last parenthesis of a reason as what would decide it
+
+
+def test_a_budget_that_is_not_a_duration_above_zero_is_refused():
+    with pytest.raises(PirexError, match="expected a duration above zero"):
+        budgeted.start(ReproductionState(), 0.0, None)
+
+
+def test_a_fresh_machines_plan_adds_the_first_export_of_each_image_once():
+    needs = plan.needs(claims.load("icpe18").claims, "kick-the-tires")
+    exp = experiment.load("moobench")
+    for n in needs:
+        n.seconds, n.estimate_from = 60.0, "measured on a VM"
+    plan.add_first_exports(needs, exported=lambda name: name == "jmh")  # jmh's export is here already
+    moobench = [n for n in needs if n.experiment == "moobench"]
+    added = [n for n in moobench if n.seconds > 60]
+    assert len(added) == 1 and added[0].seconds == 60 + exp.durations["first"]  # once per image, not per run
+    assert f"first export of {exp.image} for native" in added[0].estimate_from
+    assert all(n.seconds == 60 for n in needs if n.experiment == "jmh")
+
+
+def test_a_new_reproduction_reuses_the_pilot_never_an_extension(tmp_path, monkeypatch):
+    """An extension's size was chosen from the data: a later reproduction (make run again) that took it as a plain
+    run would look again, with fresh alpha, at repetitions a design already chose to add."""
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    first = reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
+    ran = _state(first).bundles["jmh@quick"]
+    assert len(ran) >= 2
+    again = reproduction.reproduce(_opts(results), run_one=None, echo=lambda *_: None)  # no budget: reuse only
+    assert _state(again).bundles["jmh@quick"] == ran[:1]  # the pilot
+
+
+def test_a_budget_on_the_resume_of_a_reproduction_without_one_is_refused(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    out = reproduction.reproduce(_opts(results), lab, echo=lambda *_: None)
+    before = (out / "state.json").read_text()
+    with pytest.raises(PirexError, match="ran without --budget"):
+        reproduction.reproduce(_opts(results, budget=600.0, resume=out), lab, echo=lambda *_: None)
+    assert (out / "state.json").read_text() == before  # untouched
+
+
+def test_n_max_is_never_below_the_pilots_repetitions_and_changes_until_the_first_look():
+    need = plan.Need("jmh", None, "quick", ["native", "docker"], claims=["t1-b1-docker"], overrides={"repetitions": 10})
+    need.seconds, need.steps = 400.0, 20
+    design = budget.Design()
+    budgeted.register(design, [need], claims.load("icpe18").claims, 200.0)  # does not buy the pilot
+    assert design.n_max_of("icpe18:t1-b1-docker") == 10
+    budgeted.register(design, [need], claims.load("icpe18").claims, 3600.0)  # no look yet: a new budget's n_max
+    assert design.n_max_of("icpe18:t1-b1-docker") == 40  # four pilots
+    design.look("icpe18:t1-b1-docker", 5)
+    budgeted.register(design, [need], claims.load("icpe18").claims, 200.0)
+    assert design.n_max_of("icpe18:t1-b1-docker") == 40  # after a look: fixed
