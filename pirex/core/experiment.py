@@ -2,7 +2,8 @@
 variants and outputs. This module only reads and validates; every problem names the file, the
 key and what was expected. Placeholders `{name}` in commands are checked against the names a
 run will supply (parameters, the profile's values and the runner's own), so that a typo fails
-at load time, not an hour into a run. Each section is read through experiment_check.py's Checker; a
+at load time, not an hour into a run. The shapes of every key are experiment.schema.json's (pirex/core/schema.py);
+what they name is checked here, each problem said through experiment_check.py's Checker; a
 deployment (its roles, setup, compose files and swarm stack) is read in experiment_deployment.py, the matrices
 in experiment_matrix.py."""
 

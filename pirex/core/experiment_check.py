@@ -1,6 +1,6 @@
-"""Checking experiments/<id>/experiment.yaml (pirex/core/experiment.py reads it): the Checker every section is
-read through, so that each problem names the file, the key and what was expected, and the names and patterns
-the sections share."""
+"""Checking experiments/<id>/experiment.yaml (pirex/core/experiment.py reads it): the Checker every problem is
+said through, so that each names the file, the key and what was expected, and the names and patterns the
+sections share."""
 
 from __future__ import annotations
 
@@ -23,36 +23,11 @@ def placeholders(args: tuple[str, ...]) -> set[str]:
 
 
 class Checker:
+    """The one way a problem of experiment.yaml is said: the file, the key, what was expected and what is there.
+    The shapes are experiment.schema.json's (pirex/core/schema.py); what the keys name is checked in code."""
+
     def __init__(self, path: Path):
         self.path = path
 
     def fail(self, key: str, expected: str, got: Any) -> PirexError:
         return PirexError(f"{self.path}: {key}: expected {expected}, found {got!r}")
-
-    def get(
-        self,
-        doc: dict,
-        key: str,
-        kind: type | tuple[type, ...],
-        expected: str,
-        prefix: str = "",
-        required: bool = True,
-        default: Any = None,
-    ) -> Any:
-        if key not in doc:
-            if required:
-                raise PirexError(f"{self.path}: {prefix}{key}: missing ({expected})")
-            return default
-        value = doc[key]
-        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _tuple(kind)):
-            raise self.fail(prefix + key, expected, value)
-        return value
-
-    def strings(self, value: Any, key: str) -> tuple[str, ...]:
-        if not isinstance(value, list) or not value or not all(isinstance(a, str | int | float) for a in value):
-            raise self.fail(key, "a non-empty list of strings", value)
-        return tuple(str(a) for a in value)
-
-
-def _tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from pirex.core.experiment_check import ANALYSIS, NAME, Checker, placeholders
+from pirex.core.experiment_check import NAME, Checker, placeholders
 from pirex.core.paths import REPO
 
 # Names the runner fills in for a role of a deployment: its own port and listen address; beside
@@ -109,34 +109,14 @@ def role_names(roles: Iterable[str]) -> set[str]:
     return set(ROLE_NAMES) | {f"{r}_{k}" for r in roles for k in ("host", "port")}
 
 
-ROLE_KEYS = ("image", "command", "port", "environment", "ready_line", "health", "data", "samples")
-SETUP_KEYS = ("what", "record", "runs_in", "needs", "command", "timeout_s")
-
-
 def parse_deployment(c: Checker, doc: Any, declared: set[str]) -> Deployment | None:
+    """A deployment whose shapes experiment.schema.json has checked: what its keys name is checked here."""
     if doc is None:
         return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("roles"), dict) or not doc["roles"]:
-        raise c.fail("deployment", "a mapping with roles (name -> server, in start order), setup and compose", doc)
-    if unknown := sorted(set(doc) - {"roles", "setup", "compose", "swarm"}):
-        raise c.fail("deployment", "keys among roles, setup, compose, swarm", unknown)
-    for name in doc["roles"]:
-        if not isinstance(name, str) or not ANALYSIS.match(name):
-            raise c.fail(f"deployment.roles.{name}", "a role name of lowercase letters, digits and _", name)
     names = declared | role_names(doc["roles"])
     roles = {name: _role(c, name, d, names) for name, d in doc["roles"].items()}
     setup = _setup(c, doc.get("setup"), roles, names)
-    compose = c.get(
-        doc,
-        "compose",
-        dict,
-        "one_host (a compose file) and hosts (role -> compose file)",
-        prefix="deployment.",
-        required=False,
-        default={},
-    )
-    if unknown := sorted(set(compose) - {"one_host", "hosts"}):
-        raise c.fail("deployment.compose", "keys among one_host, hosts", unknown)
+    compose = doc.get("compose", {})
     files = [compose.get("one_host")] if "one_host" in compose else []
     files += list((compose.get("hosts") or {}).values())
     for f in files:
@@ -145,8 +125,6 @@ def parse_deployment(c: Checker, doc: Any, declared: set[str]) -> Deployment | N
     return Deployment(roles, setup, dict(compose), _swarm(c, doc.get("swarm"), roles))
 
 
-SWARM_KEYS = ("stack", "place", "stages")
-STAGE_STATES = ("running", "complete")
 SWARM_RECORD = "record"  # the stack file's one-shot service that prints every node's machine record
 LABEL = re.compile(r"^[a-z0-9][a-z0-9._-]*=[A-Za-z0-9._-]+$")  # a node label, KEY=VALUE
 
@@ -154,34 +132,25 @@ LABEL = re.compile(r"^[a-z0-9][a-z0-9._-]*=[A-Za-z0-9._-]+$")  # a node label, K
 def _swarm(c: Checker, doc: Any, roles: dict[str, Role]) -> Swarm | None:
     if doc is None:
         return None
-    if not isinstance(doc, dict) or set(doc) - set(SWARM_KEYS):
-        raise c.fail("deployment.swarm", f"a mapping with {', '.join(SWARM_KEYS)}", doc)
-    stack = c.get(doc, "stack", str, "the stack file (a path in this checkout)", prefix="deployment.swarm.")
+    stack = doc["stack"]
     if not (REPO / stack).is_file():
         raise c.fail("deployment.swarm.stack", "a stack file in this checkout", stack)
     try:
         services = set((yaml.safe_load((REPO / stack).read_text()) or {}).get("services") or {})
     except yaml.YAMLError as e:
         raise c.fail("deployment.swarm.stack", "a valid YAML stack file", f"{stack}: {e}") from None
-    place = c.get(doc, "place", dict, "role -> node label KEY=VALUE", prefix="deployment.swarm.")
+    place = doc["place"]
     for role, label in place.items():
         if role not in roles or role not in services:
             raise c.fail(f"deployment.swarm.place.{role}", f"a role of the deployment and a service of {stack}", role)
         if not isinstance(label, str) or not LABEL.match(label):
             raise c.fail(f"deployment.swarm.place.{role}", "a node label KEY=VALUE (e.g. pirex.role=db)", label)
-    raw = c.get(doc, "stages", list, "the services in deploy order, each {service, until}", prefix="deployment.swarm.")
     stages = []
-    for i, st in enumerate(raw):
-        where = f"deployment.swarm.stages[{i}]"
-        if not isinstance(st, dict) or set(st) != {"service", "until"}:
-            raise c.fail(where, "a mapping {service, until}", st)
+    for i, st in enumerate(doc["stages"]):  # at least one, each {service, until: running or complete}
         if st["service"] not in services - {SWARM_RECORD}:
-            raise c.fail(f"{where}.service", f"a service of {stack} ({', '.join(sorted(services))})", st["service"])
-        if st["until"] not in STAGE_STATES:
-            raise c.fail(f"{where}.until", f"one of {', '.join(STAGE_STATES)}", st["until"])
+            where = f"deployment.swarm.stages[{i}].service"
+            raise c.fail(where, f"a service of {stack} ({', '.join(sorted(services))})", st["service"])
         stages.append(Stage(st["service"], st["until"]))
-    if not stages:
-        raise c.fail("deployment.swarm.stages", "at least one stage (the driver last)", raw)
     if SWARM_RECORD not in services:
         raise c.fail(
             "deployment.swarm.stack", f"a stack file with a {SWARM_RECORD} service (the machine records)", stack
@@ -190,21 +159,14 @@ def _swarm(c: Checker, doc: Any, roles: dict[str, Role]) -> Swarm | None:
 
 
 def _role(c: Checker, name: str, d: Any, names: set[str]) -> Role:
+    """A role: the placeholders, the sampler kinds and its readiness; its shapes: the schema."""
     prefix = f"deployment.roles.{name}."
-    if not isinstance(d, dict):
-        raise c.fail(prefix[:-1], "a mapping (image, command, port, environment, ...)", d)
-    if unknown := sorted(set(d) - set(ROLE_KEYS)):
-        raise c.fail(prefix[:-1], f"keys among {', '.join(ROLE_KEYS)}", unknown)
-    image = c.get(d, "image", str, "an image name from docker-bake.hcl", prefix=prefix)
-    command = c.strings(d.get("command"), prefix + "command")
-    port = c.get(d, "port", int, "the TCP port it listens on in its container", prefix=prefix)
-    env = c.get(d, "environment", dict, "a mapping of name to text", required=False, default={}, prefix=prefix)
-    if not all(isinstance(v, str) for v in env.values()):
-        raise c.fail(prefix + "environment", "text values (quote numbers)", env)
-    ready = {k: c.get(d, k, str, "text", prefix=prefix, required=False, default="") for k in ("ready_line", "health")}
+    image, port, env = d["image"], d["port"], d.get("environment", {})
+    command = tuple(str(a) for a in d["command"])
+    ready = {k: d.get(k, "") for k in ("ready_line", "health")}
     if bool(ready["ready_line"]) == bool(ready["health"]):
         raise c.fail(prefix + "ready_line", "either ready_line (a log line) or health (an HTTP path), not both", ready)
-    samples = tuple(c.get(d, "samples", list, "a list of sampler kinds", prefix=prefix, required=False, default=[]))
+    samples = tuple(d.get("samples", []))
     if unknown := [k for k in samples if k not in SAMPLER_KINDS]:
         raise c.fail(prefix + "samples", f"sampler kinds among {', '.join(SAMPLER_KINDS)}", unknown)
     if samples and not ready["health"]:
@@ -220,18 +182,15 @@ def _role(c: Checker, name: str, d: Any, names: set[str]) -> Role:
 def _setup(c: Checker, doc: Any, roles: dict[str, Role], names: set[str]) -> Setup | None:
     if doc is None:
         return None
-    if not isinstance(doc, dict) or set(doc) - set(SETUP_KEYS):
-        raise c.fail("deployment.setup", f"a mapping with {', '.join(SETUP_KEYS)}", doc)
-    get = {k: c.get(doc, k, str, "text", prefix="deployment.setup.") for k in ("what", "record", "runs_in")}
+    get = {k: doc[k] for k in ("what", "record", "runs_in")}  # the shapes: the schema
     if get["runs_in"] not in roles:
         raise c.fail("deployment.setup.runs_in", f"a role ({', '.join(roles)})", get["runs_in"])
     if not NAME.match(get["record"]):
         raise c.fail("deployment.setup.record", "a file name stem (lowercase letters, digits, - and _)", get["record"])
-    needs = c.get(doc, "needs", list, "the roles up while it runs", prefix="deployment.setup.")
+    needs = doc["needs"]
     if not all(n in roles for n in needs):
         raise c.fail("deployment.setup.needs", f"roles among {', '.join(roles)}", needs)
-    command = c.strings(doc.get("command"), "deployment.setup.command")
+    command = tuple(str(a) for a in doc["command"])
     if missing := placeholders(command) - names:
         raise c.fail("deployment.setup.command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
-    timeout = c.get(doc, "timeout_s", int, "seconds it may take at most", prefix="deployment.setup.")
-    return Setup(get["what"], get["record"], get["runs_in"], tuple(needs), command, timeout)
+    return Setup(get["what"], get["record"], get["runs_in"], tuple(needs), command, doc["timeout_s"])
