@@ -147,7 +147,7 @@ def _swarm(c: Checker, doc: Any, roles: dict[str, Role]) -> Swarm | None:
             raise c.fail(f"deployment.swarm.place.{role}", "a node label KEY=VALUE (e.g. pirex.role=db)", label)
     stages = []
     for i, st in enumerate(doc["stages"]):  # at least one, each {service, until: running or complete}
-        if st["service"] not in services - {SWARM_RECORD}:
+        if not isinstance(st["service"], str) or st["service"] not in services - {SWARM_RECORD}:
             where = f"deployment.swarm.stages[{i}].service"
             raise c.fail(where, f"a service of {stack} ({', '.join(sorted(services))})", st["service"])
         stages.append(Stage(st["service"], st["until"]))
@@ -188,7 +188,7 @@ def _setup(c: Checker, doc: Any, roles: dict[str, Role], names: set[str]) -> Set
     if not NAME.match(get["record"]):
         raise c.fail("deployment.setup.record", "a file name stem (lowercase letters, digits, - and _)", get["record"])
     needs = doc["needs"]
-    if not all(n in roles for n in needs):
+    if not all(isinstance(n, str) and n in roles for n in needs):
         raise c.fail("deployment.setup.needs", f"roles among {', '.join(roles)}", needs)
     command = tuple(str(a) for a in doc["command"])
     if missing := placeholders(command) - names:

@@ -7,7 +7,8 @@ import jsonschema
 import pytest
 import yaml
 
-from pirex.core import schema
+from pirex.core import experiment, schema
+from pirex.core.errors import PirexError
 from pirex.core.paths import PAPERS, REPO
 from pirex.core.test_bundle import make, manifest, run_all
 
@@ -96,3 +97,26 @@ def test_the_validator_is_one_jsonschema_3_2_to_4_x_read_alike():
     assert jsonschema.Draft7Validator.META_SCHEMA["$schema"].startswith("http://json-schema.org/draft-07")
     with pytest.raises(jsonschema.SchemaError):
         schema.Validator.check_schema({"type": "no-such-type"})
+
+
+JPA = yaml.safe_load((REPO / "experiments" / "jpa-rest" / "experiment.yaml").read_text())
+FORK = yaml.safe_load((REPO / "experiments" / "fork" / "experiment.yaml").read_text())
+
+
+@pytest.mark.parametrize(
+    ("base", "change", "message"),
+    [
+        (FORK, lambda d: d["parameters"]["raw_events"].update(resolve=[]), "raw_events.resolve: expected one of"),
+        (JMH, lambda d: d["parameters"]["depth"].update({1: 2}), r"parameters.depth\[1\]: expected keys among"),
+        (JMH, lambda d: d["durations"].update({None: 3}), "durations.None: expected machine, score, first"),
+        (JPA, lambda d: d["deployment"]["setup"].update(needs=[{}]), "deployment.setup.needs: expected roles among"),
+        (JPA, lambda d: d["deployment"]["swarm"]["stages"][0].update(service=[]), r"stages\[0\].service: expected a"),
+        (JPA, lambda d: d["deployment"]["compose"].update(hosts="x"), "compose.hosts: expected paths of compose"),
+    ],
+)
+def test_a_value_of_the_wrong_kind_where_a_name_is_looked_up_is_named(base, change, message):
+    """Found by fuzzing the experiment files: each of these was a TypeError or AttributeError before the schemas."""
+    doc = copy.deepcopy(base)
+    change(doc)
+    with pytest.raises(PirexError, match=message):
+        experiment.parse(doc, experiment.path_of(doc["id"]))

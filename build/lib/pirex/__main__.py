@@ -1,3 +1,0 @@
-from pirex.cli.main import main
-
-main()

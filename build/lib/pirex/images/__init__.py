@@ -1,1 +1,0 @@
-"""Building, publishing and inspecting the pirex image collection."""
