@@ -56,7 +56,8 @@ def missing() -> list[str]:
 def wheelhouse() -> Path:
     """The runner's packages and its build backend as files, for hosts without a route out."""
     d = paths.cache_dir() / "fleet-hosts" / "wheels"
-    if not all(list(d.glob(f"{w.split('=')[0]}-*.whl")) for w in RUNNER_WHEELS if "==" in w):
+    have = {f.name.split("-")[0].lower() for f in d.glob("*.whl")}  # wheel names: pyyaml-6.0.3-..., PyYAML pinned
+    if not all(w.split("==")[0].lower() in have for w in RUNNER_WHEELS if "==" in w):
         proc.retry(
             lambda: proc.run(
                 [

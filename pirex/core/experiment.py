@@ -18,7 +18,7 @@ import yaml
 from pirex.core import params as P
 from pirex.core import schema
 from pirex.core.errors import PirexError
-from pirex.core.experiment_check import ANALYSIS, KNOWN_VARIANTS, Checker, placeholders
+from pirex.core.experiment_check import ANALYSIS, KNOWN_VARIANTS, Checker, placeholders, strings
 
 # The names imported "as" themselves are read as experiment.NAME by the runner (deployment, variants, swarm, runplan,
 # samplers: one sampler per kind), so they stay importable here.
@@ -37,9 +37,6 @@ SCHEMA = 1
 EXPERIMENTS = REPO / "experiments"
 # Names the runner fills in for every step.
 RUNTIME_NAMES = ("output", "workdir", "variant", "repetition")
-# The raw formats the runner checks after a step and the analysis reads; "csv" is any table
-# with a header whose numeric columns pirex/analysis/generic.py summarises per variant.
-OUTPUT_FORMATS = ("jmh-json", "moobench-csv", "locust-csv", "fork-csv", "csv")
 TOP_KEYS = set(schema.load("experiment")["properties"])  # experiment.schema.json
 # What a parameter may declare as `resolve: NAME`: a value the runner works out per machine before the run, from
 # the machine record (the manifest records the result).
@@ -224,15 +221,15 @@ def parse(doc: Any, path: Path) -> Experiment:
     _check_shapes(c, doc)
     exp_id = _head(c, doc)
     title, source, image = doc["title"], doc.get("source", ""), doc["image"]
-    command = tuple(str(a) for a in doc["command"])
+    command = strings(doc["command"])
     declared, resolvers = _parameters(c, doc)
     parameters = {n: p.default for n, p in declared.items() if p.has_default}
     profiles = _profiles(c, doc, declared, parameters)
     variants, defaults = _variants(c, doc)
     services = _services(c, doc, declared)
     needs = doc.get("needs", {})
-    privileges = _privileges(c, needs.get("privileges"))
-    outputs = _outputs(c, doc)
+    privileges = _privileges(needs.get("privileges"))
+    outputs = doc["outputs"]  # each {path, format} (the schema)
     deployment = parse_deployment(c, doc.get("deployment"), set(declared))
     known = set(declared) | set(RUNTIME_NAMES) | (deployment.urls() if deployment else set())
     matrices = {name: parse_matrix(c, name, m, declared) for name, m in doc.get("matrices", {}).items()}
@@ -317,11 +314,11 @@ def _profiles(c: Checker, doc: dict, declared: dict[str, P.Param], parameters: d
 
 def _variants(c: Checker, doc: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The variants the experiment offers and those a run takes when none are named."""
-    variants = tuple(str(v) for v in doc["variants"])
+    variants = strings(doc["variants"])
     for v in variants:
         if v not in KNOWN_VARIANTS:
             raise c.fail("variants", f"names among {', '.join(KNOWN_VARIANTS)}", v)
-    defaults = tuple(str(v) for v in doc.get("default_variants", variants))
+    defaults = strings(doc.get("default_variants", variants))
     for v in defaults:
         if v not in variants:
             raise c.fail("default_variants", f"variants listed under variants ({', '.join(variants)})", v)
@@ -337,12 +334,8 @@ def _services(c: Checker, doc: dict, declared: dict[str, P.Param]) -> list[Servi
             raise c.fail(f"services.{name}.port", "a declared int parameter", port)
         if remote and (remote not in declared or declared[remote].type != "string"):
             raise c.fail(f"services.{name}.remote", "a declared string parameter", remote)
-        services.append(Service(name, tuple(str(a) for a in svc["command"]), svc["ready_line"], port, remote))
+        services.append(Service(name, strings(svc["command"]), svc["ready_line"], port, remote))
     return services
-
-
-def _outputs(c: Checker, doc: dict) -> list:
-    return doc["outputs"]  # each {path, format} (the schema)
 
 
 def _check_placeholders(
@@ -451,7 +444,7 @@ def _soak(c: Checker, doc: Any, declared: dict[str, P.Param]) -> Soak | None:
     if doc is None:
         return None
     sets = P.check_values(declared, doc.get("set", {}), f"{c.path}: soak.set")  # its shapes: the schema
-    args = tuple(str(a) for a in doc["args"])
+    args = strings(doc["args"])
     if placeholders(args) - {"duration"}:
         raise c.fail("soak.args", "placeholders among duration", sorted(placeholders(args)))
     return Soak(sets, args, tuple(doc["exit_codes"]), doc["why"])
@@ -462,11 +455,11 @@ def _tracing(c: Checker, doc: Any, known: set[str]) -> Tracing | None:
         return None
     if doc["marker_parameter"] not in known:  # tracer, functions, marker_parameter, output: the schema
         raise c.fail("tracing.marker_parameter", "a parameter of the experiment", doc["marker_parameter"])
-    functions = {arch: tuple(str(n) for n in names) for arch, names in doc["functions"].items()}
+    functions = {arch: strings(names) for arch, names in doc["functions"].items()}
     return Tracing(doc["tracer"], functions, doc["marker_parameter"], doc["output"])
 
 
-def _privileges(c: Checker, doc: Any) -> Privileges:
+def _privileges(doc: Any) -> Privileges:
     if doc is None:
         return Privileges()
     caps = doc.get("capabilities") or []  # root, capabilities, unmask_proc, why: the schema

@@ -22,6 +22,11 @@ def placeholders(args: tuple[str, ...]) -> set[str]:
     return {f for a in args for _, f, _, _ in string.Formatter().parse(a) if f}
 
 
+def strings(value: list) -> tuple[str, ...]:
+    """A list the schema took as "a non-empty list of strings" (numbers allowed: YAML reads 100 as one), as text."""
+    return tuple(str(a) for a in value)
+
+
 class Checker:
     """The one way a problem of experiment.yaml is said: the file, the key, what was expected and what is there.
     The shapes are experiment.schema.json's (pirex/core/schema.py); what the keys name is checked in code."""

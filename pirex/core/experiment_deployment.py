@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from pirex.core.experiment_check import NAME, Checker, placeholders
+from pirex.core.experiment_check import NAME, Checker, placeholders, strings
 from pirex.core.paths import REPO
 
 # Names the runner fills in for a role of a deployment: its own port and listen address; beside
@@ -162,7 +162,7 @@ def _role(c: Checker, name: str, d: Any, names: set[str]) -> Role:
     """A role: the placeholders, the sampler kinds and its readiness; its shapes: the schema."""
     prefix = f"deployment.roles.{name}."
     image, port, env = d["image"], d["port"], d.get("environment", {})
-    command = tuple(str(a) for a in d["command"])
+    command = strings(d["command"])
     ready = {k: d.get(k, "") for k in ("ready_line", "health")}
     if bool(ready["ready_line"]) == bool(ready["health"]):
         raise c.fail(prefix + "ready_line", "either ready_line (a log line) or health (an HTTP path), not both", ready)
@@ -190,7 +190,7 @@ def _setup(c: Checker, doc: Any, roles: dict[str, Role], names: set[str]) -> Set
     needs = doc["needs"]
     if not all(isinstance(n, str) and n in roles for n in needs):
         raise c.fail("deployment.setup.needs", f"roles among {', '.join(roles)}", needs)
-    command = tuple(str(a) for a in doc["command"])
+    command = strings(doc["command"])
     if missing := placeholders(command) - names:
         raise c.fail("deployment.setup.command", f"placeholders among {', '.join(sorted(names))}", sorted(missing))
     return Setup(get["what"], get["record"], get["runs_in"], tuple(needs), command, doc["timeout_s"])

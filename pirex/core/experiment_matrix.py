@@ -13,8 +13,6 @@ from pirex.core.experiment_check import KNOWN_VARIANTS, Checker
 
 # What a matrix case may change against its base case (ICPE'18 Table 5's factors).
 CPU_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"  # 0, 0-1, 0,2-3: what cpuset.parse_cpus reads (cases, --cpus)
-CASE_KEYS = {"name", "table_id", "title", "base", "set", "cpus", "ram_workdir_mb", "governor", "swap"}
-GOVERNORS = ("performance", "powersave", "ondemand", "schedutil", "conservative", "userspace")
 
 
 @dataclass(frozen=True)

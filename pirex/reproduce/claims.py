@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,28 +70,7 @@ POINT_TEST = (  # why the rule contains went (issue 35), in its load error
 DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
 DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
-NEED_KEYS = {"what", "how", "glob", "capability"}
-KEYS = {
-    "id",
-    "where",
-    "says",
-    "experiment",
-    "view",
-    "variants",
-    "ratio",
-    "published",
-    "rule",
-    "tolerance",
-    "margin",
-    "device_dependent",
-    "needs",
-    "across",
-    "metrics",
-    "sides",
-    "crossover",
-    "edge",
-    "setup",
-}
+KEYS = set(schema.load("claims")["definitions"]["claim"]["properties"])  # a claim's keys: claims.schema.json
 SETUP_LEVELS = ("kick-the-tires", "full")  # pirex reproduce --level (plan.LEVELS: each level's default profile)
 
 
@@ -231,15 +211,16 @@ def parse(doc: Any, path: Path) -> Paper:
     return Paper(paper, title=doc["title"], claims=tuple(claims), path=path, needs=requirements)
 
 
-def _known_needs(declared: Any) -> tuple[str, ...]:
+def _known_needs(declared: Iterable[str]) -> tuple[str, ...]:
     """What a claim's needs may name: the machine record's capabilities, a side, the paper's own needs."""
-    return (*capabilities.NAMES, *DEVICE_SIDES, *sorted(declared if isinstance(declared, dict) else ()))
+    return (*capabilities.NAMES, *DEVICE_SIDES, *sorted(declared))
 
 
 def _check_shapes(doc: Any, path: Path) -> None:
     """The first problem of claims.schema.json's, said as this module says every problem."""
     needs = doc.get("needs") if isinstance(doc, dict) else None
-    facts = {"experiments": ", ".join(experiment.available()), "needs": ", ".join(_known_needs(needs))}
+    declared = needs if isinstance(needs, dict) else {}
+    facts = {"experiments": ", ".join(experiment.available()), "needs": ", ".join(_known_needs(declared))}
     problem = schema.first_problem("claims", doc, facts)
     if problem is None:
         return
@@ -280,7 +261,7 @@ def _requirements(doc: dict, path: Path) -> dict[str, Requirement]:
 def _claim(c: dict, path: Path, where: str, paper: str, declared: set[str]) -> Claim:
     """One claim of claims.yaml: its needs and words, then the experiment that measures it, if any."""
     needs = c.get("needs", [])
-    known = _known_needs(dict.fromkeys(declared))
+    known = _known_needs(declared)
     if not all(n in known or COUNTED.match(n) for n in needs):
         raise _fail(path, f"{where}.needs", f"a list among {', '.join(known)}, devices:N, storages:N", needs)
     base = {
