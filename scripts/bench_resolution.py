@@ -17,8 +17,9 @@ difference test of the two designs' ratios, z = (log r1 - log r2) / sqrt(se1^2 +
 disk or a sink both sides use, the JIT's threads on the other half could). Not "the duet's ratio inside the
 interleaved interval": with no bias at all that is outside 16.6 % of the time. --benchmarks runs others beside B1
 (b5_fileWrite and b6_tcpSend share a disk and a sink between a duet's sides). --noisy-neighbour ON,OFF runs a
-CPU hog beside every run, busy ON seconds and idle OFF seconds in turn (NoisyNeighbour: its own process group,
-stopped on every exit path, Ctrl-C included), to see which design stays narrow on a machine that is not quiet.
+CPU hog beside every run, busy ON seconds and idle OFF seconds in turn (scripts/noisy_neighbour.py: its own
+process group, stopped on every exit path, Ctrl-C included), to see which design stays narrow on a machine that
+is not quiet.
 The pairing is by repetition for both
 designs (a duet's repetition is a pair of simultaneous runs); a duet's bundle is also paired by the iterations that
 overlapped in time within each repetition (pirex/analysis/in_time.py, from each step's stdout.times), to show what
@@ -66,9 +67,7 @@ forks + 1 (the host JVM and each forked one).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import os
 import re
 import signal
 import subprocess
@@ -84,6 +83,7 @@ from pirex.analysis import in_time, jmh, modules, precision, stats  # noqa: E402
 from pirex.core import cpuset, experiment, proc  # noqa: E402
 from pirex.core.bundle import MANIFEST, Bundle, Step, from_iso  # noqa: E402
 from pirex.core.errors import PirexError  # noqa: E402
+from scripts.noisy_neighbour import neighbour, phases  # noqa: E402
 
 BENCHMARK = "b1_default"  # the JMH method of ICPE'18's B1 (images/jmh RecursionBenchmark)
 PATTERN = "RecursionBenchmark.b1_default"  # JMH's include regex, matched against the benchmark's full name
@@ -599,93 +599,6 @@ def run_pirex(cmd: list[str], limit: float) -> int | None:
         if run.poll() is None:
             proc.terminate_group(run, 120, first=signal.SIGINT, kill_grace=30)
     return run.returncode
-
-
-# --- a phased noisy neighbour: a CPU hog beside the runs
-
-HOG = """
-import os, sys, time
-on, off, workers, parent, start = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(
-    sys.argv[5]
-)
-for _ in range(workers - 1):  # one busy process per worker, all in this process group
-    if os.fork() == 0:
-        break
-def parent_alive():
-    try:
-        os.kill(parent, 0)
-        return True
-    except ProcessLookupError:
-        return False
-while parent_alive():  # the benchmark gone (even by SIGKILL), the hog goes too, within a tenth of a second
-    phase = (time.time() - start) % (on + off)
-    if phase < on:  # busy until the phase ends
-        end = time.monotonic() + min(on - phase, 0.1)
-        while time.monotonic() < end:
-            pass
-    else:
-        time.sleep(min(on + off - phase, 0.1))
-"""
-
-
-def phases(text: str) -> tuple[float, float, int]:
-    """--noisy-neighbour ON,OFF[,WORKERS]: seconds busy, seconds idle, busy processes (default: one per CPU)."""
-    parts = [x.strip() for x in text.split(",")]
-    try:
-        on, off = float(parts[0]), float(parts[1])
-        workers = int(parts[2]) if len(parts) > 2 else os.cpu_count() or 1
-    except (ValueError, IndexError):
-        raise SystemExit(f"bench-resolution: --noisy-neighbour {text!r}: expected ON,OFF[,WORKERS], e.g. 5,5") from None
-    if len(parts) > 3 or on <= 0 or off < 0 or workers < 1:
-        raise SystemExit(f"bench-resolution: --noisy-neighbour {text!r}: ON > 0 s, OFF >= 0 s, WORKERS >= 1")
-    return on, off, workers
-
-
-class NoisyNeighbour:
-    """A CPU hog that is busy `on` seconds and idle `off` seconds in turn (phases on the wall clock, so that all its
-    workers switch together), started and stopped by the benchmark itself: its own process group, stopped on
-    every exit path (the with block's end, an exception, Ctrl-C; SIGTERM to the benchmark is turned into SystemExit
-    while it runs, and the hog's workers end of themselves when the benchmark is gone)."""
-
-    def __init__(self, on: float, off: float, workers: int):
-        self.on, self.off, self.workers = on, off, workers
-        self.proc: subprocess.Popen | None = None
-        self._sigterm = None
-
-    def text(self) -> str:
-        plural = "es" if self.workers > 1 else ""
-        return f"a CPU hog of {self.workers} process{plural}, {self.on:g} s busy, {self.off:g} s idle"
-
-    def __enter__(self) -> NoisyNeighbour:
-        self._sigterm = signal.signal(signal.SIGTERM, _terminate)
-        args = [str(x) for x in (self.on, self.off, self.workers, os.getpid(), time.time())]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", HOG, *args], start_new_session=True, stdin=subprocess.DEVNULL
-        )
-        print(f"bench-resolution: noisy neighbour: {self.text()} (process group {self.proc.pid})", flush=True)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """SIGTERM to the whole group, SIGKILL after 5 s; the leader reaped; the SIGTERM handler restored."""
-        try:
-            if self.proc is not None:
-                proc.terminate_group(self.proc, 5, kill_grace=30)
-        finally:
-            if self._sigterm is not None:
-                signal.signal(signal.SIGTERM, self._sigterm)
-                self._sigterm = None
-
-
-def _terminate(signum, _frame):
-    raise SystemExit(128 + signum)
-
-
-def neighbour(args) -> contextlib.AbstractContextManager:
-    """The noisy neighbour --noisy-neighbour asks for, or nothing."""
-    return NoisyNeighbour(*phases(args.noisy_neighbour)) if args.noisy_neighbour else contextlib.nullcontext()
 
 
 def main(argv: list[str] | None = None) -> int:

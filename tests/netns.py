@@ -93,54 +93,23 @@ def hosts(
             _ip("-n", ns, "addr", "add", f"{subnet}.{i}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
             _ip("-n", ns, "link", "set", "lo", "up")
-            root = paths.cache_dir() / f"netns-docker{site or ''}" / name  # image layers survive for the next run
             run = run_base / name
-            run.mkdir(parents=True, exist_ok=True)
-            run.chmod(0o755)  # whatever the umask: a non-root user of the docker group reaches the socket
-            run_base.chmod(0o755)
-            sock = str(run / "docker.sock")
-            log = open(run / "dockerd.log", "w")  # noqa: SIM115 (closed with the daemon)
-            uts = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name] if hostnames else []
-            d = subprocess.Popen(
-                [
-                    "nsenter",
-                    f"--net=/run/netns/{ns}",
-                    *uts,
-                    "dockerd",
-                    "--data-root",
-                    str(root / "data"),
-                    "--exec-root",
-                    str(run / "exec"),
-                    "--pidfile",
-                    str(run / "dockerd.pid"),
-                    "-H",
-                    f"unix://{sock}",
-                    *([] if docker_bridge else ["--bridge=none"]),
-                    "--iptables=false",
-                    "--ip6tables=false",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            d = _dockerd(
+                name, ns, paths.cache_dir() / f"netns-docker{site or ''}" / name, run, hostnames, docker_bridge
             )
             daemons.append((d, run))
-            out[name] = Host(name, f"{subnet}.{i}", sock, ns)
+            out[name] = Host(name, f"{subnet}.{i}", str(run / "docker.sock"), ns)
         for h in out.values():
-            deadline = time.monotonic() + 120
-            while h.docker("info", timeout=30, check=False).returncode != 0:
-                if time.monotonic() > deadline:
-                    raise PirexError(f"the dockerd of {h.name} did not answer: {Path(h.socket).parent}/dockerd.log")
-                time.sleep(1)
+            proc.wait_until(
+                lambda h=h: h.docker("info", timeout=30, check=False).returncode == 0,
+                120,
+                1,
+                f"the dockerd of {h.name} did not answer: {Path(h.socket).parent}/dockerd.log",
+            )
         yield out
     finally:
         for d, run in daemons:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(d.pid, signal.SIGTERM)
-            try:
-                d.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(d.pid, signal.SIGKILL)
-                d.wait(timeout=30)
+            proc.terminate_group(d, 60, kill_grace=30)
             _remove_run_dir(run)
         for what in reversed(made):
             if what == "rule":
@@ -149,6 +118,38 @@ def hosts(
                 _ip("link", "del", bridge, check=False)
             else:
                 _ip("netns", "del", what, check=False)
+
+
+def _dockerd(name: str, ns: str, root: Path, run: Path, hostnames: bool, docker_bridge: bool) -> subprocess.Popen:
+    """A dockerd in the namespace ns (its own process group), its image layers under root (they survive for the
+    next run), its socket, pid file and log in run."""
+    run.mkdir(parents=True, exist_ok=True)
+    run.chmod(0o755)  # whatever the umask: a non-root user of the docker group reaches the socket
+    run.parent.chmod(0o755)
+    uts = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name] if hostnames else []
+    with open(run / "dockerd.log", "w") as log:  # the daemon keeps its own descriptor
+        return subprocess.Popen(
+            [
+                "nsenter",
+                f"--net=/run/netns/{ns}",
+                *uts,
+                "dockerd",
+                "--data-root",
+                str(root / "data"),
+                "--exec-root",
+                str(run / "exec"),
+                "--pidfile",
+                str(run / "dockerd.pid"),
+                "-H",
+                f"unix://{run / 'docker.sock'}",
+                *([] if docker_bridge else ["--bridge=none"]),
+                "--iptables=false",
+                "--ip6tables=false",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def copy_images(host: Host, refs: list[str]) -> None:

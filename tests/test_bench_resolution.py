@@ -16,6 +16,7 @@ import pytest
 from pirex.analysis import stats
 from pirex.core import paths
 from pirex.core.proc import group_members
+from scripts import noisy_neighbour
 
 spec = importlib.util.spec_from_file_location("bench_resolution", paths.REPO / "scripts" / "bench_resolution.py")
 bench = importlib.util.module_from_spec(spec)
@@ -221,11 +222,11 @@ def test_the_difference_test_says_differ_only_past_its_level():
 
 
 def test_the_noisy_neighbour_option_is_checked_and_dry_runs_start_nothing(capsys):
-    assert bench.phases("5,5") == (5.0, 5.0, __import__("os").cpu_count())
-    assert bench.phases("2, 0.5, 3") == (2.0, 0.5, 3)
+    assert noisy_neighbour.phases("5,5") == (5.0, 5.0, __import__("os").cpu_count())
+    assert noisy_neighbour.phases("2, 0.5, 3") == (2.0, 0.5, 3)
     for bad in ("5", "a,b", "0,5", "5,5,0", "1,2,3,4"):
         with pytest.raises(SystemExit, match="--noisy-neighbour"):
-            bench.phases(bad)
+            noisy_neighbour.phases(bad)
     assert bench.main(["--dry-run", "--noisy-neighbour", "5,5", "--benchmarks", "b1_default,b6_tcpSend"]) == 0
     out = capsys.readouterr().out
     assert "noisy neighbour" not in out and "--set benchmarks=b1_default|b6_tcpSend" in out
@@ -244,7 +245,7 @@ def _busy(pids: list[int]) -> bool:
 
 
 def test_the_noisy_neighbour_runs_its_workers_and_is_gone_after_the_block():
-    with bench.NoisyNeighbour(0.3, 0.2, 2) as hog:
+    with noisy_neighbour.NoisyNeighbour(0.3, 0.2, 2) as hog:
         deadline = time.monotonic() + 30
         while len(members := group_members(hog.proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -257,8 +258,8 @@ def test_the_noisy_neighbour_runs_its_workers_and_is_gone_after_the_block():
 
 def test_ctrl_c_stops_the_noisy_neighbour_too():
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt), bench.NoisyNeighbour(0.2, 0.2, 1) as hog:
-        assert signal.getsignal(signal.SIGTERM) is bench._terminate  # SIGTERM unwinds through the block too
+    with pytest.raises(KeyboardInterrupt), noisy_neighbour.NoisyNeighbour(0.2, 0.2, 1) as hog:
+        assert signal.getsignal(signal.SIGTERM) is noisy_neighbour._terminate  # SIGTERM unwinds through the block too
         raise KeyboardInterrupt
     assert group_members(hog.proc.pid) == [] and signal.getsignal(signal.SIGTERM) is before
 
@@ -267,8 +268,8 @@ def test_a_killed_benchmark_leaves_no_hog_behind(tmp_path):
     """SIGKILL gives the benchmark no say: the hog's workers see it gone and end of themselves."""
     code = (
         "import sys, time\n"
-        f"sys.path.insert(0, {str(paths.REPO / 'scripts')!r})\n"
-        "import bench_resolution as b\n"
+        f"sys.path.insert(0, {str(paths.REPO)!r})\n"
+        "from scripts import noisy_neighbour as b\n"
         "with b.NoisyNeighbour(0.2, 0.2, 2) as hog:\n"
         f"    open({str(tmp_path / 'pgid')!r}, 'w').write(str(hog.proc.pid))\n"
         "    time.sleep(600)\n"

@@ -13,7 +13,8 @@ import pytest
 
 from pirex.analysis import jpa
 from pirex.analysis import tables as T
-from pirex.core import experiment, proc
+from pirex.core import bundle, experiment, proc
+from pirex.core.bundle import Bundle
 from pirex.images import localregistry, publish, settings
 from pirex.images import platforms as plat
 from pirex.runner import compose
@@ -30,13 +31,14 @@ def requests(out):
 
 def test_quick_run_has_no_failed_request_and_gives_table3(built, tmp_path):
     out = compose.run("jpa-rest", TEST_TAG, tmp_path, "quick", ("customers=2000",))
-    rows = requests(out)
+    assert Bundle.open(out).status == "complete" and bundle.verify(out) == [], "a bundle, as every run writes"
+    rows = requests(out / "compose" / "0")
     assert len(rows) == 3 * 2000 and all(r["ok"] == "1" for r in rows)
     assert {r["operation"] for r in rows} == {"create-random", "read", "change-name"}
     assert all(int(r["service_time_ns"]) > 0 for r in rows), "the service reports its own time"
     record = json.loads((out / "compose.json").read_text())
     assert set(record["images"]) == {"postgres", "jpa-rest", "locust"}
-    results = jpa.analyse(jpa.runs_from_dirs({"docker": out}))
+    results = jpa.analyse(jpa.runs_from_bundle(out))
     assert sorted(r.operation for r in results) == ["change-name", "create-random", "read"]
     assert all(r.summary.n == 1000 and r.failed == 0 for r in results)  # the first half is warm-up
     assert "Change customer name" in T.markdown(jpa.table3(results))
@@ -109,7 +111,7 @@ def test_database_restart_mid_run_is_recorded_and_survived(built, tmp_path):
         )
         after = proc.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", web["ID"]], timeout=60).stdout
         assert after == started, "the service was not restarted"
-        results = jpa.analyse(jpa.runs_from_dirs({"docker": out}))  # Table 3 counts them apart, every one
+        results = jpa.analyse(jpa.runs_from_bundle(out))  # Table 3 counts them apart, every one
         assert sum(r.failed + r.warmup_failed for r in results) == len(failed)
     finally:
         proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, check=False, env=env)

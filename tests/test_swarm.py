@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from pirex.analysis import jpa
-from pirex.core import experiment, machine, proc
+from pirex.core import bundle, experiment, machine, proc
+from pirex.core.bundle import Bundle
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings
 from pirex.images import platforms as plat
@@ -92,6 +93,14 @@ def leftovers() -> list[str]:
     return out
 
 
+STEP = Path("swarm", "0")  # a `pirex swarm` bundle's one step: the driver's results
+
+
+def bundles(results: Path) -> list[Path]:
+    """The bundles `pirex swarm` wrote under results."""
+    return [m.parent for m in (results / "jpa-rest").glob("*/manifest.json")]
+
+
 def pirex_swarm(hosts, results: Path, *args: str) -> proc.Result:
     """What the user types on the laptop: pirex in the laptop's namespace, against its daemon."""
     laptop = hosts["laptop"]
@@ -136,10 +145,11 @@ def test_the_stack_runs_each_role_on_its_node_and_is_removed(swarm_hosts, tmp_pa
     hosts, nodes = swarm_hosts
     r = pirex_swarm(hosts, tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    [out] = (tmp_path / "jpa-rest").glob("swarm-*")
-    rows = list(csv.DictReader((out / "requests.csv").read_text().splitlines()))
+    [out] = bundles(tmp_path)
+    rows = list(csv.DictReader((out / STEP / "requests.csv").read_text().splitlines()))
     assert len(rows) == 3 * 30 and all(row["ok"] == "1" for row in rows), "no failed request"
     assert all(row["status"] == "200" for row in rows if row["operation"] == "read"), "pi-b's table, read from pi-a"
+    assert Bundle.open(out).status == "complete" and bundle.verify(out) == [], "a bundle, as every run writes"
     disk = machine.record(Path("/"), docker=False)["storage"]  # the nodes' / is this machine's
     for node, node_id in nodes.items():  # a record from every node, each taken on that node
         record = json.loads((out / f"machine-node-{node_id[:12]}.json").read_text())
@@ -149,7 +159,7 @@ def test_the_stack_runs_each_role_on_its_node_and_is_removed(swarm_hosts, tmp_pa
     for role, node in (("db", "pi-b"), ("web", "pi-a"), ("driver", "laptop")):
         record = json.loads((out / f"machine-{role}.json").read_text())
         assert record["node"]["hostname"] == node and record["before"]["hostname"] == node
-    assert len((out / "web-memory.csv").read_text().splitlines()) >= 2, "the service's heap, sampled"
+    assert len((out / STEP / "web-memory.csv").read_text().splitlines()) >= 2, "the service's heap, sampled"
     assert "placement: db on pi-b" in r.stdout and "web on pi-a" in r.stdout and "driver on laptop" in r.stdout
     label = jpa.placement(out)
     assert label.startswith("web pi-a (") and ", db pi-b (" in label and label.endswith("docker (host network)")
@@ -164,8 +174,8 @@ def test_the_overlay_variant_runs_without_iptables_in_the_namespaces(swarm_hosts
     hosts, _ = swarm_hosts
     r = pirex_swarm(hosts, tmp_path, "--network", "overlay")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    [out] = (tmp_path / "jpa-rest").glob("swarm-*")
-    rows = list(csv.DictReader((out / "requests.csv").read_text().splitlines()))
+    [out] = bundles(tmp_path)
+    rows = list(csv.DictReader((out / STEP / "requests.csv").read_text().splitlines()))
     assert len(rows) == 3 * 30 and all(row["ok"] == "1" for row in rows)
     assert jpa.placement(out).endswith("docker (overlay network)")
     assert not stack_left(hosts)
@@ -252,7 +262,7 @@ def test_a_killed_pirex_swarm_leaves_its_stack_which_doctor_reaps(swarm_hosts, t
         os.killpg(killed.pid, signal.SIGKILL)
         killed.wait(timeout=60)
     assert "pirex" in laptop.docker("stack", "ls", "--format", "{{.Name}}").stdout.split(), "left up by the kill"
-    [run] = (tmp_path / "jpa-rest").glob("swarm-*")
+    [run] = bundles(tmp_path)
     doctor = proc.run([*in_laptop, "doctor"], timeout=300, check=False, env=laptop.env)
     assert f"WARN  leftovers    stack pirex (run {run.name})" in doctor.stdout, doctor.stdout + doctor.stderr
     reaped = proc.run([*in_laptop, "doctor", "--reap"], timeout=300, check=False, env=laptop.env)
@@ -267,6 +277,6 @@ def test_a_role_that_fails_names_its_node_and_the_stack_is_removed(swarm_hosts, 
     assert r.returncode == 1
     [line] = r.stderr.strip().splitlines()
     assert f"the db role failed on node pi-b ({nodes['pi-b'][:12]})" in line and "No such image" in line, line
-    [out] = (tmp_path / "jpa-rest").glob("swarm-*")
+    [out] = bundles(tmp_path)
     assert (out / "stack" / "tasks.json").exists() and (out / "stack" / "record.log").read_text(), "logs kept"
     assert not stack_left(hosts)

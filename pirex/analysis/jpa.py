@@ -243,8 +243,10 @@ def setup_of(step: Step, soak: dict) -> str:
 
 
 def runs_from_bundle(bundle_path: Path, warmup: int | Mapping[str, int] | None = None) -> list[Run]:
-    """Every completed step of a bundle with a requests.csv; configuration = the variant."""
+    """Every completed step of a bundle with a requests.csv; configuration = the placement its roles' records name
+    (a `pirex swarm` bundle), else the variant."""
     b = open_bundle(bundle_path)
+    label = placement(b.path)
     machine = b.machine_before()
     device, storage = device_of(machine), storage_of(machine)
     soak = b.run_info().soak
@@ -255,7 +257,7 @@ def runs_from_bundle(bundle_path: Path, warmup: int | Mapping[str, int] | None =
             run = read_run(
                 f,
                 warmup,
-                configuration=step.variant,
+                configuration=label or step.variant,
                 device=device,
                 storage=storage,
                 run=b.run_id,
@@ -302,7 +304,8 @@ def runs_from_dirs(
 
 def placement(run_dir: Path) -> str | None:
     """The configuration of a split run from its hosts' records (`pirex compose jpa-rest --role ...` writes
-    machine-<role>.json): which machine and disk ran the web service and the database, and how; None without them.
+    machine-<role>.json into the run folder, `pirex swarm` into its bundle): which machine and disk ran the web
+    service and the database, and how; None without them.
     Configurations that swap the Pis or the disks (the paper's 3-6) come out as different labels."""
     records, how = {}, {}
     for role in ("web", "db"):
@@ -665,8 +668,9 @@ VIEWS: dict[str, str] = {}
 
 
 def run_dirs(root: Path) -> list[Path]:
-    """What `pirex table jpa-rest` finds under results/jpa-rest: bundles of `pirex run` and the run
-    folders of `pirex compose` (a requests.csv, no manifest)."""
+    """What `pirex table jpa-rest` finds under results/jpa-rest: bundles (of `pirex run`, `pirex compose`,
+    `pirex swarm`) and run folders (a requests.csv, no manifest: a split run's, whose hosts write it one command
+    each, and a plain `docker compose up`'s)."""
     return [f.parent for pattern in ("*/manifest.json", "*/requests.csv") for f in root.glob(pattern)]
 
 

@@ -273,3 +273,23 @@ def test_requests_in_flight_when_a_soak_stops_are_counted_apart(tmp_path):
     (r,) = jpa.analyse([run])
     assert r.in_flight == 1 and r.failed == 0
     assert any("In flight when the soak's clock stopped: 1 requests" in n for n in jpa.table3([r]).notes)
+
+
+def test_a_swarm_bundle_is_read_with_the_placement_its_roles_records_name(tmp_path):
+    """`pirex swarm` writes a bundle (runner/deployment_bundle.py) with machine-<role>.json at its top."""
+    b = Bundle.create(
+        tmp_path, "jpa-rest", "quick", PARAMS, ["swarm"], [("swarm", 0)], {}, {"version": "t", "commit": "c"}
+    )
+    b.write_machine(before=MACHINE)
+    for role, host in (("web", "pi-a"), ("db", "pi-b")):
+        (b.path / f"machine-{role}.json").write_text(
+            json.dumps({"role": role, "before": {**MACHINE, "hostname": host}})
+        )
+        (b.path / f"compose-{role}.json").write_text(json.dumps({"environment": {"NETWORK_MODE": "host"}}))
+    with b.step("swarm", 0) as d:
+        write_run(d, {"read": 1000, "create-random": 100, "change-name": 3000})
+    b.finish()
+    [r] = jpa.runs_from_bundle(b.path)
+    assert r.configuration.startswith("web pi-a (") and r.configuration.endswith("docker (host network)")
+    assert r.setup == "10,000 customers, 4 requests per operation, sequential operations", "its manifest's, not unknown"
+    assert jpa.run_dirs(tmp_path / "jpa-rest") == [b.path]

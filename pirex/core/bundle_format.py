@@ -45,6 +45,9 @@ on resume, by reuse (pirex reproduce) and by the analysis (read it with Bundle.r
     variants        {name: how it ran}; jvm: the JVM that ran; soak; preflight; requested; skipped_variants
     design          absent in older bundles, else as the manifest's; duet: absent, or a duet's CPU halves
                     {"halves": [cpu list, cpu list], "swapped": "every repetition", "unused_cpus", "shared_cores"}
+    deployment      absent, or the command that wrote the bundle: "compose" (`pirex compose`, one host) or "swarm"
+                    (`pirex swarm`); then its one step is <kind>/0/, the driver's outputs, and the records of the
+                    run's roles sit at its top (runner/deployment_bundle.py)
     extends         absent, or "<plan>@<repetitions before>": a later bundle of one plan (a budget's round, a
                     precision second stage), whose size was chosen from the data: never reused as a plain run
 

@@ -53,6 +53,11 @@ class RunInfo:
         return self._matrix.get("fallback")
 
     @property
+    def deployment(self) -> str | None:
+        """The command that wrote the bundle when it was a deployment's run (compose, swarm), or None: `pirex run`."""
+        return self.doc.get("deployment")
+
+    @property
     def cpus(self) -> str | None:
         return self.doc.get("cpus")
 

@@ -71,6 +71,7 @@ DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
 DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
 KEYS = set(schema.load("claims")["definitions"]["claim"]["properties"])  # a claim's keys: claims.schema.json
+ID = re.compile(schema.load("claims")["definitions"]["claim"]["properties"]["id"]["allOf"][1]["pattern"])  # its id's
 SETUP_LEVELS = ("kick-the-tires", "full")  # pirex reproduce --level (plan.LEVELS: each level's default profile)
 
 
@@ -238,7 +239,7 @@ def _where(doc: dict, at: tuple, problem: schema.Problem) -> str:
     named = len(at) > 2 and at[2] != "id" or len(at) == 2 and not problem.unknown
     if at[0] == "claims" and named and isinstance(doc["claims"][at[1]], dict):
         cid = doc["claims"][at[1]].get("id")
-        good = isinstance(cid, str) and re.fullmatch(r"[a-z0-9][a-z0-9-]*", cid)
+        good = isinstance(cid, str) and ID.match(cid)
         return schema.dotted(at[2:], start=f"claims[{at[1]}] ({cid})" if good else f"claims[{at[1]}]")
     return schema.dotted(at)
 

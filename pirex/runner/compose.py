@@ -15,12 +15,12 @@ import logging
 from pathlib import Path
 
 from pirex.core import experiment, machine, proc
-from pirex.core.bundle import sha256, utcnow
+from pirex.core.bundle import sha256
 from pirex.core.errors import PirexError
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings, sources
 from pirex.images import platforms as plat
-from pirex.runner import leftovers
+from pirex.runner import deployment_bundle, leftovers
 from pirex.runner.deployment import SECRET, masked
 
 log = logging.getLogger(__name__)
@@ -69,46 +69,51 @@ def run(
     with localregistry.local_registry():
         for name in images(experiment_id):
             refs[name] = sources.tagged_locally(name, tag, platform)
-    stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-    out = results_dir / exp.id / f"compose-{stamp}"
-    out.mkdir(parents=True)
-    out.chmod(0o777)  # the driver runs as the image's user
-    (out / "machine.json").write_text(json.dumps({"before": machine.record(out)}, indent=2) + "\n")
-    env = {
-        **numbers,
-        "PIREX_TAG": tag,
-        "PIREX_IMAGES": f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
-        "RESULTS_DIR": str(out.resolve()),
-    }
-    (out / "compose.json").write_text(
-        json.dumps(
-            {
-                "compose_file": str(file.relative_to(REPO)),
-                "compose_file_sha256": sha256(file),
-                "images": refs,
-                "environment": masked(env),
-                "profile": profile,
-                "deployment": "docker (one host, compose network)",
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    project = f"pirex-{exp.id}-{stamp.lower()}"
+    with deployment_bundle.writing(results_dir, exp, profile, sets, "compose", refs) as bundle:
+        out = bundle.path
+        bundle.write_machine(before=machine.record(out))
+        with deployment_bundle.driver_step(bundle) as step:
+            env = {
+                **numbers,
+                "PIREX_TAG": tag,
+                "PIREX_IMAGES": f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
+                "RESULTS_DIR": str(step.resolve()),
+            }
+            (out / "compose.json").write_text(
+                json.dumps(
+                    {
+                        "compose_file": str(file.relative_to(REPO)),
+                        "compose_file_sha256": sha256(file),
+                        "images": refs,
+                        "environment": masked(env),
+                        "profile": profile,
+                        "deployment": "docker (one host, compose network)",
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
+            _up(exp, file, out, env, timeout or _timeout(profile))
+            if not any(step.glob(exp.outputs[0]["path"])):
+                raise PirexError(f"the {exp.id} run wrote no {exp.outputs[0]['path']}; log in {out / 'compose.log'}")
+        bundle.write_machine(after=machine.record(out))
+    return out
+
+
+def _up(exp: experiment.Experiment, file: Path, out: Path, env: dict[str, str], timeout: float) -> None:
+    """`docker compose up` to the driver's end, its output in out/compose.log, and `down -v` on every exit path."""
+    project = f"pirex-{exp.id}-{out.name.lower()}"
     base = ["docker", "compose", "-p", project, "-f", str(file)]
     with leftovers.Owner(project, out):  # a kill leaves the project up: recorded, for doctor --reap
         leftovers.note("compose", project=project)
         try:
-            r = proc.run(
-                [*base, "up", "--exit-code-from", DRIVER], timeout=timeout or _timeout(profile), check=False, env=env
-            )
+            r = proc.run([*base, "up", "--exit-code-from", DRIVER], timeout=timeout, check=False, env=env)
             (out / "compose.log").write_text(r.stdout + r.stderr)
         finally:
             proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, check=False, env=env)
-    if r.returncode != 0 or not any(out.glob(exp.outputs[0]["path"])):
+    if r.returncode != 0:
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-25:])
         raise PirexError(f"the {exp.id} run failed (exit {r.returncode}); log in {out / 'compose.log'}:\n{tail}")
-    return out
 
 
 def _timeout(profile: str) -> float:

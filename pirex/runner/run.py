@@ -220,6 +220,8 @@ def _case_facts(matrix: experiment.Matrix) -> dict[str, runplan.CaseFacts]:
 
 
 def resume(path: Path, allow_concurrent: bool = False) -> Path:
+    if kind := Bundle.open(Path(path)).run_info().deployment:
+        raise PirexError(f"{path} is a run of `pirex {kind}`: one step, not resumed; run `pirex {kind}` again")
     with lock.measuring(allow_concurrent):
         bundle = Bundle.resume(Path(path).absolute())  # as in run(): docker -v needs absolute paths
         try:

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import yaml
 
-from pirex.core import experiment, proc
-from pirex.core.bundle import sha256, utcnow
+from pirex.core import experiment, machine, proc
+from pirex.core.bundle import sha256
 from pirex.core.errors import PirexError
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings
-from pirex.runner import deployment, leftovers, lock, samplers
+from pirex.runner import deployment, deployment_bundle, leftovers, lock, samplers
 
 log = logging.getLogger(__name__)
 
@@ -328,8 +328,9 @@ def run(
     images: str = "",
     timeout: float | None = None,
 ) -> Path:
-    """The whole run; returns the run folder (the experiment's outputs, machine-<role>.json,
-    compose-<role>.json, nodes.json, the samplers' CSVs, stack/ with each stage's file and the services' logs)."""
+    """The whole run; returns its bundle (runner/deployment_bundle.py): the step swarm/0/ with the experiment's
+    outputs and the samplers' CSVs; machine.json (this manager's), machine-node-<id>.json, machine-<role>.json,
+    compose-<role>.json, nodes.json, stack/ with each stage's file and the services' logs at its top."""
     exp, sw = swarm_of(experiment_id)
     if profile not in TIMEOUT:
         raise PirexError(f"--profile {profile!r}: expected one of {', '.join(TIMEOUT)}")
@@ -342,30 +343,31 @@ def run(
             f"a stack named {STACK} is already deployed (by hand, or a run still going): "
             f"`docker stack rm {STACK}` first"
         )
-    stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-    out = results_dir / exp.id / f"swarm-{stamp}"
-    out.mkdir(parents=True)
-    out.chmod(0o777)  # the driver runs as the image's user
-    reader = write_reader(out / "machine-reader.pyz")
-    hosts = {r: n["address"] for r, n in roles.items()}
-    env = environment(exp, profile, sets, network, tag, images, out, reader, hosts)
-    _write(out / "nodes.json", {"nodes": all_nodes, "placement": {r: n["id"] for r, n in roles.items()}})
-    stack = Stack(stack_file(sw), env, out, {n["id"]: n for n in all_nodes})
-    limit = timeout or TIMEOUT[profile]
-    with lock.measuring(), leftovers.Owner(out.name, out):  # the stack recorded: a kill leaves it to be reaped
-        leftovers.note("stack", name=STACK)
-        if network == "overlay":
-            leftovers.note("network", name=OVERLAY)
-            _overlay(True)
-        try:
-            _run_stages(exp, stack, roles, all_nodes, out, env, network, limit)
-        finally:
-            stack.keep_logs()
-            stack.remove()
-            if network == "overlay":
-                _overlay(False)
-    if missing := [o["path"] for o in exp.outputs if not (out / o["path"]).exists()]:
-        raise PirexError(f"the driver wrote no {', '.join(missing)}: see {out / 'stack' / f'{DRIVER}.log'}")
+    used = {"registry": images or f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}", "tag": tag}
+    with deployment_bundle.writing(results_dir, exp, profile, sets, "swarm", used) as bundle:
+        out = bundle.path  # records, stage files, logs; the driver's results go into the step
+        bundle.write_machine(before=machine.record(out))
+        reader = write_reader(out / "machine-reader.pyz")
+        _write(out / "nodes.json", {"nodes": all_nodes, "placement": {r: n["id"] for r, n in roles.items()}})
+        with deployment_bundle.driver_step(bundle) as step, lock.measuring():
+            hosts = {r: n["address"] for r, n in roles.items()}
+            env = environment(exp, profile, sets, network, tag, images, step, reader, hosts)
+            stack = Stack(stack_file(sw), env, out, {n["id"]: n for n in all_nodes})
+            with leftovers.Owner(out.name, out):  # the stack recorded: a kill leaves it to be reaped
+                leftovers.note("stack", name=STACK)
+                if network == "overlay":
+                    leftovers.note("network", name=OVERLAY)
+                    _overlay(True)
+                try:
+                    _run_stages(exp, stack, roles, all_nodes, out, step, env, network, timeout or TIMEOUT[profile])
+                finally:
+                    stack.keep_logs()
+                    stack.remove()
+                    if network == "overlay":
+                        _overlay(False)
+            if missing := [o["path"] for o in exp.outputs if not (step / o["path"]).exists()]:
+                raise PirexError(f"the driver wrote no {', '.join(missing)}: see {out / 'stack' / f'{DRIVER}.log'}")
+        bundle.write_machine(after=machine.record(out))
     return out
 
 
@@ -375,6 +377,7 @@ def _run_stages(
     roles: dict[str, dict],
     all_nodes: list[dict],
     out: Path,
+    step: Path,
     env: dict,
     network: str,
     limit: float,
@@ -413,7 +416,7 @@ def _run_stages(
         stack.deploy(stage.service)
         stack.wait(stage.service, stage.until, 1, left())
     stack.deploy(last.service)
-    with _sampled(exp, env, out) if network == "host" else contextlib.nullcontext():
+    with _sampled(exp, env, step) if network == "host" else contextlib.nullcontext():
         stack.wait(last.service, last.until, 1, left())
     if why := next(filter(None, map(stack.failure, sw.servers)), None):  # a role that died under load spoils the run
         raise PirexError(why)
