@@ -111,7 +111,7 @@ def test_database_restart_mid_run_is_recorded_and_survived(built, tmp_path):
         )
         after = proc.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", web["ID"]], timeout=60).stdout
         assert after == started, "the service was not restarted"
-        results = jpa.analyse(jpa.runs_from_bundle(out))  # Table 3 counts them apart, every one
+        results = jpa.analyse(jpa.runs_from_dirs({"docker": out}))  # Table 3 counts them apart, every one
         assert sum(r.failed + r.warmup_failed for r in results) == len(failed)
     finally:
         proc.run([*base, "down", "-v", "--timeout", "30"], timeout=300, check=False, env=env)
