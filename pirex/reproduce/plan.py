@@ -330,8 +330,8 @@ def matching_bundles(
         if commit is not None and b.commit != commit:
             continue
         run = _run_info(b)
-        if run is None or run.matrix != need.view or run.work_dir != need.storage:
-            continue  # another view, or another storage device's work directory
+        if run is None or run.matrix != need.view or run.work_dir != need.storage or run.deployment:
+            continue  # another view, another storage device's work directory, or a deployment's one run
         if run.doc.get("extends") != extends:
             continue
         if design_of(b) != need.design:

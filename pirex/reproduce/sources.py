@@ -97,6 +97,8 @@ def answering(need: plan.Need, given: list[Path]) -> list[Path]:
             continue
         if bundle.status != "complete" or bundle.experiment != need.experiment or info.matrix != need.view:
             continue
+        if info.deployment:  # `pirex compose` or `pirex swarm`: one run of a deployment, not a planned run's steps
+            continue
         if plan.design_of(bundle) != need.design:  # a duet's steps ran at once on half of the CPUs
             continue
         if need.design == plan.DUET and set(bundle.variants) != set(need.variants):

@@ -20,6 +20,7 @@ from pirex.core.paths import PAPERS, git_version
 from pirex.reproduce import claims, plan, reproduction, sources
 from pirex.reproduce.state import ReproductionState
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN, Ours, judge, ours
+from pirex.runner import deployment_bundle
 
 ICPE18 = yaml.safe_load((PAPERS / "icpe18" / "claims.yaml").read_text())
 
@@ -734,3 +735,15 @@ def test_a_rerun_of_an_artifact_reuses_and_resumes_only_bundles_that_ran_its_ima
     calls.clear()
     reproduction.run_with_runner(need, dataclasses.replace(opts, artifact_images={"jmh": ours}))
     assert [c[0] for c in calls] == ["resume"]
+
+
+def test_a_deployments_bundle_answers_no_need_even_one_naming_its_variant(tmp_path):
+    """`pirex compose` and `pirex swarm` write a bundle of one step (runner/deployment_bundle.py): not a planned run."""
+    jpa, here = experiment.load("jpa-rest"), machine.record(tmp_path, docker=False)
+    with deployment_bundle.writing(tmp_path, jpa, "quick", (), "swarm", {}) as b:
+        b.write_machine(before=here, after=here)
+        with deployment_bundle.driver_step(b):
+            pass
+    need = plan.Need("jpa-rest", None, "quick", ["swarm"])
+    assert sources.answering(need, [b.path]) == []
+    assert plan.matching_bundles(need, tmp_path, None, here, any_repetitions=True) == []

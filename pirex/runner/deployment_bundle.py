@@ -1,11 +1,12 @@
 """The bundle of a deployment's run (`pirex compose`, `pirex swarm`), as every run of pirex writes one: one step,
 `<kind>/0/`, that is the driver's RESULTS_DIR and ends holding its outputs (jpa-rest: requests.csv, summary.json)
 and the roles' samples; the run's own records beside it at the bundle's top, named as in a run folder
-(machine-<role>.json, compose-<role>.json, the logs). run.json's `deployment` names the command that wrote it, so
-the bundle is never taken for a `pirex run` of the experiment: its variant is the kind, which no claim compares.
+(machine-<role>.json, compose-<role>.json, the logs). run.json's `deployment` names the command that wrote it, and
+reproduce never takes the bundle for a `pirex run` of the experiment (reproduce/plan.py, sources.py).
 
-A run that fails keeps its bundle, marked failed, with its logs; the step's folder goes (Bundle.step), as a failed
-step's does in every run. A deployment's run is one step and is not resumed (runner/run.py: resume says so)."""
+A run that fails keeps its bundle, marked failed (partial when interrupted), with its logs; the step's folder goes
+(Bundle.step), as a failed step's does in every run. A deployment's run is one step and is not resumed
+(runner/run.py: resume says so)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def writing(
     images: dict,
 ) -> Iterator[Bundle]:
     """A new bundle results_dir/<experiment>/<run-id>/ for a deployment's run, finished on every exit path:
-    complete when the block's step completed, failed when the block raised."""
+    complete when the block's step completed, partial when Ctrl-C or SIGTERM stopped it (as any run), failed when
+    the block raised."""
     if kind not in KINDS:
         raise ValueError(f"kind {kind!r}: expected one of {KINDS}")
     parameters = exp.requested(profile, overrides=exp.overrides(list(sets)))
@@ -40,6 +42,9 @@ def writing(
     try:
         bundle.write_run_info({"deployment": kind})
         yield bundle
+    except (KeyboardInterrupt, SystemExit):
+        bundle.mark_interrupted()
+        raise
     except BaseException:
         bundle.finish(FAILED)
         raise

@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from pirex.core import experiment, machine, proc
-from pirex.core.bundle import sha256
+from pirex.core.bundle import Bundle, sha256
 from pirex.core.errors import PirexError
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings
@@ -465,8 +465,8 @@ def print_env(
 
 
 def describe(run_dir: Path) -> str:
-    """Which node ran which role, from the run folder's nodes.json."""
-    doc = json.loads((run_dir / "nodes.json").read_text())
+    """Which node ran which role, from the bundle's nodes.json."""
+    doc = Bundle.open(run_dir).json("nodes.json")
     by_id = {n["id"]: n for n in doc["nodes"]}
     return ", ".join(
         f"{role} on {by_id[i]['hostname']} ({i[:12]}, {by_id[i]['address']})" for role, i in doc["placement"].items()

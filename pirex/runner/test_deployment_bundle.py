@@ -63,3 +63,11 @@ def test_a_bad_parameter_is_named_before_a_bundle_is_made(tmp_path):
         with deployment_bundle.writing(tmp_path, JPA, "quick", ("frobnicate=1",), "compose", {}):
             pass
     assert not (tmp_path / "jpa-rest").exists()
+
+
+def test_an_interrupted_run_is_partial_as_any_run(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        with deployment_bundle.writing(tmp_path, JPA, "quick", (), "compose", {}) as b:
+            with deployment_bundle.driver_step(b):
+                raise KeyboardInterrupt
+    assert Bundle.open(b.path).status == "partial" and bundle.verify(b.path, complete=False) == []

@@ -1,3 +1,4 @@
+import json
 import re
 import subprocess
 import sys
@@ -6,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pirex.core.errors import PirexError
-from pirex.runner import swarm
+from pirex.runner import deployment_bundle, swarm
 
 JPA, SWARM = swarm.swarm_of("jpa-rest")
 
@@ -76,3 +77,12 @@ def test_the_machine_reader_runs_alone_and_its_log_gives_the_record_back(tmp_pat
     assert node == "n1" and record["schema"] == "pirex-machine/1" and record["cpu"]["cores"]
     assert record["capabilities"]["root"], "the capabilities probed on the node"
     assert swarm.records_from_log("pirex-record n2 1/2 abc\n") == {}, "a record missing a part is not taken"
+
+
+def test_describe_names_each_roles_node_from_the_bundle(tmp_path):
+    with deployment_bundle.writing(tmp_path, JPA, "quick", (), "swarm", {}) as b:
+        node = {"id": "n0123456789abcdef", "hostname": "pi-b", "address": "10.0.0.3"}
+        (b.path / "nodes.json").write_text(json.dumps({"nodes": [node], "placement": {"db": node["id"]}}))
+        with deployment_bundle.driver_step(b):
+            pass
+    assert swarm.describe(b.path) == "db on pi-b (n0123456789a, 10.0.0.3)"
