@@ -573,18 +573,10 @@ def markdown(
         .overlay(autoescape=False, keep_trailing_newline=True)
         .get_template("report.md")
         .render(
-            title=facts.title,
+            **_shared(facts, needs, missing, timing),
             counts=", ".join(f"{c} {k}" for k, c in counts(verdicts).items()),
-            facts=fact_rows(facts),
             images="; ".join(_image_text(i) for i in facts.images),
-            notes=facts.notes,
-            left_out=facts.left_out,
-            left_out_text=LEFT_OUT,
-            method=METHOD,
             groups=[_markdown_group(g, needs, facts.precision) for g in grouped],
-            columns=COLUMNS,
-            needs=_need_rows(needs),
-            timing=_timing_rows(timing),
             sections=[
                 {
                     "key": s.key,
@@ -593,10 +585,25 @@ def markdown(
                 }
                 for s in found
             ],
-            missing=missing,
-            deviations=claims_mod.deviations(),
         )
     )
+
+
+def _shared(facts: Facts, needs: Sequence[Need], missing: dict[str, str], timing: Sequence[Timing]) -> dict:
+    """What REPORT.md and report.html both show, in the same words."""
+    return {
+        "title": facts.title,
+        "facts": fact_rows(facts),
+        "notes": facts.notes,
+        "left_out": facts.left_out,
+        "left_out_text": LEFT_OUT,
+        "method": METHOD,
+        "columns": COLUMNS,
+        "needs": _need_rows(needs),
+        "timing": _timing_rows(timing),
+        "missing": missing,
+        "deviations": claims_mod.deviations(),
+    }
 
 
 def _markdown_group(g: Group, needs: Sequence[Need], precision: float | None) -> dict:
@@ -723,18 +730,10 @@ def html(
         _environment()
         .get_template("report.html")
         .render(
-            title=facts.title,
+            **_shared(facts, needs, missing, timing),
             counts=[{"word": k, "n": c, "cls": CLASS[k]} for k, c in counts(verdicts).items()],
-            facts=fact_rows(facts),
             images=facts.images,
-            notes=facts.notes,
-            left_out=facts.left_out,
-            left_out_text=LEFT_OUT,
-            method=METHOD,
             papers=[{"id": p, "title": titles[p], "groups": gs} for p, gs in papers.items()],
-            columns=COLUMNS,
-            needs=_need_rows(needs),
-            timing=_timing_rows(timing),
             sections=[
                 {
                     "key": s.key,
@@ -744,8 +743,6 @@ def html(
                 }
                 for s in found
             ],
-            missing=missing,
-            deviations=claims_mod.deviations(),
         )
     )
 
