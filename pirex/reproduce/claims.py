@@ -70,8 +70,9 @@ POINT_TEST = (  # why the rule contains went (issue 35), in its load error
 DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
 DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
-KEYS = set(schema.load("claims")["definitions"]["claim"]["properties"])  # a claim's keys: claims.schema.json
-ID = re.compile(schema.load("claims")["definitions"]["claim"]["properties"]["id"]["allOf"][1]["pattern"])  # its id's
+_CLAIM = schema.load("claims")["definitions"]["claim"]["properties"]  # claims.schema.json's claim
+KEYS = set(_CLAIM)  # a claim's keys
+ID = re.compile(_CLAIM["id"]["allOf"][1]["pattern"])  # a claim id's pattern
 SETUP_LEVELS = ("kick-the-tires", "full")  # pirex reproduce --level (plan.LEVELS: each level's default profile)
 
 

@@ -20,7 +20,7 @@ from pirex.core.errors import PirexError
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings, sources
 from pirex.images import platforms as plat
-from pirex.runner import deployment_bundle, leftovers
+from pirex.runner import deployment_bundle, leftovers, outputs
 from pirex.runner.deployment import SECRET, masked
 
 log = logging.getLogger(__name__)
@@ -94,8 +94,8 @@ def run(
                 + "\n"
             )
             _up(exp, file, out, env, timeout or _timeout(profile))
-            if not any(step.glob(exp.outputs[0]["path"])):
-                raise PirexError(f"the {exp.id} run wrote no {exp.outputs[0]['path']}; log in {out / 'compose.log'}")
+            if why := outputs.problem(exp.outputs, step):
+                raise PirexError(f"the {exp.id} run {why}; log in {out / 'compose.log'}")
         bundle.write_machine(after=machine.record(out))
     return out
 

@@ -30,7 +30,7 @@ from pirex.core.bundle import Bundle, sha256
 from pirex.core.errors import PirexError
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings
-from pirex.runner import deployment, deployment_bundle, leftovers, lock, samplers
+from pirex.runner import deployment, deployment_bundle, leftovers, lock, outputs, samplers
 
 log = logging.getLogger(__name__)
 
@@ -365,8 +365,8 @@ def run(
                     stack.remove()
                     if network == "overlay":
                         _overlay(False)
-            if missing := [o["path"] for o in exp.outputs if not (step / o["path"]).exists()]:
-                raise PirexError(f"the driver wrote no {', '.join(missing)}: see {out / 'stack' / f'{DRIVER}.log'}")
+            if why := outputs.problem(exp.outputs, step):
+                raise PirexError(f"the driver {why}: see {out / 'stack' / f'{DRIVER}.log'}")
         bundle.write_machine(after=machine.record(out))
     return out
 
