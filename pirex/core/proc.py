@@ -185,13 +185,15 @@ def terminate_group(
     *,
     kill_grace: float | None = None,
     first: int = signal.SIGTERM,
+    reap: bool = True,
 ) -> bool:
     """End a process group (a process started with start_new_session=True leads its own): SIGTERM (or `first`,
     e.g. SIGINT for a pirex that unwinds as on Ctrl-C) to the whole group, up to `grace` seconds for every member
     to end, then SIGKILL and up to `kill_grace` (default: grace) more. The leader is reaped when it is a child of
-    this process (through the Popen when one is given, so that its returncode is set). Idempotent: a group already
-    gone gets no signal. True once the group is gone; False when it outlived SIGKILL's wait, or belongs to another
-    user (this process may not signal it)."""
+    this process (through the Popen when one is given, so that its returncode is set); reap=False leaves that to
+    the thread that waits on its Popen (Groups: reaped here, its wait() would find no child and report exit status
+    0 for a killed command). Idempotent: a group already gone gets no signal. True once the group is gone; False
+    when it outlived SIGKILL's wait, or belongs to another user (this process may not signal it)."""
     popen = group if isinstance(group, subprocess.Popen) else None
     pgid = popen.pid if popen else int(group)
 
@@ -199,7 +201,7 @@ def terminate_group(
         alive = group_alive(pgid)  # before reaping: a leader that ends in between is then a zombie, reaped here
         if popen is not None:
             popen.poll()
-        else:
+        elif reap:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pgid, os.WNOHANG)
         return not alive
@@ -287,7 +289,7 @@ class Groups:
                 self._running.add(pgid)
                 late = self.stopping
             if late:  # started while stop() went round: end it as stop() would have
-                terminate_group(pgid)
+                terminate_group(pgid, reap=False)
 
         if self.stopping:
             raise PirexError(f"not started, the commands are being stopped: {' '.join(map(str, args))[:200]}")
@@ -302,8 +304,8 @@ class Groups:
         with self._lock:
             self.stopping = True
             groups = list(self._running)
-        for pgid in groups:
-            terminate_group(pgid, grace)
+        for pgid in groups:  # each is reaped by the run() that waits on it, which then returns its signal
+            terminate_group(pgid, grace, reap=False)
 
 
 def retry(

@@ -231,3 +231,16 @@ def test_groups_stop_ends_what_runs_in_other_threads_and_refuses_what_comes_afte
     assert not proc.group_alive(pgids[0])
     with pytest.raises(PirexError, match="not started, the commands are being stopped"):
         groups.run(["true"], timeout=10)
+
+
+def test_ending_a_group_another_thread_waits_on_leaves_its_exit_status_to_that_wait():
+    """Groups.stop ends groups whose Popen another thread waits on: reaping the leader here made that wait find no
+    child, and Python's subprocess then reports exit status 0: a killed command read as a success (it failed CI once
+    under load, as test_groups_stop_ends_what_runs_in_other_threads_and_refuses_what_comes_after). reap=False leaves
+    the status to the Popen's own wait."""
+    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    assert proc.terminate_group(p.pid, grace=10, reap=False)
+    assert p.wait(timeout=30) == -signal.SIGTERM
+    reaped = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    assert proc.terminate_group(reaped.pid, grace=10)  # reaps it: what Groups must not do
+    assert reaped.wait(timeout=30) == 0  # the status was taken: Popen finds no child and says 0
