@@ -187,6 +187,7 @@ claims:
   - id: devices-agree
     where: section 1, three identical hosts
     says: identical devices give the same B1 throughput (within 50 %, wide for three hosts sharing two CPUs)
+    scope: three hosts of one kind, in network namespaces of one machine
     experiment: jmh
     variants: [native]
     across: devices
@@ -197,6 +198,7 @@ claims:
   - id: b1-runs
     where: section 1, each host
     says: B1 is faster than B3 on every host
+    scope: any machine with a JVM
     experiment: jmh
     variants: [native]
     ratio: {numerator: {metric: B1, variant: native}, denominator: {metric: B3, variant: native}}

@@ -24,6 +24,7 @@ claims:
   - id: b5-storage
     where: section 1, B5 with its file on each storage device
     says: synced file writes depend on the storage device
+    scope: one machine with two storage devices of different speed
     experiment: jmh
     variants: [native]
     across: storages

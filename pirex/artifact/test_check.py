@@ -130,7 +130,8 @@ def test_an_example_may_hold_private_placeholders_but_no_public_address():
 def test_a_claim_without_a_command_fails_with_its_id(artifact):
     claims = artifact / "source" / "analysis" / PAPER / "claims.yaml"
     claims.write_text(
-        claims.read_text() + "  - id: no-command\n    where: Table 9\n    says: a claim that no experiment runs\n"
+        claims.read_text()
+        + "  - id: no-command\n    where: Table 9\n    says: a claim that no experiment runs\n    scope: any machine\n"
     )
     pack.write_sums(artifact)
     code, lines = _check(artifact)

@@ -109,8 +109,8 @@ def machine(work_dir: Path, no_docker: bool) -> None:
 @click.command()
 @click.option("--work-dir", type=click.Path(path_type=Path), default=".", show_default=True)
 @click.option("--io-heavy", is_flag=True, help="The experiment writes a lot (warn about SD cards).")
-@click.option("--min-free-disk-mb", type=int, default=0, show_default=True)
-@click.option("--min-free-mem-mb", type=int, default=0, show_default=True)
+@click.option("--min-free-disk-mb", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--min-free-mem-mb", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--reap", is_flag=True, help="Remove what killed runs left (containers, mounts, processes, settings).")
 @click.option(
     "--fix",

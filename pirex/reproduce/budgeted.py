@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
 
-import numpy as np
-
 from pirex.analysis import precision as prec
 from pirex.analysis.interface import RunValue
 from pirex.core.bundle import DUET, Bundle
@@ -229,8 +227,7 @@ class Reading:
                 e = edges(v.claim)
             except ValueError:
                 continue
-            sd = float(np.std(o.log_ratios, ddof=1))
-            out.append(budget.Pending(key, n.key, o.interval.value, sd, self.counts[n.key], e))
+            out.append(budget.Pending(key, n.key, o.interval.value, o.spread, self.counts[n.key], e))
         return out
 
 

@@ -2,6 +2,11 @@
 a load error naming the file and the key. A claim:
 
     id, where (table and line, or section), says (in our own words)
+    scope                                             the facts of a machine (and a run) the claim is about, in
+        words: the kind of board or machine, cores, storage, framework (required: a claim says where it can speak);
+        the ones pirex checks are its needs
+    harness: why                                      the workload makes it true by construction (less recursion
+        is less work): a check that the harness works, reported apart from the replication verdicts
     experiment, view (a matrix of it), variants        what it needs run (absent: nothing runs here)
     setup: {full: PROFILE, kick-the-tires: PROFILE}   the profile of the experiment its paper's numbers came from,
         per level of `pirex reproduce` (absent: paper at full, quick at kick-the-tires); SSP'17 ran SPASS-meter at
@@ -27,7 +32,11 @@ a load error naming the file and the key. A claim:
     device_dependent: why only the direction is judged
     needs: [a capability of the machine record (pirex/core/capabilities.py: cpufreq, pmu, function_graph, root, swap),
             devices:N, storages:N, pi or server (the kind of machine a paper's words are about: the thesis's Pi
-            and server behave differently, so each kind has its claim), or a need the file declares]
+            and server behave differently, so each kind has its claim), threads:N (at least N hardware threads:
+            the thesis's server had 40, and its concurrent runs idle cores beside four), or a need the file declares]
+    A claim that compares a matrix case with its base where the case changes nothing on this machine (pinned to
+    every CPU, a governor already in effect, swap off where there is none) is not run here: "not informative here"
+    (plan.vacuous_cases), and costs no repetitions.
 
 Claims across machines (needs devices:N) or storage devices (needs storages:N) say `across: devices|storages`:
     metrics: [m, ...], rule: equivalent, margin   the devices agree: every pair of devices' means of each metric
@@ -40,6 +49,11 @@ Claims across machines (needs devices:N) or storage devices (needs storages:N) s
         direction per size, one side of x and the other (the thesis: the server faster up to about 32 MB)
     rule different (margin): a change either way beyond the margin (the storage's direction reported)
 
+A paper declares its stand-ins under the top-level `stand_ins`: metric -> {for (the metric it replaces), shares
+(what it has of the original's mechanism), cannot (what it cannot show)}. A verdict judged on a stand-in's metric
+(a metric list's fallback, e.g. [spass-meter, kieker-dump]) is a stand-in check, reported apart from the replication
+verdicts with what it shows and what it cannot.
+
 A paper declares what its claims need beyond the machine's capabilities (a bring-your-own tool, a licensed
 kit) under the top-level `needs`: name -> {what, how (what to do about it), and how to check it: glob (a
 path pattern in this checkout that exists once it is there) or capability (one of the machine's); neither:
@@ -49,6 +63,7 @@ pirex cannot provide it at all}.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -70,16 +85,37 @@ POINT_TEST = (  # why the rule contains went (issue 35), in its load error
 DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
 DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
+THREADS = re.compile(r"^threads:([1-9]\d*)$")  # at least N hardware threads (the thesis's server: 40)
 _CLAIM = schema.load("claims")["definitions"]["claim"]["properties"]  # claims.schema.json's claim
 KEYS = set(_CLAIM)  # a claim's keys
 ID = re.compile(_CLAIM["id"]["allOf"][1]["pattern"])  # a claim id's pattern
-SETUP_LEVELS = ("kick-the-tires", "full")  # pirex reproduce --level (plan.LEVELS: each level's default profile)
+SETUP_LEVELS = ("kick-the-tires", "full")
+# the keys that say how a measurement judges a claim: meaningless, so refused, on a claim without an experiment
+MEASURING = {"view", "variants", "ratio", "published", "rule", "tolerance", "margin", "metrics", "sides", "crossover"}
+MEASURING |= {"edge", "setup", "across"}  # pirex reproduce --level (plan.LEVELS: each level's default profile)
 
 
 @dataclass(frozen=True)
 class Side:
     metrics: tuple[str, ...]  # the first one present is used
     variant: str
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A metric that stands in for another where that one cannot run here (SPASS-meter is bring-your-own): what it
+    replaces, what it shares with the original and what it cannot show. A verdict judged on it is a stand-in
+    check, reported apart from the replication verdicts (report.evidence)."""
+
+    metric: str
+    replaces: str
+    shares: str
+    cannot: str
+
+    def names(self, metric: str) -> bool:
+        """Whether a run value's metric is of this stand-in: the metric itself or one of its spreads and counts
+        ("kieker-dump sd", "kieker-dump interrupts timer"), alone or in a ratio "a / b"."""
+        return any(m == self.metric or m.startswith(self.metric + " ") for m in metric.split(" / "))
 
 
 @dataclass(frozen=True)
@@ -107,6 +143,13 @@ class Claim:
     crossover: tuple[float, str, str] | None = None  # (at, direction below, direction above), per {size}
     edge: float = 0.0  # beyond: the ratio the whole interval must lie past ("more than 98 % fewer": 0.02)
     setup: tuple[tuple[str, str], ...] = ()  # (level, profile): the paper's setup where not the level's default
+    scope: str = ""  # the facts of a machine (and a run) the claim is about, in words; `needs` holds the checked ones
+    harness: str = ""  # why the workload makes it true by construction: a harness check, not evidence on the paper
+    stand_ins: tuple[StandIn, ...] = ()  # the paper's stand-ins among its metrics: a verdict on one is a stand-in check
+
+    def stand_in(self, metric: str) -> StandIn | None:
+        """The stand-in a verdict's metric (verdict.Ours.metric) is of, or None."""
+        return next((s for s in self.stand_ins if s.names(metric)), None)
 
     def profile(self, level: str, default: str) -> str:
         """The profile a run for this claim uses at a level: its paper's setup, else the level's default."""
@@ -165,6 +208,7 @@ class Paper:
     claims: tuple[Claim, ...] = field(default_factory=tuple)
     path: Path = Path()
     needs: dict[str, Requirement] = field(default_factory=dict)
+    stand_ins: dict[str, StandIn] = field(default_factory=dict)  # by metric
 
 
 def deviations() -> list[str]:
@@ -210,7 +254,16 @@ def parse(doc: Any, path: Path) -> Paper:
             raise _fail(path, f"claims[{i}].id", "an id not used by another claim", claim.id)
         seen.add(claim.id)
         claims.append(claim)
-    return Paper(paper, title=doc["title"], claims=tuple(claims), path=path, needs=requirements)
+    stand_ins = {m: StandIn(m, d["for"], d["shares"], d["cannot"]) for m, d in doc.get("stand_ins", {}).items()}
+    claims = [_with_stand_ins(c, stand_ins.values()) for c in claims]
+    return Paper(paper, title=doc["title"], claims=tuple(claims), path=path, needs=requirements, stand_ins=stand_ins)
+
+
+def _with_stand_ins(claim: Claim, stand_ins: Iterable[StandIn]) -> Claim:
+    """The claim with the stand-ins its metrics name (a metric list's fallback, e.g. kieker-dump for spass-meter)."""
+    metrics = [*claim.metrics, *(m for s in (claim.numerator, claim.denominator) if s for m in s.metrics)]
+    found = tuple(s for s in stand_ins if any(s.names(m) for m in metrics))
+    return dataclasses.replace(claim, stand_ins=found) if found else claim
 
 
 def _known_needs(declared: Iterable[str]) -> tuple[str, ...]:
@@ -264,8 +317,8 @@ def _claim(c: dict, path: Path, where: str, paper: str, declared: set[str]) -> C
     """One claim of claims.yaml: its needs and words, then the experiment that measures it, if any."""
     needs = c.get("needs", [])
     known = _known_needs(declared)
-    if not all(n in known or COUNTED.match(n) for n in needs):
-        raise _fail(path, f"{where}.needs", f"a list among {', '.join(known)}, devices:N, storages:N", needs)
+    if not all(n in known or COUNTED.match(n) or THREADS.match(n) for n in needs):
+        raise _fail(path, f"{where}.needs", f"a list among {', '.join(known)}, devices:N, storages:N, threads:N", needs)
     base = {
         "paper": paper,
         "id": c["id"],
@@ -273,11 +326,19 @@ def _claim(c: dict, path: Path, where: str, paper: str, declared: set[str]) -> C
         "says": c["says"],
         "needs": tuple(needs),
         "device_dependent": c.get("device_dependent") or "",
+        "scope": c["scope"],
+        "harness": c.get("harness") or "",
     }
     exp_id = c.get("experiment")
     if exp_id is None:
-        if "ratio" in c:
-            raise _fail(path, f"{where}.experiment", "the experiment that measures the ratio", None)
+        # a claim nothing measures judges nothing: what would judge it is an error, not ignored (a rule unchecked)
+        if measuring := sorted(set(c) & MEASURING):
+            raise _fail(
+                path,
+                f"{where}.experiment",
+                f"the experiment that measures it (the claim gives {', '.join(measuring)})",
+                None,
+            )
         return Claim(**base)
     exp, view = _runs(c, exp_id, path, where, base)
     across = _across(c, needs, path, where)
@@ -286,6 +347,10 @@ def _claim(c: dict, path: Path, where: str, paper: str, declared: set[str]) -> C
     if "metrics" in c:
         return _agreement(c, path, where, base)
     if "ratio" not in c:
+        if across is not None or "rule" in c:
+            raise _fail(
+                path, f"{where}.ratio", "a ratio or, across devices or storages, metrics: what the rule reads", None
+            )
         return Claim(**base)
     return _ratio_claim(c, path, where, base, exp, view, across)
 

@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex.core import capabilities, experiment
+from pirex.core import capabilities, cpuset, experiment
 from pirex.core.bundle import DUET, Bundle, RunInfo, Step, from_iso
 from pirex.core.errors import PirexError
 from pirex.core.experiment import AA_SUFFIX
 from pirex.core.machine import MachineRecord, RecordLike
 from pirex.core.paths import REPO
 from pirex.reproduce.claims import Claim, Requirement
+from pirex.runner import host
 
 LEVELS = {"kick-the-tires": "quick", "full": "paper"}
 INTERLEAVED = "interleaved"
@@ -82,17 +83,27 @@ def calibration_score(
     return best
 
 
-def missing(record: RecordLike, requirements: dict[str, Requirement], here: bool = True) -> dict[str, str]:
+class Missing(dict):
+    """What a machine cannot do (need name -> the reason), and the facts a claim's counted needs are read against:
+    its hardware threads (threads:N). A plain dict is a machine whose threads are not known."""
+
+    threads: int | None = None
+
+
+def missing(record: RecordLike, requirements: dict[str, Requirement], here: bool = True) -> Missing:
     """What this machine cannot do, by the names claims use in `needs`, with the reason: its capabilities as
-    the machine record has them, and what the papers declare beyond them (a bring-your-own tool, a kit).
-    here=False: the record is another machine's, so one without capabilities is not probed here."""
+    the machine record has them, what the papers declare beyond them (a bring-your-own tool, a kit), and the
+    matrix cases that would change nothing here (vacuous_cases). here=False: the record is another machine's, so one
+    without capabilities is not probed here."""
     rec = MachineRecord.of(record)
     caps = rec.capabilities
     if caps is None and here:  # a record taken before capabilities were recorded: probe them now, on this machine
         caps = capabilities.probe(Path(rec.work_dir or "."))
     caps = caps or {}
-    out = capabilities.missing(caps)
+    out = Missing(capabilities.missing(caps))
+    out.threads = rec.cores
     out |= kind_missing(rec)
+    out |= vacuous_cases(rec, here)
     for name, r in requirements.items():
         if r.capability:
             there = r.capability not in out
@@ -112,11 +123,66 @@ def kind_missing(record: RecordLike) -> dict[str, str]:
     return {"pi": "this machine is not a Raspberry Pi; the claim is about the paper's Pi"}
 
 
+def case_key(exp: str, view: str, case: str) -> str:
+    """A matrix case's name among a machine's Missing: what the report lists and blocked() looks up."""
+    return f"case {case} of {exp}[{view}]"
+
+
+NOT_INFORMATIVE = "not informative here: the case equals its base"
+
+
+def vacuous_cases(record: RecordLike, here: bool = True) -> dict[str, str]:
+    """The matrix cases whose own change is already in force on this machine, so that comparing one with its base
+    is an A/A run that supports nothing (issue 51: two-cores pinned to CPUs 0-1 on a machine of two CPUs), with why.
+    On this machine what the runner would note (runner.host.notes: CPUs, governor, swap); on another machine's
+    record only the CPUs, from its core count."""
+    cores = MachineRecord.of(record).cores
+    out = {}
+    for exp_id in experiment.available():
+        exp = experiment.load(exp_id)
+        for view, matrix in exp.matrices.items():
+            for case in matrix.cases:
+                resolved, base = matrix.resolved(case.name), host.base_of(matrix, case.name)
+                if base is None:
+                    continue
+                if here:
+                    notes = host.notes(resolved, base=base)
+                    why = [line.split(": ", 1)[1] for line in notes.lines if line.startswith(host.SAME_AS_BASE)]
+                elif resolved.cpus and resolved.cpus != base.cpus and cores:
+                    every = cpuset.parse_cpus(resolved.cpus) == set(range(cores))
+                    why = [f"CPUs {resolved.cpus} are every CPU that machine has"] if every else []
+                else:
+                    why = []
+                if why:
+                    out[case_key(exp_id, view, case.name)] = f"{NOT_INFORMATIVE} ({case.base}): {'; '.join(why)}"
+    return out
+
+
+def _vacuous(claim: Claim, missing: dict[str, str]) -> str | None:
+    """Why the claim compares a case with its own base where the case changes nothing (vacuous_cases), or None."""
+    if not claim.view or claim.numerator is None or claim.denominator is None:
+        return None
+    sides = (claim.numerator.variant, claim.denominator.variant)
+    matrix = experiment.load(claim.experiment).matrices.get(claim.view)
+    for case, other in (sides, sides[::-1]):
+        why = missing.get(case_key(claim.experiment, claim.view, case))
+        if why and matrix is not None and case in {c.name for c in matrix.cases}:
+            if matrix.case(case).base == other:
+                return why
+    return None
+
+
 def blocked(claim: Claim, missing: dict[str, str], devices: int | None = 1, storages: int | None = 1) -> str | None:
     """Why this machine (these devices: --inventory, --bundles; these storages: --storage) cannot judge the
-    claim, or None. devices/storages None: not counted here (the bundles' groups are, when judged)."""
+    claim, or None. devices/storages None: not counted here (the bundles' groups are, when judged). A claim that
+    compares a case with its base where the case changes nothing is not informative here, and costs nothing."""
+    threads = getattr(missing, "threads", None)
     for n in claim.needs:
         kind, _, count = n.partition(":")
+        if kind == "threads":
+            if threads is not None and threads < int(count):
+                return f"needs at least {count} hardware threads (the paper's machine); this machine has {threads}"
+            continue
         if count:
             have = devices if kind == "devices" else storages
             if have is not None and have < int(count):
@@ -128,7 +194,7 @@ def blocked(claim: Claim, missing: dict[str, str], devices: int | None = 1, stor
                 return f"needs {count} storage devices (mounts): give each with --storage PATH"
         elif n in missing:
             return missing[n]
-    return None
+    return _vacuous(claim, missing)
 
 
 def needs(

@@ -27,7 +27,7 @@ from pirex.core.machine import MachineRecord, RecordLike
 from pirex.core.paths import PAPERS
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce.plan import LEVELS, MIN_REPETITIONS, Need
-from pirex.reproduce.verdict import CONFIDENCE, Verdict, verdict_level
+from pirex.reproduce.verdict import CONFIDENCE, EVIDENCE, HARNESS, REPLICATION, Verdict, verdict_level
 
 Timing = tuple[str, float | None, float]  # a run's key, its estimate and what it took (seconds)
 MARK = {HOLDS: HOLDS, DIFFERS: DIFFERS.upper(), INCONCLUSIVE: INCONCLUSIVE, NOT_RUN: NOT_RUN}
@@ -104,10 +104,32 @@ def _aa(v: Verdict) -> str:
     return v.ours.aa.text(4) if v.ours and v.ours.aa else "-"
 
 
+def verdict_word(v: Verdict) -> str:
+    """The verdict as a table shows it: its word, "(indicative)" at small counts, and what it is evidence of where
+    that is not a replication of the paper's claim."""
+    word = MARK[v.verdict] + (" (indicative)" if v.indicative and v.ours else "")
+    return word + (f" ({v.evidence})" if v.verdict != NOT_RUN and v.evidence != REPLICATION else "")
+
+
+def evidence_text(v: Verdict) -> str:
+    """What a check shows and what it cannot (appended to its reason); "" for a replication."""
+    if v.verdict == NOT_RUN:
+        return ""
+    if v.evidence == HARNESS:
+        return f"a harness check, no evidence on the paper: {v.claim.harness}"
+    if (s := v.stand_in) is not None:
+        return f"checked on a stand-in, {s.metric} for {s.replaces}: it shares {s.shares}; it cannot show {s.cannot}"
+    return ""
+
+
+def why_text(v: Verdict) -> str:
+    return "; ".join(x for x in (v.reason, evidence_text(v)) if x)
+
+
 def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
     out = []
     for v in verdicts:
-        verdict = MARK[v.verdict] + (" (indicative)" if v.indicative and v.ours else "")
+        verdict = verdict_word(v)
         metric = f" ({v.ours.metric})" if v.ours else ""
         out.append(
             [
@@ -117,7 +139,7 @@ def rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
                 _ours(v) + metric,
                 _aa(v),
                 verdict,
-                v.reason,
+                why_text(v),
             ]
         )
     return out
@@ -177,7 +199,7 @@ def summary(
         rest = sum(len(ids) for ids in list(by_reason.values())[max(room - 1, 0) :])
         groups = groups[: max(room - 1, 0)] + [f"not run here  {rest} more claims: see the report"] * bool(room)
     lines += groups
-    lines.append(", ".join(f"{n} {k}" for k, n in counts(verdicts).items() if n) + _took_text(took, attempts, " in "))
+    lines.append(count_text(verdicts) + _took_text(took, attempts, " in "))
     if report:
         lines.append(f"report: {report}")
     return "\n".join(lines)
@@ -196,6 +218,7 @@ def _judged_lines(judged: Sequence[Verdict], folded: Sequence[str], width: int) 
             continue
         ours = v.ours.interval.text(4) if v.ours and v.ours.interval.has_interval else v.reason
         on = f" on {v.device}" if v.device else ""
+        on += f" ({v.evidence})" if v.evidence != REPLICATION else ""
         text = f"{MARK[v.verdict]:<13} {v.claim.paper}:{v.claim.id:<24} paper {v.published_text:>7}  ours {ours}{on}"
         out.append((text, v.verdict, 1))
     return out
@@ -244,8 +267,45 @@ def _within(lines: Sequence[tuple[str, str, int]], room: int) -> list[str]:
     return [t for t, _, _ in keep] + [f"{'...':<13} not shown here: {what} (see the report)"]
 
 
-def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
-    return {k: sum(v.verdict == k for v in verdicts) for k in MARK}
+def counts(verdicts: Sequence[Verdict], evidence: str = REPLICATION) -> dict[str, int]:
+    """Verdicts by kind among those of one kind of evidence (the replications: what supports or refutes a paper),
+    and every claim not run here."""
+    return {
+        k: sum(v.verdict == k and (k == NOT_RUN or v.evidence == evidence) for v in verdicts)
+        for k in MARK
+        if k != NOT_RUN or evidence == REPLICATION
+    }
+
+
+def count_groups(verdicts: Sequence[Verdict]) -> list[tuple[str, dict[str, int]]]:
+    """The counts the summary and the report's top give, in order: the replication verdicts (holds, differs,
+    inconclusive), then the stand-in checks and the harness checks where there are any, then the claims not run here:
+    [(label, {kind: n})], the replications' label "" (issue 51)."""
+    rep = counts(verdicts)
+    away = rep.pop(NOT_RUN)
+    out = [("", rep)]
+    for kind in EVIDENCE[1:]:
+        c = counts(verdicts, kind)
+        if any(c.values()):
+            out.append((f"{kind}s", c))
+    return out + [("", {NOT_RUN: away})]
+
+
+def count_text(verdicts: Sequence[Verdict], zeros: bool = False) -> str:
+    """ "11 holds, 2 differs, 9 inconclusive; stand-in checks: 5 holds, 3 inconclusive; 28 not run here": without
+    checks the line it always was ("11 holds, 2 differs, 9 inconclusive, 28 not run here"). zeros: every kind of the
+    replications and not run here, even at 0 (REPORT.md's top)."""
+    groups = count_groups(verdicts)
+    rep, away = groups[0][1], groups[-1][1]
+    checks = groups[1:-1]
+
+    def joined(c: dict[str, int], keep: bool) -> str:
+        return ", ".join(f"{n} {k}" for k, n in c.items() if n or keep)
+
+    if not checks:
+        return joined(rep | away, zeros)
+    parts = [joined(rep, zeros), *(f"{label}: {joined(c, False)}" for label, c in checks), joined(away, zeros)]
+    return "; ".join(p for p in parts if p)
 
 
 def duration(seconds: float) -> str:
@@ -574,7 +634,7 @@ def markdown(
         .get_template("report.md")
         .render(
             **_shared(facts, needs, missing, timing),
-            counts=", ".join(f"{c} {k}" for k, c in counts(verdicts).items()),
+            counts=count_text(verdicts, zeros=True),
             images="; ".join(_image_text(i) for i in facts.images),
             groups=[_markdown_group(g, needs, facts.precision) for g in grouped],
             sections=[
@@ -731,7 +791,12 @@ def html(
         .get_template("report.html")
         .render(
             **_shared(facts, needs, missing, timing),
-            counts=[{"word": k, "n": c, "cls": CLASS[k]} for k, c in counts(verdicts).items()],
+            counts=[
+                {"word": f"{k} ({label[:-1]})" if label else k, "n": c, "cls": CLASS[k]}
+                for label, group in count_groups(verdicts)
+                for k, c in group.items()
+                if c or not label
+            ],
             images=facts.images,
             papers=[{"id": p, "title": titles[p], "groups": gs} for p, gs in papers.items()],
             sections=[

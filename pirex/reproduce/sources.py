@@ -81,6 +81,8 @@ def check(opts, given: list[Path]) -> dict[str, dict]:
     resolved = [s.resolve() for s in opts.storages]
     if len(set(resolved)) != len(resolved):
         raise PirexError("--storage: the same directory twice: give two storage devices")
+    if len(resolved) == 1:  # the claims across storages compare two: one would run and judge nothing
+        raise PirexError(f"--storage {opts.storages[0]}: one storage device; give two (--storage A --storage B)")
     return fleet.inventory_hosts(opts.inventory) if opts.inventory else {}
 
 

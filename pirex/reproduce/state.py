@@ -5,7 +5,8 @@ budget's design), what the report's verdicts are kept as (artifact/rerun.py comp
 artifact packs (artifact/pack.py). `ReproductionState.read` opens it (a missing or unreadable file, or a key of the
 wrong type, is one PirexError naming the file); `write` saves it atomically (a temporary file renamed over it), with
 the same keys and values in the same order as every earlier version: a reproduction started by one resumes with the
-next. A key an older state.json lacks reads as the default the reproduction took for it."""
+next. A key an older state.json lacks reads as the default the reproduction took for it; a key pirex never writes (a
+newer pirex's, or an edit) is refused by name, since resuming would silently drop what it says."""
 
 from __future__ import annotations
 
@@ -122,7 +123,6 @@ class ReproductionState:
     verdicts: dict[str, str] | None = None  # verdict key (reproduction.verdict_key) -> verdict, once judged
     reasons: dict[str, str] | None = None  # and its reason
     left_out: dict[str, str] | None = None  # bundles that failed verification: path -> why
-    extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as they were
 
     @classmethod
     def read(cls, folder: Path) -> ReproductionState:
@@ -143,6 +143,11 @@ class ReproductionState:
         """The state of a parsed state.json (path: named in the error when a key has the wrong type)."""
         if not isinstance(doc, dict):
             raise PirexError(f"{path}: not a JSON object but {type(doc).__name__}: {WHAT_TO_DO}")
+        if unknown := [k for k in doc if k not in _TYPES]:  # a newer pirex's, or an edit: resuming would drop them
+            raise PirexError(
+                f"{path}: keys pirex never writes: {', '.join(map(repr, unknown))} (a newer pirex's state, or edited "
+                f"by hand): {WHAT_TO_DO}"
+            )
         for key, want in _TYPES.items():
             value = doc.get(key)
             if value is not None and (not isinstance(value, want) or (isinstance(value, bool) and want is not bool)):
@@ -183,7 +188,6 @@ class ReproductionState:
             verdicts=has("verdicts"),
             reasons=has("reasons"),
             left_out=has("left_out"),
-            extra={k: v for k, v in doc.items() if k not in _TYPES},
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -221,7 +225,7 @@ class ReproductionState:
             "left_out": self.left_out,
         }
         doc.update((k, v) for k, v in later.items() if v is not None)
-        return {**doc, **self.extra}
+        return doc
 
     def write(self, folder: Path) -> None:
         """state.json in folder, atomically: a temporary file beside it, renamed over it."""

@@ -12,6 +12,7 @@ errors), while re-reading the fixed 90 % interval at every look ("naive") exceed
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -449,3 +450,30 @@ def test_n_max_is_the_even_share_of_the_budget():
         budget.n_max_for(400, {"jmh": 20, "fio": 80})
     with pytest.raises(PirexError, match="run fio: expected its seconds"):
         budget.n_max_for(400, {"jmh": 20, "fio": 0})
+
+
+def test_a_duets_plan_works_from_the_residual_spread_not_the_cpu_halfs():
+    """Issue 50: under --budget a duet planned from the sd with its CPU half still in it: a 2 % half, 0.5 % noise and
+    an estimate 1 % from an edge asked for "46, undecidable" where the residual spread decides in about 8. The
+    Pending a budgeted reading makes takes Ours.spread, the model's residual sd (precision.duet_sd)."""
+    from pirex.analysis import stats
+    from pirex.reproduce import plan
+    from pirex.reproduce.verdict import INCONCLUSIVE, Ours, Verdict
+
+    rng = np.random.default_rng(5)
+    halves = (1, -1) * 3
+    d = tuple(float(x) for x in math.log(1.01) + 0.02 * np.array(halves) + rng.normal(0, 0.005, 6))
+    iv = stats.Interval(1.01, 0.99, 1.03, 6, 0.90, "duet-half-t")
+    duet, plain = Ours(iv, "B1", d, halves=halves), Ours(iv, "B1", d)
+    assert 0.002 < duet.spread < 0.01 and plain.spread > 0.015  # the half's 2 % is in the plain sd only
+    design = budget.Design(ALPHA, 40)
+    claim = _claim("direction", direction="greater")
+    need = plan.Need("jmh", None, "quick", ["native", "docker"], claims=[claim.id], design=plan.DUET)
+    design.register(budgeted.key_of(claim))
+    reading = budgeted.Reading(design, 0.95, None, counts={need.key: 6})
+    (pending,) = reading.pending([Verdict(claim, INCONCLUSIVE, "undecided", duet)], [need])  # what rounds allocate
+    assert pending.sd == duet.spread
+    by_residual = budget.need(pending, design, 10, 3600)
+    by_plain = budget.need(dataclasses.replace(pending, sd=plain.spread), design, 10, 3600)
+    assert by_residual.decidable and by_residual.n <= 12, by_residual.reason
+    assert by_plain.n >= 3 * by_residual.n, (by_plain.reason, by_residual.reason)  # here 40 against 8

@@ -184,6 +184,12 @@ def test_statements_count_their_rows_and_name_only_claims_that_exist():
     assert (
         f"**{len(rows)} statements: {claimed} claimed" in text and f"{len(rows) - claimed} listed with a reason" in text
     )
-    ids = {c.id for p in claims.available() for c in claims.load(p).claims}
-    given = {m for cell in last if cell.startswith("`") for m in re.findall(r"`([a-z0-9-]+)`", cell.split(" (")[0])}
-    assert given <= ids and all(cell.startswith(("`", "none", "not kept")) for cell in last)
+    by_id = {c.id: c for p in claims.available() for c in claims.load(p).claims}
+    named = [re.findall(r"`([a-z0-9-]+)`", cell.split(" (")[0]) for cell in last if cell.startswith("`")]
+    given = {m for ids in named for m in ids}
+    assert given <= set(by_id) and all(cell.startswith(("`", "none", "not kept")) for cell in last)
+    # a claimed row is a stand-in check (a harness check) when every claim it names is one (issue 51)
+    stand_in = sum(bool(ids) and all(by_id[i].stand_ins for i in ids) for ids in named)
+    harness = sum(bool(ids) and all(by_id[i].harness for i in ids) for ids in named)
+    both = sum(bool(ids) and all(by_id[i].harness and by_id[i].stand_ins for i in ids) for ids in named)
+    assert f"of them {stand_in} stand-in checks and {harness} harness checks, {both} both" in text

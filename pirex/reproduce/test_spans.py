@@ -180,6 +180,9 @@ def test_storages_must_be_two_writable_directories(tmp_path):
     opts.storages = [tmp_path, tmp_path]
     with pytest.raises(PirexError, match="the same directory twice"):
         reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
+    opts.storages = [tmp_path]  # "give two": one is refused, not run with nothing to compare (issue 51)
+    with pytest.raises(PirexError, match="one storage device; give two"):
+        reproduction.reproduce(opts, run_one=None, echo=lambda *_: None)
 
 
 def test_inventory_runs_each_need_on_the_fleet_names_a_failed_device_and_resumes_the_same_fleet_run(

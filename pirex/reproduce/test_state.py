@@ -71,7 +71,6 @@ def test_a_round_trip_keeps_every_value(tmp_path):
         attempts=[{"started": 1.0, "ended": 2.5}],
         verdicts={"fork24:c": "differs"},
         left_out={"results/fork/b": "changed"},
-        extra={"later": 1},  # a key a later version added: kept
     )
     state.write(tmp_path)
     again = ReproductionState.read(tmp_path)
@@ -81,7 +80,7 @@ def test_a_round_trip_keeps_every_value(tmp_path):
     assert doc["running"] == {"key": "fork@quick", "started": 10.5}  # no "extends" for a need's own run
     assert doc["inventory"] == "lab/inventory.ini" and doc["bundles"] == {"fork@quick": ["results/fork/a"]}
     assert "budget" not in doc and "extended" not in doc and "reasons" not in doc  # not set: not written
-    assert list(doc)[-3:] == ["verdicts", "left_out", "later"]
+    assert list(doc)[-2:] == ["verdicts", "left_out"]
 
 
 def test_an_older_state_missing_keys_reads_with_the_defaults_a_reproduction_took(tmp_path):
@@ -109,8 +108,9 @@ def test_an_older_state_missing_keys_reads_with_the_defaults_a_reproduction_took
         ('{"bundles": {"jmh@quick": "results/jmh/x"}}', "'bundles' holds"),
         ('{"running": {"started": 1.0}}', "'running' names no run"),
         ('{"confidence": true}', "'confidence' is bool"),
+        ('{"papers": ["icpe18"], "later": 1, "and": 2}', "keys pirex never writes: 'later', 'and'"),
     ],
-    ids=["missing", "truncated", "not-text", "a-list", "wrong-type", "bundles", "running", "bool"],
+    ids=["missing", "truncated", "not-text", "a-list", "wrong-type", "bundles", "running", "bool", "unknown-keys"],
 )
 def test_a_missing_or_broken_state_is_one_line_naming_the_file_and_what_to_do(tmp_path, content, why):
     if isinstance(content, bytes):

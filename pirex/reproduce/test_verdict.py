@@ -98,13 +98,15 @@ def test_a_precision_goal_never_turns_a_decided_verdict_into_an_inconclusive_one
     assert v.verdict == INCONCLUSIVE and "more repetitions would decide it" in v.reason
 
 
-def test_an_aa_that_excludes_1_keeps_the_verdict_inconclusive_with_the_reason():
+def test_an_aa_beyond_its_tolerance_keeps_the_verdict_inconclusive_with_the_reason():
     steady = stats.Interval(1.001, 0.995, 1.007, 8, 0.95, "t-log")
     unsteady = stats.Interval(1.03, 1.02, 1.04, 8, 0.95, "t-log")
     c = _claim("direction", direction="less", published=0.9)
     assert judge(c, _at(0.88, 0.92, aa=steady)).verdict == HOLDS
     v = judge(c, _at(0.88, 0.92, aa=unsteady))
-    assert v.verdict == INCONCLUSIVE and "the machine was not steady" in v.reason and "excludes 1" in v.reason
+    assert v.verdict == INCONCLUSIVE and "the machine was not steady" in v.reason and "lies beyond the 1 %" in v.reason
+    near = stats.Interval(1.006, 1.002, 1.011, 8, 0.95, "t-log")  # excludes 1, but not shown beyond 1 %
+    assert judge(c, _at(0.88, 0.92, aa=near)).verdict == HOLDS
 
 
 def test_the_regions_never_overlap():

@@ -20,9 +20,9 @@ one-sided tests, Schuirmann's), is read off the 1 - 2 alpha interval (90 %); a r
 simulates intervals at the region edges through this very function.
 
 A precision goal (--precision) only plans repetitions: it never turns a decided verdict into an inconclusive one.
-An A/A run is a check: where its 1 - alpha interval excludes 1 the machine was not steady, and the verdict stays
-inconclusive with that reason. Within one claim judged on several devices or sizes, "differs" is Holm-adjusted
-(holm())."""
+An A/A run is a check: where its 1 - alpha interval lies wholly beyond 1 +/- precision.AA_TOLERANCE the machine was
+not steady, and the verdict stays inconclusive with that reason. Within one claim judged on several devices or
+sizes, "differs" is Holm-adjusted (holm())."""
 
 from __future__ import annotations
 
@@ -40,9 +40,13 @@ from pirex.analysis.interface import RunValue
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE
 from pirex.analysis.verdicts import NOT_RUN as NOT_RUN  # the words are pirex.analysis.verdicts'; here for reproduce/
 from pirex.core.experiment import AA_SUFFIX
-from pirex.reproduce.claims import Claim, Side
+from pirex.reproduce.claims import Claim, Side, StandIn
 
 CONFIDENCE = 0.95  # the default: alpha = 5 % for each one-sided conclusion
+# What a verdict is evidence of (Verdict.evidence), in the order the counts name them: only replications count as
+# support for or against a paper; the checks are reported apart (issue 51)
+REPLICATION, STAND_IN, HARNESS = "replication", "stand-in check", "harness check"
+EVIDENCE = (REPLICATION, STAND_IN, HARNESS)
 
 
 def alpha_of(confidence: float) -> float:
@@ -69,6 +73,20 @@ class Ours:
     wide: stats.Interval | None = None
     events: tuple[float, float, float, float] | None = None  # a count's Y_n, E_n, Y_d, E_d: its exact p-values
 
+    @property
+    def plan_halves(self) -> tuple[int, ...] | None:
+        """A duet's CPU half per log ratio where every one has it, else None: what a plan takes out of the spread."""
+        return self.halves if len(self.halves) == len(self.log_ratios) and any(self.halves) else None
+
+    @property
+    def spread(self) -> float:
+        """The sd of the log ratios a plan of more repetitions works from: a duet's residual sd once its CPU half is
+        taken out (precision.duet_sd), else the plain sd. The plain one would carry the half (a 2 % half against 0.5 %
+        noise, 1 % from an edge: "need 46" where the residual spread gives 8; issue 50)."""
+        if (halves := self.plan_halves) is not None:
+            return prec.duet_sd(self.log_ratios, halves)[0]
+        return float(np.std(self.log_ratios, ddof=1)) if len(self.log_ratios) > 1 else math.nan
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -81,6 +99,19 @@ class Verdict:
     detail: str = ""  # what the report adds below the reason (a claim across devices: the variance per level)
     p_differs: float | None = None  # the one-sided p-value of "differs" (Holm's adjustment orders by it)
     look: str = ""  # a budgeted reproduction's: the look that decided it, or the last one read (budgeted.py)
+
+    @property
+    def stand_in(self) -> StandIn | None:
+        """The stand-in this verdict was judged on (its metric is one the paper declares a stand-in), or None."""
+        return self.claim.stand_in(self.ours.metric) if self.ours else None
+
+    @property
+    def evidence(self) -> str:
+        """What the verdict is evidence of (EVIDENCE): a replication of the paper's claim, a check on a stand-in of
+        the paper's tool, or a check that the harness works (a claim its workload makes true)."""
+        if self.claim.harness:
+            return HARNESS
+        return STAND_IN if self.stand_in else REPLICATION
 
     @property
     def published_text(self) -> str:
@@ -334,8 +365,7 @@ def _more(claim: Claim, o: Ours, precision: float | None) -> str:
         target = min(target, precision)
     if len(o.log_ratios) < 2:
         return "more repetitions would narrow it"
-    halves = o.halves if len(o.halves) == len(o.log_ratios) and any(o.halves) else None
-    p = prec.plan(o.log_ratios, target, i.level, halves=halves)
+    p = prec.plan(o.log_ratios, target, i.level, halves=o.plan_halves)
     return (
         f"the estimate is {100 * target:.1f} % from the nearest edge: "
         f"about {max(p.extra, 1)} more repetitions would decide it"

@@ -126,7 +126,8 @@ def notes(
             f"{current_governor(cpu_root) or 'the clock the machine has'}"
         )
     if _own_governor(case, base) and governor_in_effect(case, cpu_root) == governor_in_effect(base, cpu_root):
-        same.append(f"the {governor_in_effect(case, cpu_root)} governor is in effect for both")
+        g = governor_in_effect(case, cpu_root)
+        same.append(f"the {g} governor is in effect for both" if g else "this machine has no cpufreq governor to set")
     if case.swap == "off" and (base is None or base.swap != "off") and not active_swaps(swaps):
         same.append("no swap area was active on this machine")
     online = online_cpus() if cpus is None else cpus
