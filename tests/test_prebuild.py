@@ -43,3 +43,23 @@ def test_sigint_ends_it_though_the_shell_ignored_it():
     finally:
         p.kill()
     assert p.returncode != 0 and "KeyboardInterrupt" in err
+
+
+def test_autogroups_are_off_while_building_and_put_back_on_every_exit(tmp_path):
+    switch = tmp_path / "sched_autogroup_enabled"
+    switch.write_text("1\n")
+    with prebuild.nice_reaches_sessions(switch) as how:
+        assert switch.read_text() == "0\n" and "off while building" in how
+    assert switch.read_text() == "1\n"
+    try:
+        with prebuild.nice_reaches_sessions(switch):
+            raise KeyboardInterrupt  # SIGINT, SIGTERM and SIGHUP unwind so (prebuild.main)
+    except KeyboardInterrupt:
+        pass
+    assert switch.read_text() == "1\n"
+    switch.write_text("0\n")
+    with prebuild.nice_reaches_sessions(switch) as how:
+        assert how == "autogroups already off"
+    assert switch.read_text() == "0\n"
+    with prebuild.nice_reaches_sessions(tmp_path / "none") as how:
+        assert how == "no autogroups on this kernel"
