@@ -411,8 +411,23 @@ def matching_bundles(
             continue
         if images is not None and not ran_only(b, images):
             continue  # a rerun of an artifact: a bundle of other images (this checkout's build) is not its rerun
-        found.append(b.path)
-    return found
+        found.append(b)
+    return [b.path for b in of_newest_build(found)]
+
+
+def _build_of(b: Bundle) -> tuple:
+    """The images a bundle ran, by digest: which build of the collection measured it."""
+    return tuple(sorted((n, i.get("digest")) for n, i in (b.images or {}).items() if isinstance(i, dict)))
+
+
+def of_newest_build(bundles: list[Bundle]) -> list[Bundle]:
+    """Of bundles of one commit that ran different images, those of the build that ran the newest: one build's
+    measurements, never a mix of two. A commit with uncommitted changes ("-dirty") is the same name for different
+    code: a deliberate x0.5 bug and its fix, both on 12bb975-dirty, were judged as one run (issue 54)."""
+    if len({_build_of(b) for b in bundles}) < 2:
+        return bundles
+    newest = _build_of(max(bundles, key=lambda b: b.path.name))
+    return [b for b in bundles if _build_of(b) == newest]
 
 
 def ran_only(b: Bundle, images: dict[str, str]) -> bool:

@@ -5,6 +5,7 @@ import csv
 import dataclasses
 import json
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -747,3 +748,17 @@ def test_a_deployments_bundle_answers_no_need_even_one_naming_its_variant(tmp_pa
     need = plan.Need("jpa-rest", None, "quick", ["swarm"])
     assert sources.answering(need, [b.path]) == []
     assert plan.matching_bundles(need, tmp_path, None, here, any_repetitions=True) == []
+
+
+def test_bundles_of_one_dirty_commit_that_ran_different_builds_are_never_pooled(tmp_path):
+    """Issue 54: a build with a deliberate x0.5 bug and the fixed build, both on one "-dirty" commit, were judged as
+    one run of 10 repetitions. Of a commit's bundles that ran different images, only the newest build's answer."""
+    results = tmp_path / "results"
+    old = _jmh_bundle(results, 5, commit="12bb975-dirty", images=_ran("sha256:" + "a" * 64))
+    time.sleep(1.1)  # run ids sort by their start's second: the next build's bundles are the newer
+    new = _jmh_bundle(results, 5, commit="12bb975-dirty", images=_ran("sha256:" + "b" * 64))
+    same = _jmh_bundle(results, 5, commit="12bb975-dirty", images=_ran("sha256:" + "b" * 64))
+    (need,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires") if n.experiment == "jmh"]
+    here = machine.record(results, docker=False)
+    assert sorted(plan.matching_bundles(need, results, "12bb975-dirty", here)) == sorted([new, same])
+    assert old not in plan.matching_bundles(need, results, None, here, any_repetitions=True)
