@@ -33,7 +33,9 @@ a load error naming the file and the key. A claim:
     needs: [a capability of the machine record (pirex/core/capabilities.py: cpufreq, pmu, function_graph, root, swap),
             devices:N, storages:N, pi or server (the kind of machine a paper's words are about: the thesis's Pi
             and server behave differently, so each kind has its claim), threads:N (at least N hardware threads:
-            the thesis's server had 40, and its concurrent runs idle cores beside four), or a need the file declares]
+            the thesis's server had 40, and its concurrent runs idle cores beside four), storage:KIND (the work
+            directory on a storage of that kind, sd-card, usb, ...: a size the paper's disk decided), or a need the
+            file declares]
     A claim that compares a matrix case with its base where the case changes nothing on this machine (pinned to
     every CPU, a governor already in effect, swap off where there is none) is not run here: "not informative here"
     (plan.vacuous_cases), and costs no repetitions.
@@ -86,6 +88,7 @@ DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
 DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
 THREADS = re.compile(r"^threads:([1-9]\d*)$")  # at least N hardware threads (the thesis's server: 40)
+STORAGE = re.compile(r"^storage:([a-z-]+)$")  # the work directory on a storage of this kind (a size a disk decides)
 _CLAIM = schema.load("claims")["definitions"]["claim"]["properties"]  # claims.schema.json's claim
 KEYS = set(_CLAIM)  # a claim's keys
 ID = re.compile(_CLAIM["id"]["allOf"][1]["pattern"])  # a claim id's pattern
@@ -317,8 +320,12 @@ def _claim(c: dict, path: Path, where: str, paper: str, declared: set[str]) -> C
     """One claim of claims.yaml: its needs and words, then the experiment that measures it, if any."""
     needs = c.get("needs", [])
     known = _known_needs(declared)
-    if not all(n in known or COUNTED.match(n) or THREADS.match(n) for n in needs):
-        raise _fail(path, f"{where}.needs", f"a list among {', '.join(known)}, devices:N, storages:N, threads:N", needs)
+    kinds = {m.group(1) for n in needs if (m := STORAGE.match(n))}
+    shaped = all(n in known or COUNTED.match(n) or THREADS.match(n) or STORAGE.match(n) for n in needs)
+    if not shaped or not kinds <= set(STORAGE_KINDS):
+        storage = "|".join(STORAGE_KINDS)
+        expected = f"a list among {', '.join(known)}, devices:N, storages:N, threads:N, storage:KIND ({storage})"
+        raise _fail(path, f"{where}.needs", expected, needs)
     base = {
         "paper": paper,
         "id": c["id"],

@@ -88,6 +88,7 @@ class Missing(dict):
     its hardware threads (threads:N). A plain dict is a machine whose threads are not known."""
 
     threads: int | None = None
+    storage: str | None = None  # the kind of storage its work directory is on (storage:KIND)
 
 
 def missing(record: RecordLike, requirements: dict[str, Requirement], here: bool = True) -> Missing:
@@ -101,7 +102,7 @@ def missing(record: RecordLike, requirements: dict[str, Requirement], here: bool
         caps = capabilities.probe(Path(rec.work_dir or "."))
     caps = caps or {}
     out = Missing(capabilities.missing(caps))
-    out.threads = rec.cores
+    out.threads, out.storage = rec.cores, rec.storage_kind
     out |= kind_missing(rec)
     out |= vacuous_cases(rec, here)
     for name, r in requirements.items():
@@ -182,6 +183,11 @@ def blocked(claim: Claim, missing: dict[str, str], devices: int | None = 1, stor
         if kind == "threads":
             if threads is not None and threads < int(count):
                 return f"needs at least {count} hardware threads (the paper's machine); this machine has {threads}"
+            continue
+        if kind == "storage":
+            have = getattr(missing, "storage", None)
+            if have is not None and have != count:
+                return f"needs the work directory on {count} storage (the paper's disk decided the size); here {have}"
             continue
         if count:
             have = devices if kind == "devices" else storages

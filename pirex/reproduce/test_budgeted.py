@@ -43,6 +43,12 @@ class Lab:
         self.kill_after: int | None = None  # the call killed once its bundle is complete, before it returns
         monkeypatch.setattr(reproduction, "monotonic", lambda: self.clock[0])
         monkeypatch.setattr(budgeted, "monotonic", lambda: self.clock[0])
+        # a Pi on a USB disk, the paper's kind for B5 under Docker (t1-b5-docker's scope): this machine's record
+        # with the board and the storage of the paper's, for the reproduction and the bundles alike
+        real = machine.record
+        pi = {"pi": {"model": "Raspberry Pi 3 Model B Rev 1.2"}}
+        self.record = lambda *a, **kw: {**real(*a, **kw), **pi, "storage": {**real(*a, **kw)["storage"], "kind": "usb"}}
+        monkeypatch.setattr(machine, "record", self.record)
 
     def __call__(self, need, opts):
         if self.kill_at is not None and len(self.ran) == self.kill_at:
@@ -56,7 +62,7 @@ class Lab:
         return path
 
     def _bundle(self, reps, variants, extends=None):
-        record = machine.record(self.results, docker=False)
+        record = self.record(self.results, docker=False)
         steps = [(v, r) for r in range(reps) for v in variants]
         params = {**experiment.load("jmh").resolve("quick"), "repetitions": reps}
         meta = {"version": "t", "commit": git_version()[1]}

@@ -135,3 +135,16 @@ def test_the_count_line_names_replications_checks_and_not_run_apart():
     assert report.count_text([verdicts[2], verdicts[3]]) == "1 inconclusive, 1 not run here"  # as it always was
     summary = report.summary(verdicts, None)
     assert "(stand-in check)" in summary and "(harness check)" in summary
+
+
+@pytest.mark.parametrize(
+    ("paper", "claim_id"),
+    [("icpe18", "t1-b5-docker"), ("icpe18", "t2-kieker-docker"), ("ssp17", "t1-kieker-sd-over-mean")],
+)
+def test_a_size_a_pis_usb_disk_decided_is_judged_on_that_kind_only(paper, claim_id):
+    """ICPE'18's B5 and Kieker under Docker on disk H2, SSP'17's 24 x the mean on a USB-2 hard disk: a VM's virtio
+    disk and a Pi's SD card cannot speak to them; a Pi whose work directory is on a USB disk can."""
+    c = next(x for x in claims.load(paper).claims if x.id == claim_id)
+    assert "needs the work directory on usb storage" in (_blocked(c, {**PI3, "storage": {"kind": "sd-card"}}) or "")
+    assert "not a Raspberry Pi" in (_blocked(c, {**VM, "storage": {"kind": "virtio"}}) or "")
+    assert _blocked(c, {**PI3, "storage": {"kind": "usb"}}) is None
