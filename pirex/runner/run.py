@@ -11,6 +11,7 @@ import json
 import logging
 import platform as pyplatform
 import secrets
+import shlex
 import socket
 import struct
 import time
@@ -313,6 +314,12 @@ def _blame(o: duet.Outcome) -> int:
     return 0 if o.error or o.value.returncode != 0 else 2
 
 
+def _ran_text(argv) -> str:
+    """What pirex ran, for a step's error: natively the command in the exported tree without the image's entrypoint,
+    in Docker through it (docs/experiments.md), so that a usage error names the argv that got it."""
+    return f"pirex ran: {shlex.join(map(str, argv))[:1500]}"
+
+
 def _duet_side(
     bundle: Bundle, exp: experiment.Experiment, step: dict, o: duet.Outcome, out: Path, irq: dict, irq_after: dict
 ) -> None:
@@ -329,7 +336,10 @@ def _duet_side(
     bundle.record(name, rep, cpus=step["cpus"], start=o.start, end=o.end)
     if r.returncode != 0:
         tail = (out / "stderr.txt").read_text()[-2000:] if (out / "stderr.txt").exists() else ""
-        raise PirexError(f"{name} repetition {rep} (duet, on CPUs {step['cpus']}) exited {r.returncode}:\n{tail}")
+        raise PirexError(
+            f"{name} repetition {rep} (duet, on CPUs {step['cpus']}) exited {r.returncode}:\n{tail}\n"
+            + _ran_text(r.argv)
+        )
     if problem := outputs.problem(exp.outputs, out):
         raise PirexError(f"{name} repetition {rep}: {problem}")
 
@@ -442,7 +452,9 @@ def _in_order(
             write_step_info(out, r.argv, r.returncode, r.seconds)
             if r.returncode not in soak.get("exit_codes", [0]):
                 tail = (out / "stderr.txt").read_text()[-2000:]
-                raise PirexError(f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}")
+                raise PirexError(
+                    f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}\n{_ran_text(r.argv)}"
+                )
             if problem := outputs.problem(exp.outputs, out):
                 raise PirexError(f"{v.name} repetition {step['repetition']}: {problem}")
         eta = (time.monotonic() - started) / i * (len(todo) - i)

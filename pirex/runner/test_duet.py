@@ -426,8 +426,9 @@ def test_the_runner_runs_a_duet_and_redoes_a_failed_repetition_whole_on_resume(t
     opts = Options(
         "moobench", variants="docker,docker-aa", results_dir=tmp_path, overrides=SMALL_MOOBENCH, design="duet"
     )
-    with pytest.raises(PirexError, match="docker-aa repetition 1 \\(duet, on CPUs 0\\) exited 1"):
+    with pytest.raises(PirexError, match="docker-aa repetition 1 \\(duet, on CPUs 0\\) exited 1") as e:
         run.run(opts)
+    assert "pirex ran: " in str(e.value)  # the argv, for a usage error (issue 54)
     (path,) = (tmp_path / "moobench").iterdir()
     b = Bundle.open(path)
     assert b.status == "failed" and [(s.variant, s.repetition) for s in b.steps()] == [("docker", 0), ("docker-aa", 0)]
