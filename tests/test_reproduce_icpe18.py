@@ -180,7 +180,8 @@ def test_its_artifact_reruns_offline_on_a_second_machine(reproduced, tmp_path):
     here = json.loads((mine / "state.json").read_text())["verdicts"]
     jmh_claims = [f"icpe18:{c.id}" for c in claims.load("icpe18").claims if c.experiment == "jmh"]
     jmh_claims = [k for k in jmh_claims if inside[k] in JUDGED]  # not those this machine cannot judge (devices)
-    assert len(jmh_claims) >= 7
+    # every jmh claim one machine judges: B1's two, B2, B3, B4 and B6 (B5 under Docker needs a Pi on a USB disk)
+    assert len(jmh_claims) >= 6
     comparison = (mine / "COMPARISON.md").read_text()
     for key in jmh_claims:  # each judged on both sides: the same verdict, or the row says why not
         row = next(line for line in comparison.splitlines() if line.startswith(f"| {key} |"))
