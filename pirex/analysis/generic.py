@@ -1,7 +1,8 @@
 """The analysis of an experiment without a paper table of its own (experiment.yaml names no
 `analysis` module): per variant, a summary of its declared outputs. An output of format `csv`
-(a header line, one row per measurement) gives one metric per numeric column; a run is one
-step (a repetition of a variant) and its value the mean of that column over the step's rows. Which parameters
+(a header line, one row per measurement) gives one metric per numeric column, and per value of its key columns
+(the output's `keys`, and text columns: `mb_per_s[size_bytes=32768]`); a run is one step (a repetition of a
+variant) and its value the mean of that column over the step's rows of that kind. Which parameters
 matter is not known here, so a setup is every resolved parameter of the step, and each setup has its table."""
 
 from __future__ import annotations
@@ -33,14 +34,29 @@ def _number(text: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _csv_means(path: Path) -> dict[str, float]:
-    """The mean of every column whose values are all numbers."""
+def _csv_means(path: Path, keys: Sequence[str] = ()) -> dict[str, float]:
+    """The mean of every column whose values are all numbers, over the rows of one kind: the rows are grouped by
+    their key columns (the output's declared `keys`, and every column that is not all numbers, a label), and each
+    group's metric is named by them, `mb_per_s[size_bytes=32768]`. Without keys a metric is the column's name and
+    its value the mean over every row (a row per iteration). Averaging rows of different sizes is never silent."""
     rows = read_csv(path)
+    columns = [c for c in (rows[0] if rows else {}) if c]
+    numeric = [c for c in columns if all(_number(r.get(c)) is not None for r in rows)]
+    missing = [k for k in keys if k not in columns]
+    if rows and missing:
+        raise PirexError(
+            f"{path}: no column {', '.join(missing)} (the output's keys); its columns: {', '.join(columns)}"
+        )
+    labels = [c for c in columns if any(r.get(c) and _number(r.get(c)) is None for r in rows)]  # text in a row
+    by = [c for c in columns if c in keys or c in labels]
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[",".join(f"{k}={r.get(k)}" for k in by)].append(r)
     out = {}
-    for column in rows[0] if rows else {}:
-        values = [_number(r.get(column)) for r in rows]
-        if column and values and all(v is not None for v in values):
-            out[column] = sum(values) / len(values)
+    for label, members in groups.items():
+        for column in (c for c in numeric if c not in by):
+            values = [_number(r.get(column)) for r in members]
+            out[f"{column}[{label}]" if label else column] = sum(values) / len(values)
     return out
 
 
@@ -59,7 +75,7 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
         for step in b.steps():
             for o in exp.outputs:
                 for f in sorted(step.dir.glob(o["path"])):
-                    for column, mean in _csv_means(f).items():
+                    for column, mean in _csv_means(f, o.get("keys") or ()).items():
                         out.append(
                             RunValue(
                                 exp.id,

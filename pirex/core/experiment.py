@@ -230,6 +230,9 @@ def parse(doc: Any, path: Path) -> Experiment:
     needs = doc.get("needs", {})
     privileges = _privileges(needs.get("privileges"))
     outputs = doc["outputs"]  # each {path, format} (the schema)
+    for i, o in enumerate(outputs):
+        if o.get("keys") and o["format"] != "csv":  # the generic analysis groups a csv's rows; the others are read
+            raise c.fail(f"outputs[{i}].keys", "no keys: they belong to a csv output", o["keys"])
     deployment = parse_deployment(c, doc.get("deployment"), set(declared))
     known = set(declared) | set(RUNTIME_NAMES) | (deployment.urls() if deployment else set())
     matrices = {name: parse_matrix(c, name, m, declared) for name, m in doc.get("matrices", {}).items()}
