@@ -641,6 +641,14 @@ def judge_all(
             readers[n.key] = spans.cached(lambda bs, mod=mod, view=n.view: mod.run_values(list(bs), view))
         return readers[n.key]
 
+    # per group (kept in `grouped`, so shared by the claims of the same bundles): what its record lacks, read once
+    lacking: dict[int, plan.Missing] = {}
+
+    def lacks_of(g: spans.Group) -> plan.Missing:
+        if id(g) not in lacking:
+            lacking[id(g)] = plan.missing(g.record, requirements or {}, here=False)
+        return lacking[id(g)]
+
     def groups(bundles: list[Path], kind: str) -> list[spans.Group]:
         key = (tuple(map(str, bundles)), kind)
         if key not in grouped:
@@ -677,7 +685,7 @@ def judge_all(
         elsewhere = bool(opts.inventory or opts.bundles)  # other machines: each with its own capabilities
         per_device = []
         for g in found:
-            lacks = plan.blocked(c, plan.missing(g.record, requirements or {}, here=False)) if elsewhere else None
+            lacks = plan.blocked(c, lacks_of(g)) if elsewhere else None
             if lacks:
                 v = Verdict(c, NOT_RUN, lacks)
             elif reading is not None:
