@@ -36,7 +36,7 @@ def _number(text: str) -> float | None:
 
 def _csv_means(path: Path, keys: Sequence[str] = ()) -> dict[str, float]:
     """The mean of every column whose values are all numbers, over the rows of one kind: the rows are grouped by
-    their key columns (the output's declared `keys`, and every column that is not all numbers, a label), and each
+    their key columns (the output's declared `keys`, and every column with text in a row: a label), and each
     group's metric is named by them, `mb_per_s[size_bytes=32768]`. Without keys a metric is the column's name and
     its value the mean over every row (a row per iteration). Averaging rows of different sizes is never silent."""
     rows = read_csv(path)

@@ -92,10 +92,12 @@ STORAGE = re.compile(r"^storage:([a-z-]+)$")  # the work directory on a storage 
 _CLAIM = schema.load("claims")["definitions"]["claim"]["properties"]  # claims.schema.json's claim
 KEYS = set(_CLAIM)  # a claim's keys
 ID = re.compile(_CLAIM["id"]["allOf"][1]["pattern"])  # a claim id's pattern
-SETUP_LEVELS = ("kick-the-tires", "full")
+SETUP_LEVELS = ("kick-the-tires", "full")  # pirex reproduce --level (plan.LEVELS: each level's default profile)
 # the keys that say how a measurement judges a claim: meaningless, so refused, on a claim without an experiment
-MEASURING = {"view", "variants", "ratio", "published", "rule", "tolerance", "margin", "metrics", "sides", "crossover"}
-MEASURING |= {"edge", "setup", "across"}  # pirex reproduce --level (plan.LEVELS: each level's default profile)
+MEASURING = frozenset(
+    ("view", "variants", "ratio", "published", "rule", "tolerance", "margin", "metrics", "sides", "crossover")
+    + ("edge", "setup", "across")
+)
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,6 @@ class Paper:
     claims: tuple[Claim, ...] = field(default_factory=tuple)
     path: Path = Path()
     needs: dict[str, Requirement] = field(default_factory=dict)
-    stand_ins: dict[str, StandIn] = field(default_factory=dict)  # by metric
 
 
 def deviations() -> list[str]:
@@ -257,9 +258,9 @@ def parse(doc: Any, path: Path) -> Paper:
             raise _fail(path, f"claims[{i}].id", "an id not used by another claim", claim.id)
         seen.add(claim.id)
         claims.append(claim)
-    stand_ins = {m: StandIn(m, d["for"], d["shares"], d["cannot"]) for m, d in doc.get("stand_ins", {}).items()}
-    claims = [_with_stand_ins(c, stand_ins.values()) for c in claims]
-    return Paper(paper, title=doc["title"], claims=tuple(claims), path=path, needs=requirements, stand_ins=stand_ins)
+    stand_ins = [StandIn(m, d["for"], d["shares"], d["cannot"]) for m, d in doc.get("stand_ins", {}).items()]
+    claims = [_with_stand_ins(c, stand_ins) for c in claims]
+    return Paper(paper, title=doc["title"], claims=tuple(claims), path=path, needs=requirements)
 
 
 def _with_stand_ins(claim: Claim, stand_ins: Iterable[StandIn]) -> Claim:
