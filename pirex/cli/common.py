@@ -10,10 +10,14 @@ import click
 from pirex.core.errors import PirexError
 
 
-def design_option(help_text: str):
-    """--design, as pirex run, reproduce and fleet run take it (runner/duet.py)."""
+def design_option(help_text: str, default: str | None = "interleaved"):
+    """--design, as pirex run, reproduce, fleet run and calibrate take it (runner/duet.py)."""
     return click.option(
-        "--design", default="interleaved", show_default=True, type=click.Choice(["interleaved", "duet"]), help=help_text
+        "--design",
+        default=default,
+        show_default=default is not None,
+        type=click.Choice(["interleaved", "duet"]),
+        help=help_text,
     )
 
 

@@ -11,7 +11,7 @@ import sys
 import click
 
 from pirex import __version__
-from pirex.cli import artifact, fleet, images, reproduce, results, run
+from pirex.cli import artifact, calibrate, fleet, images, reproduce, results, run
 from pirex.core.errors import PirexError
 
 log = logging.getLogger("pirex")
@@ -38,6 +38,7 @@ for command in (
     results.plot,
     results.compare,
     reproduce.reproduce,
+    calibrate.calibrate,
     results.verify,
     results.machine,
     results.doctor,

@@ -113,6 +113,14 @@ from pirex.reproduce.state import ReproductionState
     help="Rerun PAPER from an artifact (`pirex artifact`, a .tar or a folder), offline: its checksums checked, its "
     "images loaded, then the runs; the report inside is copied beside this one, with COMPARISON.md of the verdicts.",
 )
+@click.option(
+    "--calibration",
+    "calibrations",
+    multiple=True,
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    help="Judge with this calibration bundle (`pirex calibrate`; default: this machine's newest per experiment): a "
+    "verdict whose interval does not cover on that noise is not counted as decided. Repeatable.",
+)
 @design_option(
     "duet: each pair of variants a claim compares runs at once, each on half of the CPUs (and its A/A pair), "
     "where the experiment suits it; the others run interleaved, and the report says why."
@@ -137,6 +145,7 @@ def reproduce(
     images_archive,
     serial,
     artifact,
+    calibrations,
     design,
 ) -> None:
     """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
@@ -169,6 +178,7 @@ def reproduce(
         serial=serial,
         design=design,
         whole_pilot=whole_pilot,
+        calibrations=list(calibrations),
     )
     if whole_pilot and not opts.budget:
         raise PirexError("--whole-pilot says how --budget treats the first runs: give --budget too (e.g. 15m)")

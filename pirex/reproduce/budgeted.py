@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
+from typing import Any
 
 from pirex.analysis import precision as prec
 from pirex.analysis.interface import RunValue
@@ -157,6 +158,7 @@ class Reading:
     precision: float | None
     counts: dict[str, int] = field(default_factory=dict)  # need key -> repetitions there are
     _extension: dict[str, bool] = field(default_factory=dict)  # bundle name -> whether it is a budget's extension
+    calibrations: Any = None  # calibrate.Calibrations: what each verdict's interval is held to on this machine
 
     def __call__(self, c: Claim, runs: Sequence[plan.Need], values: list[RunValue], indicative: bool) -> Verdict:
         key, need = key_of(c), runs[0]
@@ -165,11 +167,11 @@ class Reading:
             # data, and an interval at a fixed n must not (a duet's pair and its A/A pair: claims on two runs)
             plain = {b.name for n in runs for b in n.bundles if not self._extends(b)}
             values = [v for v in values if v.bundle in plain]
-            return on_values(c, values, self.confidence, self.precision, indicative)
+            return on_values(c, values, self.confidence, self.precision, indicative, calibration=self._cal(c, values))
         reps = repetitions(values, [b.name for b in need.bundles])
         self.counts[need.key] = len(reps)
         if len(reps) < self.design.pilot:  # a run shorter than the design's first look: the fixed level, never extended
-            return on_values(c, values, self.confidence, self.precision, indicative)
+            return on_values(c, values, self.confidence, self.precision, indicative, calibration=self._cal(c, values))
         looks = self.design.claims[key]["looks"]
         last = None
         for n in list(looks):  # the looks taken before: read again, never recorded twice
@@ -190,6 +192,9 @@ class Reading:
             )
         return last
 
+    def _cal(self, c: Claim, values):
+        return self.calibrations.of(c.experiment, values) if self.calibrations else None
+
     def _extends(self, bundle: Path) -> bool:
         if bundle.name not in self._extension:
             self._extension[bundle.name] = bool(Bundle.open(bundle).run_info().doc.get("extends"))
@@ -202,7 +207,10 @@ class Reading:
         if p < TINY:
             why = f"{where}: the design spends no alpha there (a later look, more repetitions, would decide it)"
             return Verdict(c, INCONCLUSIVE, why, indicative=indicative, look=where)
-        v = on_values(c, first(values, reps, n), 1 - p, self.precision, indicative, aa_confidence=self.confidence)
+        at_n = first(values, reps, n)
+        v = on_values(
+            c, at_n, 1 - p, self.precision, indicative, aa_confidence=self.confidence, calibration=self._cal(c, at_n)
+        )
         spent = budget.spent(n / self.design.n_max_of(key), self.design.alpha, self.design.shape)
         return dataclasses.replace(
             v, look=f"{where}, alpha spent by then {100 * spent:.2g} % of {100 * self.design.alpha:g} %"

@@ -23,7 +23,7 @@ from pirex.core import experiment, machine
 from pirex.core.bundle import from_iso
 from pirex.core.errors import PirexError
 from pirex.core.paths import PAPERS, git_version
-from pirex.reproduce import budgeted, plan, report, sources, spans
+from pirex.reproduce import budgeted, calibrate, plan, report, sources, spans
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce.budget import Design
 from pirex.reproduce.state import STATE, Budget, ReproductionState, Running
@@ -68,6 +68,7 @@ class Options:
     artifact: Path | None = None  # --artifact: a rerun on the images of this artifact (artifact/rerun.py)
     # --artifact with images: image -> platform manifest digest of those imported; only bundles of these are reused
     artifact_images: dict[str, str] | None = None
+    calibrations: list[Path] = field(default_factory=list)  # --calibration: calibration bundles to judge with
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -129,6 +130,7 @@ class _Reproduction:
     reading: budgeted.Reading | None = None  # a budgeted reproduction's reading of the claims at their looks
     left: float | None = None  # seconds of --budget left: each run spends what it took
     lost: dict[str, str] = field(default_factory=dict)  # the devices of --inventory that failed: host -> why
+    calibrations: calibrate.Calibrations | None = None  # this machine's (or --calibration's): what verdicts are held to
 
     @property
     def local(self) -> bool:
@@ -229,6 +231,7 @@ def _planned(opts: Options) -> _Reproduction:
         left_out=left_out,
         score=score,
         previous=previous,
+        calibrations=calibrate.Calibrations(opts.results_dir, opts.calibrations),
     )
     _find_bundles(r)
     if r.local:
@@ -325,7 +328,7 @@ def _start_budget(r: _Reproduction, echo) -> None:
             state.budget = previous.budget
         if opts.budget and (r.given or opts.reuse_only):
             echo("budget: nothing runs here (--bundles or --reuse-only): --budget is not used")
-    r.reading = budgeted.Reading(design, opts.confidence, opts.precision) if design else None
+    r.reading = budgeted.Reading(design, opts.confidence, opts.precision, calibrations=r.calibrations) if design else None
     r.left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
 
 
@@ -431,7 +434,9 @@ def _extend(
 
 def _judge(r: _Reproduction) -> list[Verdict]:
     """Every claim's verdict on the bundles the needs have now."""
-    return judge_all(r.claims, r.needs, r.missing, r.state.failed, r.opts, r.requirements, r.lost, r.reading)
+    return judge_all(
+        r.claims, r.needs, r.missing, r.state.failed, r.opts, r.requirements, r.lost, r.reading, r.calibrations
+    )
 
 
 def _verdicts(r: _Reproduction, judged: list[Verdict] | None) -> list[Verdict]:
@@ -452,6 +457,8 @@ def _notes(r: _Reproduction, verdicts: list[Verdict]) -> list[str]:
         f"{e} with {', '.join(f'{k}={v}' for k, v in o.items())}" for e, o in opts.sets.items()
     ]  # the level's details
     notes.append(multiplicity_note(verdicts, opts.confidence, opts.precision))
+    if r.calibrations is not None:
+        notes.append(r.calibrations.note())
     if r.reading is not None:
         notes.append(budgeted.note(r.state.budget, r.reading.design, verdicts))
     if opts.design == plan.DUET:
@@ -622,6 +629,7 @@ def judge_all(
     requirements: dict[str, claims_mod.Requirement] | None = None,
     lost: dict[str, str] | None = None,
     reading: budgeted.Reading | None = None,
+    calibrations: calibrate.Calibrations | None = None,
 ) -> list[Verdict]:
     """A verdict per claim; where the bundles are of several devices (--inventory, --bundles), a claim on one
     machine gets one per device (judged on that device's bundles, with that device's capabilities), and a claim
@@ -691,7 +699,9 @@ def judge_all(
             elif reading is not None:
                 v = reading(c, mine, read(g.bundles), indicative)
             else:
-                v = on_values(c, read(g.bundles), opts.confidence, opts.precision, indicative)
+                values = read(g.bundles)
+                calibration = calibrations.of(c.experiment, values) if calibrations else None
+                v = on_values(c, values, opts.confidence, opts.precision, indicative, calibration=calibration)
             per_device.append(dataclasses.replace(v, device=g.name) if len(found) > 1 else v)
         out += holm(per_device, opts.confidence)  # one claim on several devices: "differs" Holm-adjusted
         for host, why in (lost or {}).items():

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from pirex.analysis import assumptions
 from pirex.analysis import precision as prec
 from pirex.analysis import stats
 from pirex.analysis.interface import RunValue
@@ -72,6 +73,10 @@ class Ours:
     # a band: above it or below it); None: `interval` itself (constructed examples)
     wide: stats.Interval | None = None
     events: tuple[float, float, float, float] | None = None  # a count's Y_n, E_n, Y_d, E_d: its exact p-values
+    # the assumption checks on the log ratios in run order (pirex/analysis/assumptions.py); a failed one withholds
+    # the verdict
+    checks: tuple[assumptions.Check, ...] = ()
+    design: str = "interleaved"  # "duet" where the CPU half was a factor: which of a calibration's rows apply
 
     @property
     def plan_halves(self) -> tuple[int, ...] | None:
@@ -220,7 +225,17 @@ def ours(
         aa_halves = prec.run_halves(values, den_m, aa_side.variant)
         aa = stats.design_ratio(copy, prec.in_bundles_of(den, copy), aa_halves, aa_confidence or confidence)
     plan_halves = tuple(halves.get(k, 0) for k in keys) if halves else ()
-    return Ours(interval, metric, tuple(float(x) for x in d), aa, plan_halves, wide)
+    order = sorted(range(len(keys)), key=lambda j: _run_order(keys[j]))
+    h = np.array([plan_halves[j] for j in order], dtype=float) if plan_halves else None
+    checks = assumptions.checks(np.asarray(d, dtype=float)[order], h) if interval.has_interval else ()
+    design = "duet" if interval.method == "duet-half-t" else "interleaved"
+    return Ours(interval, metric, tuple(float(x) for x in d), aa, plan_halves, wide, checks=checks, design=design)
+
+
+def _run_order(key: tuple) -> tuple:
+    """(device, bundle, repetition) as the runs happened: bundles' run ids sort by their start, repetitions by number."""
+    device, bundle, repetition = key
+    return (str(device), str(bundle), int(repetition))
 
 
 def _rate_ratio(values: Sequence[RunValue], claim: Claim, num_m: str, den_m: str, confidence: float) -> Ours | None:
@@ -259,18 +274,25 @@ def on_values(
     precision: float | None,
     indicative: bool,
     aa_confidence: float | None = None,
+    calibration=None,
 ) -> Verdict:
     """A claim on one machine judged on run values: inconclusive with the reason where there is no ratio."""
     o = ours(claim, values, confidence, aa_confidence)
-    return Verdict(claim, INCONCLUSIVE, o) if isinstance(o, str) else judge(claim, o, precision, indicative)
+    if isinstance(o, str):
+        return Verdict(claim, INCONCLUSIVE, o)
+    return judge(claim, o, precision, indicative, calibration)
 
 
 # --- the verdict
 
 
-def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: bool = False) -> Verdict:
+def judge(
+    claim: Claim, o: Ours, precision: float | None = None, indicative: bool = False, calibration=None
+) -> Verdict:
     """The claim's verdict from our interval. `precision` only plans (what would decide an inconclusive verdict):
-    it never overrides a decided one."""
+    it never overrides a decided one. Before the rule: the A/A check, the assumption checks on the repetitions, and,
+    with this machine's `calibration` (reproduce/calibrate.Calibration), whether the interval's method covers on its
+    noise at this n; any of them failing leaves the verdict inconclusive with that reason."""
     i = o.interval
     if not i.has_interval:
         return Verdict(claim, INCONCLUSIVE, i.reason or "no interval", o, indicative)
@@ -283,6 +305,10 @@ def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: boo
             o,
             indicative,
         )
+    if broken := assumptions.reason(o.checks, o.metric):
+        return Verdict(claim, INCONCLUSIVE, broken, o, indicative)
+    if calibration is not None and (under := calibration.undercovers(_calibrated_method(i), i.n, o.design, o.metric)):
+        return Verdict(claim, INCONCLUSIVE, under, o, indicative)
     w = o.wide if o.wide is not None and o.wide.has_interval else i
     holds, differs = (bool(x) for x in regions(claim, i.low, i.high, w.low, w.high))
     level = f"{stats.level_text(i.level)} interval"
@@ -300,6 +326,11 @@ def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: boo
     return Verdict(
         claim, INCONCLUSIVE, f"our {level} {_crossing_text(claim)} ({_more(claim, o, precision)})", o, indicative
     )
+
+
+def _calibrated_method(i: stats.Interval) -> str:
+    """The name a calibration gives the interval's method (both count intervals are its "rate ratio")."""
+    return "rate ratio" if i.method in ("poisson-exact", "quasi-poisson") else i.method
 
 
 def _band_text(claim: Claim) -> str:
