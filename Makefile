@@ -185,6 +185,18 @@ bench-fresh-machine: $(VENV)/.installed ## git clone then make run (its set-up i
 bench-resolution: $(VENV)/.installed ## jmh B1 docker/native and native-aa/native half-widths per allocation, time spent, variance per level (ARGS="--allocations small": a smoke run; ARGS="--experiment moobench --metric kieker-text": another experiment).
 	$(VENV)/bin/python scripts/bench_resolution.py $(TAG_ARG) $(if $(VARIANTS),--variants $(VARIANTS)) $(ARGS)
 
+# make calibrate: pirex calibrate for each of these experiments (and make run then judges with their calibrations)
+CALIBRATE_EXPERIMENTS ?= jmh moobench
+REPETITIONS ?= 40
+
+.PHONY: calibrate
+calibrate: host-ready $(VENV)/.installed ## A long A/A run of each of CALIBRATE_EXPERIMENTS (jmh moobench) here, REPETITIONS=40 per design (about 30 min each), resampled: how pirex's intervals and rules cover on this machine's noise (results/calibration/, which make run then judges with).
+	for e in $(CALIBRATE_EXPERIMENTS); do $(VENV)/bin/pirex calibrate $$e --repetitions $(REPETITIONS) $(TAG_ARG) $(ARGS) || exit 1; done
+
+.PHONY: bench-calibration
+bench-calibration: $(VENV)/.installed ## jmh's calibration table on this machine: coverage, rules at their edges, power per n (ARGS="--repetitions 10 --design interleaved --set benchmarks=RecursionBenchmark.b1_default --set iterations=2 --set warmup_iterations=1": a smoke run of about a minute).
+	$(VENV)/bin/pirex calibrate $(or $(EXP),jmh) --repetitions $(REPETITIONS) $(TAG_ARG) $(ARGS)
+
 .PHONY: lint
 lint: $(VENV)/.dev-installed $(ACTIONLINT) ## ruff, the layers (import-linter), hadolint, shellcheck, actionlint, and docs/ built by MkDocs (--strict: a broken link fails).
 	$(VENV)/bin/ruff check pirex tests scripts images/locust

@@ -77,3 +77,24 @@ def test_set_values_are_refused_before_anything_runs(tmp_path):
         assert not (tmp_path / "new").exists(), (exp, pair)
         assert _tree(kept) == before, (exp, pair)
         assert not (tmp_path / "locks").exists() or not any((tmp_path / "locks").iterdir()), (exp, pair)
+
+
+def test_calibrate_refuses_bad_input_before_anything_runs(tmp_path):
+    """An unknown experiment, a bad --set, too few repetitions, a bundle with no A/A copy: one line, exit 1, and
+    nothing written under --results-dir."""
+    from pirex.core.bundle import Bundle
+
+    out = tmp_path / "results"
+    for args, says in (
+        (["nosuch"], "no experiment 'nosuch'"),
+        (["jmh", "--set", "forks=0"], "forks"),
+        (["jmh", "--repetitions", "6"], "at least 10 repetitions"),
+        (["fork", "--design", "duet"], "does not suit a duet"),
+    ):
+        r = pirex("calibrate", *args, "--results-dir", str(out))
+        assert r.returncode == 1 and r.stderr.startswith("pirex: error: ") and says in r.stderr, (args, r.stderr)
+    b = Bundle.create(tmp_path / "b", "jmh", "quick", {}, ["native", "docker"], [], {}, {"version": "t", "commit": "0"})
+    b.finish()
+    r = pirex("calibrate", "jmh", "--bundles", str(b.path), "--results-dir", str(out))
+    assert r.returncode == 1 and "has no A/A copy" in r.stderr, r.stderr
+    assert not out.exists()

@@ -26,6 +26,7 @@ NOT_YET = {
 SMOKED = {
     "bench-analysis": "tests/test_make_targets.py",
     "bench-resolution": "tests/test_make_targets.py",
+    "bench-calibration": "tests/test_make_targets.py",
     "bench-soak": "tests/test_make_targets.py",
     "bench-driver": "tests/test_make_targets.py",
     "bench-fleet": "tests/test_fleet.py",
@@ -78,6 +79,36 @@ def test_bench_resolution_smoke_run_reports_a_half_width(built, tmp_path):
     assert "bench-resolution: small: " in r.stdout and "time spent: " in r.stdout, r.stdout
     assert "per-variant mean over repetitions (95 %, modified Cox):" in r.stdout, r.stdout
     assert list(tmp_path.glob("*-small/jmh/*/manifest.json")), "no bundle where --results-dir says"
+
+
+CALIBRATION_SMOKE = (
+    "--repetitions 10 --design interleaved --set benchmarks=RecursionBenchmark.b1_default --set iterations=2 "
+    "--set warmup_iterations=1"
+)
+
+
+@pytest.mark.docker
+def test_bench_calibration_smoke_run_writes_a_verified_calibration_that_reproduce_reads(built, tmp_path):
+    """make bench-calibration at its smoke setting (make help's): a 10-repetition A/A run of jmh's B1 natively
+    (native, native-aa interleaved), its resampled table, and a calibration bundle that pirex verify passes and
+    pirex reproduce's reader takes for this machine's device; run again, the complete A/A run is reused."""
+    from pirex.reproduce import calibrate
+
+    cmd = recipe_line("bench-calibration", "pirex calibrate", f"{CALIBRATION_SMOKE} --results-dir {tmp_path}")
+    run = [*cmd, "--tag", built.tag]
+    r = subprocess.run(run, cwd=paths.REPO, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "| interleaved | B1 | t-log | 5 |" in r.stdout, r.stdout
+    assert "| interleaved | t1-b1-docker | direction-at-most | B1 | 5 |" in r.stdout, r.stdout
+    [found] = sorted((tmp_path / "calibration" / "jmh").glob("*/calibration.json"))
+    v = subprocess.run(
+        [cmd[0], "verify", str(found.parent)], cwd=paths.REPO, capture_output=True, text=True, timeout=120
+    )
+    assert v.returncode == 0, v.stdout + v.stderr
+    c = calibrate.read(found.parent)
+    assert calibrate.newest(tmp_path, "jmh", c.device) == c and c.coverage("t-log", 5, "interleaved")
+    again = subprocess.run(run, cwd=paths.REPO, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "reusing the complete A/A run" in again.stdout, again.stdout[-2000:]
 
 
 @pytest.mark.docker

@@ -7,10 +7,10 @@ differently in some forks: Kalibera & Jones 2013, Barrett et al. 2017) and depen
 repetitions (a noisy neighbour, a thermal or clock drift). Three checks, each at CHECK_ALPHA on the log ratios in run
 order (a duet's with its CPU half taken out):
 
-- second mode: the two-group split of the sorted values that leaves the least within-group sum of squares, as a
-  share of the total (the k-means statistic for two clusters, in the spirit of Hartigan & Hartigan's dip test; a
-  lone outlier is a group of one). Its law under independent normal values is free of their mean and spread, so
-  the p-value is a seeded Monte Carlo of that law at the same n.
+- second mode: the largest gap between a lower and an upper group of the sorted values, over every split, in units
+  of the pooled within-group sd (a group of one is a lone outlier, Grubbs' case; two clusters Hartigan & Hartigan's
+  bimodality, which the dip test measures). Its law under independent normal values is free of their mean and
+  spread, so the p-value is a seeded Monte Carlo of that law at the same n.
 - lag-1 autocorrelation: r1 of the series, against every order of the same values (a permutation test, exact under
   exchangeability: no normality assumed), one-sided for positive dependence, the kind that narrows an interval.
 - drift: Mann-Kendall's trend test (Kendall's tau of the values against their order, scipy's exact p-value at
@@ -77,41 +77,46 @@ def checks(d: np.ndarray, halves: np.ndarray | None = None) -> tuple[Check, ...]
     return (second_mode(r), autocorrelation(r), drift(r))
 
 
-def split_share(x: np.ndarray) -> tuple[float, int]:
-    """The least within-group sum of squares over the splits of the sorted values into a lower and an upper group,
-    as a share of the total sum of squares, and the size of the smaller group at that split. Rows of a 2-D array
-    are data sets (the null law's draws); then the sizes are not computed (0)."""
+def split_gap(x: np.ndarray) -> tuple[float, int]:
+    """The largest gap between a lower and an upper group of the sorted values, over every split, in units of the
+    pooled within-group sd: (mean_hi - mean_lo) / sqrt(W / (n - 2)), W the within-group sum of squares; and the size
+    of the smaller group at that split. Unweighted by the groups' sizes, so that a lone repetition far from the rest
+    (a group of one, Grubbs' case) counts as much as two even clusters. Rows of a 2-D array are data sets (the null
+    law's draws); then the sizes are not computed (0)."""
     s = np.sort(np.asarray(x, dtype=float), axis=-1)
     n = s.shape[-1]
     c1, c2 = np.cumsum(s, axis=-1), np.cumsum(s * s, axis=-1)
     k = np.arange(1, n)
-    lo_ss = c2[..., :-1] - c1[..., :-1] ** 2 / k
+    lo_mean = c1[..., :-1] / k
     hi_sum, hi_sq = c1[..., -1:] - c1[..., :-1], c2[..., -1:] - c2[..., :-1]
-    hi_ss = hi_sq - hi_sum**2 / (n - k)
-    total = c2[..., -1] - c1[..., -1] ** 2 / n
-    within = lo_ss + hi_ss
-    best = within.min(axis=-1) / total
+    hi_mean = hi_sum / (n - k)
+    within = (c2[..., :-1] - c1[..., :-1] * lo_mean) + (hi_sq - hi_sum * hi_mean)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = (hi_mean - lo_mean) / np.sqrt(np.maximum(within, 1e-300) / (n - 2))
+    best = gap.max(axis=-1)
     if s.ndim > 1:
         return best, 0
-    at = int(np.argmin(within)) + 1
+    at = int(np.argmax(gap)) + 1
     return float(best), min(at, n - at)
 
 
 @functools.lru_cache(maxsize=64)
-def _split_null(n: int) -> np.ndarray:
-    """split_share's law under n independent normal values (seeded), sorted."""
+def _gap_null(n: int) -> np.ndarray:
+    """split_gap's law under n independent normal values (seeded), sorted."""
     draws = np.random.default_rng(SEED + n).normal(size=(NULL_DRAWS, n))
-    return np.sort(split_share(draws)[0])
+    return np.sort(split_gap(draws)[0])
 
 
 def second_mode(x: np.ndarray) -> Check:
-    share, smaller = split_share(x)
-    null = _split_null(int(np.asarray(x).size))
-    p = (1 + np.searchsorted(null, share, side="right")) / (1 + null.size)
+    gap, smaller = split_gap(x)
+    null = _gap_null(int(np.asarray(x).size))
+    p = (1 + null.size - np.searchsorted(null, gap, side="left")) / (1 + null.size)
     n = int(np.asarray(x).size)
     return Check(
-        "second mode", share, float(p), f"{smaller} of {n} repetitions apart from the rest, {100 * (1 - share):.0f} % "
-        "of the spread between the two groups"
+        "second mode",
+        gap,
+        float(p),
+        f"{smaller} of {n} repetitions apart from the rest, {gap:.1f} within-group sds away",
     )
 
 

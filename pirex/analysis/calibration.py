@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pirex.analysis import assumptions
+from pirex.analysis import assumptions, stats
 from pirex.analysis import precision as prec
-from pirex.analysis import stats
 
 SIZES = (5, 10, 20)  # the repetition counts calibrated: make run's five, an extension's ten, a paper profile's 20
 COVER_LOW, COVER_HIGH = 0.93, 0.97  # a method calibrates when its coverage of a nominal 95 % lies in this band

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from pirex import __version__
 from pirex.cli.common import design_option
 from pirex.core import paths
 from pirex.core.paths import git_version
@@ -51,8 +52,8 @@ def calibrate(
     """A long A/A run of EXPERIMENT here, resampled: the coverage of every interval pirex judges it with, each
     claim's rule at its edges, the power per n; a calibration bundle under results/calibration/ that pirex
     reproduce then reads. Killed, the same command resumes it."""
-    from pirex.core import experiment
     from pirex.analysis.calibration import COVER_LOW
+    from pirex.core import experiment
     from pirex.reproduce import calibrate as cal
 
     exp = experiment.load(experiment_id)  # an unknown experiment, a bad --set: refused before anything runs
@@ -75,7 +76,7 @@ def calibrate(
         )
         paths_ = cal.aa_runs(req, runner.run, runner.resume, click.echo)
     result = cal.analyse(experiment_id, paths_)
-    out = cal.write(result, results_dir, paths_, {"version": _version(), "commit": git_version()[1]})
+    out = cal.write(result, results_dir, paths_, {"version": __version__, "commit": git_version()[1]})
     click.echo(cal.table(result))
     click.echo(f"pirex calibrate: {out} (pirex reproduce reads it for {experiment_id} on {result.device})")
     under = [c for _, c in result.cells if c.coverage < COVER_LOW]

@@ -241,8 +241,10 @@ def analyse(exp_id: str, bundles: Sequence[Path]) -> Result:
             if (s := cal.series(values, m, v)) is not None:
                 reps[design] = max(reps.get(design, 0), s.n)
                 by_metric[m] = cal.cells(s)
-                modes += [{"design": design, "metric": m, "side": side, **c.row(), "finding": c.finding}
-                          for side, c in cal.modes(s)]
+                modes += [
+                    {"design": design, "metric": m, "side": side, **c.row(), "finding": c.finding}
+                    for side, c in cal.modes(s)
+                ]
                 cells += [(design, c) for c in by_metric[m]]
         for claim in claims:
             # the claim's rule on the A/A noise of its numerator's metric: where it compares two metrics (a
@@ -272,7 +274,8 @@ def table(r: Result) -> str:
         f"{100 * cal.COVER_HIGH:.0f} %. Power: the smallest ratio the direction rule decides in 80 % of the sets. "
         "A/A blocked: the share of sets the A/A check would block.",
         "",
-        "| design | metric | method | n | coverage (random) | coverage (blocks) | calibrates | 80 % power at | A/A blocked |",
+        "| design | metric | method | n | coverage (random) | coverage (blocks) | calibrates | 80 % power at "
+        "| A/A blocked |",
         "|---|---|---|---:|---:|---:|---|---:|---:|",
     ]
     by = {(d, c.metric, c.method, c.n, c.scheme): c for d, c in r.cells}
@@ -287,13 +290,19 @@ def table(r: Result) -> str:
             f"{_ratio(power)} | {100 * blocked:.1f} % |"
         )
     found = [m for m in r.modes if m["failed"]]
-    lines += ["", "Second mode in a side's own repetitions over the whole run (checked at 1 %): " + (
-        "; ".join(f"{m['design']} {m['metric']} {m['side']}: p = {m['p']:.3g}, {m['finding']}" for m in found)
-        if found else "none found"
-    )]
     lines += [
         "",
-        f"Rules at their edges (the ratio of the edge planted): each conclusion must stay at or below {100 * ALPHA:g} %.",
+        "Second mode in a side's own repetitions over the whole run (checked at 1 %): "
+        + (
+            "; ".join(f"{m['design']} {m['metric']} {m['side']}: p = {m['p']:.3g}, {m['finding']}" for m in found)
+            if found
+            else "none found"
+        ),
+    ]
+    lines += [
+        "",
+        "Rules at their edges (the ratio of the edge planted): each conclusion must stay at or below "
+        f"{100 * ALPHA:g} %.",
         "",
         "| design | claim | rule | metric | n | edge | holds (random / blocks) | differs (random / blocks) | keeps |",
         "|---|---|---|---|---:|---:|---:|---:|---|",
@@ -304,7 +313,9 @@ def table(r: Result) -> str:
         h = " / ".join(f"{100 * x.holds:.1f} %" if x else "-" for x in pair)
         f = " / ".join(f"{100 * x.differs:.1f} %" if x else "-" for x in pair)
         keeps = all(x.keeps for x in pair if x)
-        lines.append(f"| {d} | {claim} | {rule} | {metric} | {n} | {edge:.4g} | {h} | {f} | {'yes' if keeps else '**no**'} |")
+        lines.append(
+            f"| {d} | {claim} | {rule} | {metric} | {n} | {edge:.4g} | {h} | {f} | {'yes' if keeps else '**no**'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -380,10 +391,13 @@ class Calibration:
     def name(self) -> str:
         return f"{self.experiment} {self.path.name} on {self.device}"
 
-    def coverage(self, method: str, n: int, design: str) -> tuple[float, int] | None:
+    def coverage(self, method: str, n: int, design: str, metric: str = "") -> tuple[float, int] | None:
         """The worse scheme's coverage of `method` at the calibrated size nearest n (at most n where there is one),
-        and that size; None where the calibration has no such method."""
+        and that size: on the metric (either of "a / b") where the calibration has it, else the worst over its
+        metrics; None where the calibration has no such method."""
         rows = [c for c in self.doc["cells"] if c["method"] == method and c["design"] == design]
+        names = set(metric.split(" / ")) if metric else set()
+        rows = [c for c in rows if c["metric"] in names] or rows
         sizes = sorted({c["n"] for c in rows})
         if not sizes:
             return None
@@ -407,7 +421,7 @@ class Calibration:
                 f"({m['finding']}, p = {m['p']:.3g}): a short run may miss it and misplace the ratio, so the verdict "
                 "is not counted as decided"
             )
-        got = self.coverage(method, n, design)
+        got = self.coverage(method, n, design, metric)
         if got is None or math.isnan(got[0]) or got[0] >= cal.COVER_LOW:
             return None
         return (

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pirex.analysis import modules
 from pirex.analysis import tables as T
+from pirex.analysis.assumptions import CHECK_ALPHA
 from pirex.analysis.interface import NamedTable
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE, NOT_RUN
 from pirex.core import experiment
@@ -714,11 +715,20 @@ def _need_time(n: Need) -> str:
     return n.estimate_from or "-"
 
 
+def checks_text(checks) -> str:
+    """The checks as one line: each one's p-value, and which failed (a failed one withheld the verdict)."""
+    return ", ".join(f"{c.name} p = {c.p:.2g}" + (" (failed)" if c.failed else "") for c in checks) + (
+        f", each at {100 * CHECK_ALPHA:g} %"
+    )
+
+
 def _detail_text(v: Verdict, needs: Sequence[Need], precision: float | None) -> str:
     c, n = v.claim, need_of(v, needs)
     parts = [f"{c.says}.", f"Published: {c.source}." if c.source else "", f"Rule: {rule_text(v, precision)}."]
     if v.detail:
         parts.append(v.detail)
+    if v.ours and v.ours.checks:  # the assumption checks on the repetitions the interval is over (assumptions.py)
+        parts.append(f"Checks on its {v.ours.interval.n} repetitions: {checks_text(v.ours.checks)}.")
     if v.look:  # a budgeted reproduction's: the look of its group-sequential design the verdict was read at
         parts.append(f"Read at {v.look}.")
     if c.device_dependent:

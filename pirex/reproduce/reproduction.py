@@ -328,7 +328,9 @@ def _start_budget(r: _Reproduction, echo) -> None:
             state.budget = previous.budget
         if opts.budget and (r.given or opts.reuse_only):
             echo("budget: nothing runs here (--bundles or --reuse-only): --budget is not used")
-    r.reading = budgeted.Reading(design, opts.confidence, opts.precision, calibrations=r.calibrations) if design else None
+    r.reading = (
+        budgeted.Reading(design, opts.confidence, opts.precision, calibrations=r.calibrations) if design else None
+    )
     r.left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
 
 

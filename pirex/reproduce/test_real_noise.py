@@ -20,7 +20,7 @@ from pirex.analysis.interface import RunValue
 from pirex.reproduce import claims as claims_mod
 from pirex.reproduce import verdict
 from pirex.reproduce.calibrate import Calibration
-from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, on_values
+from pirex.reproduce.verdict import DIFFERS, HOLDS, on_values
 
 DRAWS = 400  # per cell: a wrong-verdict rate of 5 % is estimated within about +-2.2 points (2 se)
 SIGMA = 0.01  # 1 % noise on the log ratio
@@ -81,8 +81,10 @@ def test_on_normal_repetitions_each_conclusion_at_an_edge_errs_at_most_alpha(pap
     for n in (5, 10):
         for e in verdict.edges(claim):
             holds, differs, withheld = _rates(claim, "normal", n, e, seed=n)
-            print(f"\n{cid} n={n} edge {e:.4g}: holds {100 * holds:.1f} %, differs {100 * differs:.1f} %, "
-                  f"withheld {100 * withheld:.1f} %")
+            print(
+                f"\n{cid} n={n} edge {e:.4g}: holds {100 * holds:.1f} %, differs {100 * differs:.1f} %, "
+                f"withheld {100 * withheld:.1f} %"
+            )
             assert holds <= 0.05 + 0.025 and differs <= 0.05 + 0.025
             assert withheld <= 0.05
 
@@ -94,8 +96,10 @@ def _machine(kind: str, sizes=(5, 10, 20)) -> Calibration:
     a, b = (np.exp(_noise(kind, 200, rng)) for _ in range(2))
     series = calibration.Series("B5", a, b)
     cells = calibration.cells(series, sizes=sizes)
-    modes = [{"design": "interleaved", "metric": "B5", "side": side, **c.row(), "finding": c.finding}
-             for side, c in calibration.modes(series)]
+    modes = [
+        {"design": "interleaved", "metric": "B5", "side": side, **c.row(), "finding": c.finding}
+        for side, c in calibration.modes(series)
+    ]
     doc = {"cells": [{"design": "interleaved", **c.row()} for c in cells], "modes": modes}
     return Calibration(path=Path("calibration"), experiment="jmh", device="pi", doc=doc)
 
@@ -142,7 +146,7 @@ def test_a_calibration_that_covers_leaves_verdicts_decided():
     assert machine.undercovers("t-log", 10, "interleaved") is None, machine.doc
     d = math.log(1.05) + rng.normal(0, SIGMA, 10)
     v = on_values(claim, _values(claim, d), verdict.CONFIDENCE, None, False, calibration=machine)
-    assert v.verdict == HOLDS, v.reason
+    assert v.verdict == DIFFERS, v.reason  # 5 % faster in Docker: the paper's "slower" differs, decided
 
 
 def test_the_checks_find_what_they_are_for_and_pass_the_model():
@@ -153,7 +157,7 @@ def test_the_checks_find_what_they_are_for_and_pass_the_model():
     bimodal[4] += math.log(1.15)
     bad = assumptions.failed(assumptions.checks(bimodal))
     assert [c.name for c in bad] == ["second mode"] and "1 of 10 repetitions" in bad[0].finding
-    trend = clean + np.linspace(0, 0.05, 10)
+    trend = clean + np.linspace(0, 0.1, 10)
     assert "drift" in [c.name for c in assumptions.failed(assumptions.checks(trend))]
     halves = np.array([1, -1] * 5, dtype=float)
     assert not assumptions.failed(assumptions.checks(clean + 0.03 * halves, halves))  # a duet's half: no mode

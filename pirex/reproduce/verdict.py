@@ -34,9 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from pirex.analysis import assumptions
+from pirex.analysis import assumptions, stats
 from pirex.analysis import precision as prec
-from pirex.analysis import stats
 from pirex.analysis.interface import RunValue
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE
 from pirex.analysis.verdicts import NOT_RUN as NOT_RUN  # the words are pirex.analysis.verdicts'; here for reproduce/
@@ -233,7 +232,7 @@ def ours(
 
 
 def _run_order(key: tuple) -> tuple:
-    """(device, bundle, repetition) as the runs happened: bundles' run ids sort by their start, repetitions by number."""
+    """(device, bundle, repetition) as the runs happened: run ids sort by their start, repetitions by number."""
     device, bundle, repetition = key
     return (str(device), str(bundle), int(repetition))
 
@@ -286,9 +285,7 @@ def on_values(
 # --- the verdict
 
 
-def judge(
-    claim: Claim, o: Ours, precision: float | None = None, indicative: bool = False, calibration=None
-) -> Verdict:
+def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: bool = False, calibration=None) -> Verdict:
     """The claim's verdict from our interval. `precision` only plans (what would decide an inconclusive verdict):
     it never overrides a decided one. Before the rule: the A/A check, the assumption checks on the repetitions, and,
     with this machine's `calibration` (reproduce/calibrate.Calibration), whether the interval's method covers on its
