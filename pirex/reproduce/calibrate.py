@@ -369,7 +369,7 @@ def write(r: Result, results_dir: Path, bundles: Sequence[Path], tool: dict) -> 
         (b.path / FILE).write_text(json.dumps(document(r), indent=1, allow_nan=True) + "\n")
         (b.path / TABLE).write_text(table(r))
         (b.path / SOURCES).write_text(json.dumps([str(Path(p).resolve()) for p in bundles], indent=1) + "\n")
-        b.write_machine(before=json.loads((Path(bundles[0]) / "machine.json").read_text()).get("before"))
+        b.write_machine(before=dict(first.machine_before().doc))
     except BaseException:
         b.close()
         raise
