@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from pirex.analysis import stats
+
 CHECK_ALPHA = 0.01  # each check's level: three of them withhold at most ~3 % of verdicts on healthy data
 NULL_DRAWS = 20000  # Monte Carlo draws of the second-mode statistic's null law, per n
 PERMUTATIONS = 2000
@@ -64,9 +66,7 @@ def residuals(d: np.ndarray, halves: np.ndarray | None) -> np.ndarray:
     if halves is None or not ((halves == 1).any() and (halves == -1).any()):
         return d
     h = np.asarray(halves, dtype=float)
-    x = np.column_stack([np.ones(d.size), h])
-    coef, *_ = np.linalg.lstsq(x, d, rcond=None)
-    return d - coef[1] * h
+    return d - stats.duet_fit(d, h)[0][1] * h
 
 
 def checks(d: np.ndarray, halves: np.ndarray | None = None) -> tuple[Check, ...]:

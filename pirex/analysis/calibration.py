@@ -82,7 +82,7 @@ def series(values, metric: str, variant: str) -> Series | None:
     copy_name = prec.aa_name(variant)
     counts_c, counts_b = prec.run_counts(values, metric, copy_name), prec.run_counts(values, metric, variant)
     if counts_c and counts_b:
-        keys = sorted(set(counts_c) & set(counts_b), key=_order)
+        keys = sorted(set(counts_c) & set(counts_b), key=prec.run_order)
         if len(keys) < stats.MIN_RUNS:
             return None
         arrays = tuple(
@@ -93,7 +93,7 @@ def series(values, metric: str, variant: str) -> Series | None:
         return Series(metric, np.empty(0), np.empty(0), counts=arrays)  # type: ignore[arg-type]
     base = {k: v for k, v in prec.run_means(values, metric, variant).items() if v > 0}
     copy = {k: v for k, v in prec.run_means(values, metric, copy_name).items() if v > 0}
-    keys = sorted(set(base) & set(copy), key=_order)
+    keys = sorted(set(base) & set(copy), key=prec.run_order)
     if len(keys) < stats.MIN_RUNS:
         return None
     halves = prec.run_halves(values, metric, copy_name)
@@ -109,11 +109,6 @@ def modes(s: Series) -> tuple[tuple[str, assumptions.Check], ...]:
     if s.counts is not None:
         return ()
     return tuple((side, assumptions.second_mode(np.log(x))) for side, x in (("variant", s.base), ("copy", s.copy)))
-
-
-def _order(key: tuple) -> tuple:
-    device, bundle, repetition = key
-    return (str(device), str(bundle), int(repetition))
 
 
 # --- resampling
@@ -154,9 +149,14 @@ def bounds(s: Series, method: str, idx: np.ndarray, level: float) -> tuple[np.nd
     raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
 
 
+def has_interval(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Which data sets have an interval (NaN bounds: none, e.g. a duet subset on one half only)."""
+    return np.isfinite(low) & np.isfinite(high)
+
+
 def covered(low: np.ndarray, high: np.ndarray) -> tuple[float, int]:
     """The share of data sets whose interval holds 1, among those with an interval, and how many had one."""
-    ok = np.isfinite(low) & np.isfinite(high)
+    ok = has_interval(low, high)
     n = int(ok.sum())
     return (float(((low[ok] <= 1) & (1 <= high[ok])).mean()) if n else math.nan), n
 
@@ -186,7 +186,7 @@ class Cell:
     @property
     def power_ratio(self) -> float:
         """The smallest ratio r (> 1) with r or 1/r decided by the direction rule in 80 % of the data sets."""
-        ok = np.isfinite(self.low90) & np.isfinite(self.high90)
+        ok = has_interval(self.low90, self.high90)
         if not ok.any():
             return math.nan
         up = float(np.quantile(1 / self.low90[ok], POWER))  # r * low > 1 in 80 %
@@ -196,7 +196,7 @@ class Cell:
     @property
     def aa_blocked(self) -> float:
         """The share of data sets the A/A check would block (their 95 % interval wholly beyond the band)."""
-        ok = np.isfinite(self.low95) & np.isfinite(self.high95)
+        ok = has_interval(self.low95, self.high95)
         if not ok.any():
             return math.nan
         t = prec.AA_TOLERANCE
@@ -250,18 +250,18 @@ def _gather(boot: np.ndarray, inner: np.ndarray) -> np.ndarray:
 
 def _per_resample(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """The coverage within each bootstrap resample (rows), NaN for a resample without an interval."""
-    ok = np.isfinite(low) & np.isfinite(high)
+    ok = has_interval(low, high)
     hit = ((low <= 1) & (1 <= high) & ok).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(ok.sum(axis=1) > 0, hit / ok.sum(axis=1), np.nan)
 
 
-def worst(cs: list[Cell], method: str, n: int) -> Cell | None:
-    """The cell of `method` at the calibrated size nearest n (at most n where there is one), the lower coverage of
-    the two schemes: what a verdict on n repetitions is held to."""
-    sizes = sorted({c.n for c in cs if c.method == method})
-    if not sizes:
-        return None
-    at = max([s for s in sizes if s <= n] or [sizes[0]])
-    mine = [c for c in cs if c.method == method and c.n == at]
-    return min(mine, key=lambda c: c.coverage)
+def size_for(sizes, n: int) -> int:
+    """The calibrated size a verdict on n repetitions is held to: the largest at most n, else the smallest."""
+    sizes = sorted(sizes)
+    return max([s for s in sizes if s <= n] or sizes[:1])
+
+
+def method_of(interval_method: str) -> str:
+    """The calibration's name of an Interval's method: both count intervals are its rate ratio."""
+    return RATE if interval_method in ("poisson-exact", "quasi-poisson") else interval_method

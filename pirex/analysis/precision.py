@@ -269,10 +269,9 @@ def duet_sd(log_ratios: Sequence[float], halves: Sequence[int]) -> tuple[float, 
         raise ValueError(f"duet_sd: {d.size} log ratios, {h.size} halves")
     if not ((h == 1).any() and (h == -1).any()) or d.size < 3:
         return float(d.std(ddof=1)) if d.size > 1 else math.nan, d.size - 1
-    x = np.column_stack([np.ones(d.size), h])
-    coef, *_ = np.linalg.lstsq(x, d, rcond=None)
+    mu, delta = stats.duet_fit(d, h)[0]
     df = d.size - 2
-    return math.sqrt(float(np.sum((d - x @ coef) ** 2)) / df), df
+    return math.sqrt(float(np.sum((d - mu - delta * h) ** 2)) / df), df
 
 
 def even(n: int) -> int:
@@ -320,6 +319,13 @@ def aa_name(variant: str) -> str:
 
 def _key(v: RunValue) -> tuple:
     return (v.device, v.bundle, v.repetition)
+
+
+def run_order(key: tuple) -> tuple:
+    """A (device, bundle, repetition) key as the runs happened, for sorting: run ids sort by their start,
+    repetitions by number (a key's repr would put repetition 10 before 2)."""
+    device, bundle, repetition = key
+    return (str(device), str(bundle), int(repetition))
 
 
 def _select(values: Iterable[RunValue], metric: str, variant: str) -> list[RunValue]:

@@ -23,13 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
-from typing import Any
 
 from pirex.analysis import precision as prec
 from pirex.analysis.interface import RunValue
 from pirex.core.bundle import DUET, Bundle
 from pirex.core.errors import PirexError
-from pirex.reproduce import budget, plan
+from pirex.reproduce import budget, calibrate, plan
 from pirex.reproduce.claims import Claim
 from pirex.reproduce.state import Budget, ReproductionState, Running
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, Verdict, edges, on_values
@@ -158,7 +157,7 @@ class Reading:
     precision: float | None
     counts: dict[str, int] = field(default_factory=dict)  # need key -> repetitions there are
     _extension: dict[str, bool] = field(default_factory=dict)  # bundle name -> whether it is a budget's extension
-    calibrations: Any = None  # calibrate.Calibrations: what each verdict's interval is held to on this machine
+    calibrations: calibrate.Calibrations | None = None  # what each verdict's interval is held to on this machine
 
     def __call__(self, c: Claim, runs: Sequence[plan.Need], values: list[RunValue], indicative: bool) -> Verdict:
         key, need = key_of(c), runs[0]

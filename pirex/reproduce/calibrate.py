@@ -26,8 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from pirex.analysis import calibration as cal
 from pirex.analysis import modules
 from pirex.core import experiment
@@ -69,7 +67,7 @@ def _matches(b: Bundle, profile: str, variants: list[str], design: str, wanted: 
     )
 
 
-def find_run(runs: Path, exp_id: str, profile: str, variants: list[str], design: str, wanted: dict) -> Path | None:
+def find_run(runs: Path, exp_id: str, profile: str, variants: list[str], design: str, wanted: dict) -> Bundle | None:
     """The newest A/A bundle of this request (its parameters `wanted` among the bundle's) under runs/ that is intact
     (complete, or resumable), else None."""
     for m in sorted((runs / exp_id).glob(f"*/{MANIFEST}"), reverse=True):
@@ -78,7 +76,7 @@ def find_run(runs: Path, exp_id: str, profile: str, variants: list[str], design:
         except PirexError:
             continue
         if _matches(b, profile, variants, design, wanted) and not verify(b.path, complete=False):
-            return b.path
+            return b
     return None
 
 
@@ -116,13 +114,13 @@ def aa_runs(req: Request, run: Callable, resume: Callable, echo: Callable[[str],
     params = {**(req.overrides or {}), "repetitions": req.repetitions}
     for d in wanted:
         found = find_run(runs, exp.id, req.profile, variants, d, params)
-        if found and Bundle.open(found).status == COMPLETE:
-            echo(f"pirex calibrate: reusing the complete A/A run {found}")
-            out.append(found)
+        if found and found.status == COMPLETE:
+            echo(f"pirex calibrate: reusing the complete A/A run {found.path}")
+            out.append(found.path)
             continue
-        if found and not writing(found):
-            echo(f"pirex calibrate: resuming the A/A run {found}")
-            out.append(resume(found, req.allow_concurrent))
+        if found and not writing(found.path):
+            echo(f"pirex calibrate: resuming the A/A run {found.path}")
+            out.append(resume(found.path, req.allow_concurrent))
             continue
         echo(f"pirex calibrate: {exp.id} {','.join(variants)}, {req.repetitions} repetitions, {d}")
         opts = Options(
@@ -180,11 +178,11 @@ def rule_rows(claim: claims_mod.Claim, cells: Sequence[cal.Cell]) -> list[RuleRo
     """The claim's rule at each of its edges, on the cells of its metric (verdict.regions, the production regions)."""
     out = []
     for c in cells:
+        ok = cal.has_interval(c.low90, c.high90)
+        if not ok.any():
+            continue
         for e in verdict.edges(claim):
             holds, differs = verdict.regions(claim, c.low90 * e, c.high90 * e, c.low95 * e, c.high95 * e)
-            ok = np.isfinite(c.low90) & np.isfinite(c.high90)
-            if not ok.any():
-                continue
             out.append(
                 RuleRow(
                     claim.id,
@@ -210,6 +208,14 @@ class Result:
     rules: tuple[tuple[str, RuleRow], ...]
     sources: tuple[dict, ...]
     repetitions: dict[str, int]  # design -> A/A repetitions read
+
+
+def mode_rows(design: str, s: cal.Series) -> list[dict]:
+    """calibration.json's rows of the second-mode check on each side of one metric over the whole run."""
+    return [
+        {"design": design, "metric": s.metric, "side": side, **c.row(), "finding": c.finding}
+        for side, c in cal.modes(s)
+    ]
 
 
 def analyse(exp_id: str, bundles: Sequence[Path]) -> Result:
@@ -241,10 +247,7 @@ def analyse(exp_id: str, bundles: Sequence[Path]) -> Result:
             if (s := cal.series(values, m, v)) is not None:
                 reps[design] = max(reps.get(design, 0), s.n)
                 by_metric[m] = cal.cells(s)
-                modes += [
-                    {"design": design, "metric": m, "side": side, **c.row(), "finding": c.finding}
-                    for side, c in cal.modes(s)
-                ]
+                modes += mode_rows(design, s)
                 cells += [(design, c) for c in by_metric[m]]
         for claim in claims:
             # the claim's rule on the A/A noise of its numerator's metric: where it compares two metrics (a

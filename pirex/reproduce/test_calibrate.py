@@ -36,10 +36,7 @@ def _result(kind: str = "normal") -> calibrate.Result:
         b = a * np.exp(e)
     s = cal.Series("B1", a, b)
     cells = tuple(("interleaved", c) for c in cal.cells(s, sizes=(5, 10)))
-    modes = tuple(
-        {"design": "interleaved", "metric": "B1", "side": side, **c.row(), "finding": c.finding}
-        for side, c in cal.modes(s)
-    )
+    modes = tuple(calibrate.mode_rows("interleaved", s))
     return calibrate.Result("jmh", "pi", cells, modes, (), ({"run_id": "x"},), {"interleaved": 60})
 
 
@@ -93,3 +90,4 @@ def test_a_calibration_needs_enough_repetitions():
         calibrate.aa_runs(calibrate.Request("jmh", repetitions=6), None, None, print)
     with pytest.raises(PirexError, match="does not suit a duet"):
         calibrate.aa_runs(calibrate.Request("fork", designs=("duet",)), None, None, print)
+

@@ -17,8 +17,8 @@ import pytest
 
 from pirex.analysis import assumptions, calibration
 from pirex.analysis.interface import RunValue
+from pirex.reproduce import calibrate, verdict
 from pirex.reproduce import claims as claims_mod
-from pirex.reproduce import verdict
 from pirex.reproduce.calibrate import Calibration
 from pirex.reproduce.verdict import DIFFERS, HOLDS, on_values
 
@@ -94,14 +94,10 @@ def _machine(kind: str, sizes=(5, 10, 20)) -> Calibration:
     repetitions of a variant and its copy, each side with that noise of its own."""
     rng = np.random.default_rng(7)
     a, b = (np.exp(_noise(kind, 200, rng)) for _ in range(2))
-    series = calibration.Series("B5", a, b)
-    cells = calibration.cells(series, sizes=sizes)
-    modes = [
-        {"design": "interleaved", "metric": "B5", "side": side, **c.row(), "finding": c.finding}
-        for side, c in calibration.modes(series)
-    ]
-    doc = {"cells": [{"design": "interleaved", **c.row()} for c in cells], "modes": modes}
-    return Calibration(path=Path("calibration"), experiment="jmh", device="pi", doc=doc)
+    s = calibration.Series("B5", a, b)
+    cells = tuple(("interleaved", c) for c in calibration.cells(s, sizes=sizes))
+    result = calibrate.Result("jmh", "pi", cells, tuple(calibrate.mode_rows("interleaved", s)), (), (), {})
+    return Calibration(path=Path("calibration"), experiment="jmh", device="pi", doc=calibrate.document(result))
 
 
 @pytest.mark.parametrize("kind", ["bimodal", "ar1"])

@@ -36,6 +36,7 @@ from scipy import stats as sps
 
 from pirex.analysis import assumptions, stats
 from pirex.analysis import precision as prec
+from pirex.analysis.calibration import method_of as calibration_method
 from pirex.analysis.interface import RunValue
 from pirex.analysis.verdicts import DIFFERS, HOLDS, INCONCLUSIVE
 from pirex.analysis.verdicts import NOT_RUN as NOT_RUN  # the words are pirex.analysis.verdicts'; here for reproduce/
@@ -75,12 +76,17 @@ class Ours:
     # the assumption checks on the log ratios in run order (pirex/analysis/assumptions.py); a failed one withholds
     # the verdict
     checks: tuple[assumptions.Check, ...] = ()
-    design: str = "interleaved"  # "duet" where the CPU half was a factor: which of a calibration's rows apply
 
     @property
     def plan_halves(self) -> tuple[int, ...] | None:
         """A duet's CPU half per log ratio where every one has it, else None: what a plan takes out of the spread."""
         return self.halves if len(self.halves) == len(self.log_ratios) and any(self.halves) else None
+
+    @property
+    def design(self) -> str:
+        """ "duet" where the CPU half was a factor of the interval's model, else "interleaved": which of a
+        calibration's rows apply."""
+        return "duet" if self.interval.method == "duet-half-t" else "interleaved"
 
     @property
     def spread(self) -> float:
@@ -224,17 +230,10 @@ def ours(
         aa_halves = prec.run_halves(values, den_m, aa_side.variant)
         aa = stats.design_ratio(copy, prec.in_bundles_of(den, copy), aa_halves, aa_confidence or confidence)
     plan_halves = tuple(halves.get(k, 0) for k in keys) if halves else ()
-    order = sorted(range(len(keys)), key=lambda j: _run_order(keys[j]))
+    order = sorted(range(len(keys)), key=lambda j: prec.run_order(keys[j]))
     h = np.array([plan_halves[j] for j in order], dtype=float) if plan_halves else None
     checks = assumptions.checks(np.asarray(d, dtype=float)[order], h) if interval.has_interval else ()
-    design = "duet" if interval.method == "duet-half-t" else "interleaved"
-    return Ours(interval, metric, tuple(float(x) for x in d), aa, plan_halves, wide, checks=checks, design=design)
-
-
-def _run_order(key: tuple) -> tuple:
-    """(device, bundle, repetition) as the runs happened: run ids sort by their start, repetitions by number."""
-    device, bundle, repetition = key
-    return (str(device), str(bundle), int(repetition))
+    return Ours(interval, metric, tuple(float(x) for x in d), aa, plan_halves, wide, checks=checks)
 
 
 def _rate_ratio(values: Sequence[RunValue], claim: Claim, num_m: str, den_m: str, confidence: float) -> Ours | None:
@@ -304,7 +303,9 @@ def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: boo
         )
     if broken := assumptions.reason(o.checks, o.metric):
         return Verdict(claim, INCONCLUSIVE, broken, o, indicative)
-    if calibration is not None and (under := calibration.undercovers(_calibrated_method(i), i.n, o.design, o.metric)):
+    if calibration is not None and (
+        under := calibration.undercovers(calibration_method(i.method), i.n, o.design, o.metric)
+    ):
         return Verdict(claim, INCONCLUSIVE, under, o, indicative)
     w = o.wide if o.wide is not None and o.wide.has_interval else i
     holds, differs = (bool(x) for x in regions(claim, i.low, i.high, w.low, w.high))
@@ -323,11 +324,6 @@ def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: boo
     return Verdict(
         claim, INCONCLUSIVE, f"our {level} {_crossing_text(claim)} ({_more(claim, o, precision)})", o, indicative
     )
-
-
-def _calibrated_method(i: stats.Interval) -> str:
-    """The name a calibration gives the interval's method (both count intervals are its "rate ratio")."""
-    return "rate ratio" if i.method in ("poisson-exact", "quasi-poisson") else i.method
 
 
 def _band_text(claim: Claim) -> str:
