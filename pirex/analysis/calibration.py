@@ -105,10 +105,12 @@ def modes(s: Series) -> tuple[tuple[str, assumptions.Check], ...]:
     """The second-mode check on each side's own values over the whole run (logs): what a set of five cannot show
     (a mode of 10 % is missing from 59 % of them) the long run does, and a mode of one copy is the variant's (a JIT
     that compiles the benchmark differently in some JVMs), which the other variants of the claims share. () for
-    counts."""
+    counts. A duet's sides with their CPU half taken out (assumptions.residuals), as the checks of a verdict do."""
     if s.counts is not None:
         return ()
-    return tuple((side, assumptions.second_mode(np.log(x))) for side, x in (("variant", s.base), ("copy", s.copy)))
+    h = s.halves  # a duet's sides alternate the CPU halves: each side's half effect is two modes by design
+    sides = (("variant", s.base, None if h is None else -h), ("copy", s.copy, h))
+    return tuple((side, assumptions.second_mode(assumptions.residuals(np.log(x), hx))) for side, x, hx in sides)
 
 
 # --- resampling

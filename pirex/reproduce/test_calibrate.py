@@ -91,3 +91,15 @@ def test_a_calibration_needs_enough_repetitions():
     with pytest.raises(PirexError, match="does not suit a duet"):
         calibrate.aa_runs(calibrate.Request("fork", designs=("duet",)), None, None, print)
 
+
+def test_a_duets_half_effect_is_no_second_mode_of_its_sides():
+    """In a duet each side alternates the CPU halves: a 3 % half against 0.5 % noise makes each side's values two
+    clusters by design, which the second-mode check must not take for a JIT's second mode."""
+    rng = np.random.default_rng(4)
+    h = np.array([1.0, -1.0] * 20)
+    base = np.exp(-0.03 * h + rng.normal(0, 0.005, 40))  # the variant on the other half
+    copy = np.exp(0.03 * h + rng.normal(0, 0.005, 40))
+    s = cal.Series("B1", base, copy, h)
+    assert not any(c.failed for _, c in cal.modes(s)), [c.text() for _, c in cal.modes(s)]
+    plain = cal.Series("B1", base, copy)  # the same values read as if interleaved: two modes each
+    assert all(c.failed for _, c in cal.modes(plain))
