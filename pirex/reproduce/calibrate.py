@@ -251,7 +251,7 @@ def analyse(exp_id: str, bundles: Sequence[Path]) -> Result:
                 cells += [(design, c) for c in by_metric[m]]
         for claim in claims:
             # the claim's rule on the A/A noise of its numerator's metric: where it compares two metrics (a
-            # configuration against the baseline), that metric's noise stands for the pair's (a proxy, the table says)
+            # configuration against the baseline), that metric's noise is a proxy for the pair's (the table says so)
             m = next((x for x in claim.numerator.metrics if x in by_metric), None)
             if m is not None:
                 paired = [c for c in by_metric[m] if c.method != cal.WELCH_LOG]  # a claim on variants is paired
@@ -305,7 +305,8 @@ def table(r: Result) -> str:
     lines += [
         "",
         "Rules at their edges (the ratio of the edge planted): each conclusion must stay at or below "
-        f"{100 * ALPHA:g} %.",
+        f"{100 * ALPHA:g} %. A claim comparing two metrics (a configuration against the baseline, B2 against B1) is "
+        "read on its numerator metric's A/A noise, a proxy for the pair's.",
         "",
         "| design | claim | rule | metric | n | edge | holds (random / blocks) | differs (random / blocks) | keeps |",
         "|---|---|---|---|---:|---:|---:|---:|---|",
