@@ -105,7 +105,7 @@ def test_fluctuation_matrix_records_its_cases(built, tmp_path):
     run = json.loads((path / "run.json").read_text())
     assert run["matrix"]["name"] == "fluctuation" and run["matrix"]["runs_as"] == "native"
     # SPASS-meter is bring-your-own: Kieker stands in, the SPASS-only case is skipped with the reason
-    assert "Kieker with the dump writer" in run["matrix"]["fallback"]["reason"]
+    assert "Kieker with its text file writer" in run["matrix"]["fallback"]["reason"]
     assert "SPASS-meter is not in the image" in run["skipped_variants"]["time-only"]
     ran = set(b.manifest["variants"])
     assert {"base", "parallel-gc", "ram-drive", "one-core", "depth-1", "no-swap"} <= ran
@@ -127,9 +127,11 @@ def test_fluctuation_matrix_records_its_cases(built, tmp_path):
     assert "tmpfs" in run["variants"]["ram-drive"]["workdir"]
     for case in ran:
         d = b.step_dir(case, 0)
-        assert len(raw_rows(d / "raw-baseline.csv")) == 1000 and len(raw_rows(d / "raw-kieker-dump.csv")) == 1000
+        assert len(raw_rows(d / "raw-baseline.csv")) == 1000 and len(raw_rows(d / "raw-kieker-text.csv")) == 1000
+        # the stand-in wrote its records (to the RAM drive in ram-drive), its pool bounded as the fallback says
+        assert "Kieker wrote" in (d / "stdout.txt").read_text() and "maxLogFiles=4" in (d / "stdout.txt").read_text()
     argv = json.loads((b.step_dir("depth-1", 0) / "step.json").read_text())["argv"]
-    assert argv[argv.index("--recursion-depth") + 1] == "1"
+    assert argv[argv.index("--recursion-depth") + 1] == "1" and argv[argv.index("--kieker-log-files") + 1] == "4"
 
 
 def test_the_images_stand_alone_default_is_the_quick_profile():

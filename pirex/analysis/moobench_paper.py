@@ -16,11 +16,12 @@ PUBLISHED_DIR = PAPERS
 PAPER_SPASS = "spass-meter"
 PAPER_KIEKER = "kieker-text"  # the papers' Kieker: file system logging (Kieker's ASCII file writer in 2017)
 # Table 5's instrumented column: SPASS-meter as in the paper, else Kieker stands in (the first one present; the
-# fluctuation matrix of experiments/moobench falls back to kieker-dump when the image has no SPASS-meter).
+# fluctuation matrix of experiments/moobench falls back to kieker-text when the image has no SPASS-meter; an
+# older bundle's kieker-dump, the stand-in before, is still read).
 INSTRUMENTED = (
     "spass-meter",
-    "kieker-dump",
     "kieker-text",
+    "kieker-dump",
     "kieker-binary",
     "kieker-tcp",
     "kieker-deactivated",

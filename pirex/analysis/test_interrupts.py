@@ -92,7 +92,7 @@ def test_a_line_is_of_a_kind_by_its_description(description, kind):
     assert interrupts.kind(description) == kind
 
 
-def _fluctuation_bundle(tmp_path: Path, steps: dict, configurations=("kieker-dump",), matrix=True) -> Path:
+def _fluctuation_bundle(tmp_path: Path, steps: dict, configurations=("kieker-text",), matrix=True) -> Path:
     """steps: case -> interrupts.json record per repetition (a file in DATA); every raw file 20 calls of 1 µs."""
     cases = list(steps)
     reps = len(steps[cases[0]])
@@ -120,19 +120,19 @@ def test_a_step_of_one_configuration_gives_its_interrupts_per_1000_calls(tmp_pat
     )
     got = _interrupt_values(moobench.run_values([path], "fluctuation"))
     # count / 20 calls x 1,000, nothing added, the count and the calls beside; IRQ work: none in any step, no values
-    timer = got[("one-core", 0, "kieker-dump interrupts timer")]
+    timer = got[("one-core", 0, "kieker-text interrupts timer")]
     assert (timer.value, timer.count, timer.exposure) == (pytest.approx(16100 / 20 * 1000), 16100, 20.0)
-    assert got[("one-core", 0, "kieker-dump interrupts rescheduling")].value == pytest.approx(3 / 20 * 1000)
-    assert got[("one-core", 1, "kieker-dump interrupts function-call")].value == pytest.approx(100 / 20 * 1000)
-    assert got[("ram-drive", 1, "kieker-dump interrupts timer")].unit == "per 1,000 calls"
-    assert {m for _, _, m in got} == {f"kieker-dump interrupts {k}" for k in ("timer", "rescheduling", "function-call")}
-    mean = next(v for v in moobench.run_values([path], "fluctuation") if v.metric == "kieker-dump")
-    assert got[("ram-drive", 0, "kieker-dump interrupts timer")].setup == mean.setup  # never pooled across setups
+    assert got[("one-core", 0, "kieker-text interrupts rescheduling")].value == pytest.approx(3 / 20 * 1000)
+    assert got[("one-core", 1, "kieker-text interrupts function-call")].value == pytest.approx(100 / 20 * 1000)
+    assert got[("ram-drive", 1, "kieker-text interrupts timer")].unit == "per 1,000 calls"
+    assert {m for _, _, m in got} == {f"kieker-text interrupts {k}" for k in ("timer", "rescheduling", "function-call")}
+    mean = next(v for v in moobench.run_values([path], "fluctuation") if v.metric == "kieker-text")
+    assert got[("ram-drive", 0, "kieker-text interrupts timer")].setup == mean.setup  # never pooled across setups
 
 
 def test_a_step_of_several_configurations_or_a_plain_run_gives_none(tmp_path):
     both = _fluctuation_bundle(
-        tmp_path / "a", {"ram-drive": ["x86-ram-drive.json"]}, configurations=("baseline", "kieker-dump")
+        tmp_path / "a", {"ram-drive": ["x86-ram-drive.json"]}, configurations=("baseline", "kieker-text")
     )
     assert not _interrupt_values(moobench.run_values([both], "fluctuation"))  # whose interrupts: unknown
     plain = _fluctuation_bundle(tmp_path / "b", {"native": ["x86-ram-drive.json"]}, matrix=False)
@@ -148,19 +148,19 @@ def test_section_5_claims_judge_these_values(tmp_path):
     for c in found:
         for m in (*c.numerator.metrics, *c.denominator.metrics):
             cfg, _, k = m.partition(" interrupts ")
-            assert k in interrupts.KINDS and cfg in ("spass-meter", "kieker-dump"), (c.id, m)
+            assert k in interrupts.KINDS and cfg in ("spass-meter", "kieker-text"), (c.id, m)
     path = _fluctuation_bundle(
         tmp_path, {"ram-drive": ["x86-ram-drive.json"] * 2, "one-core": ["x86-one-core.json", "x86-ram-drive.json"]}
     )
     values = moobench.run_values([path], "fluctuation")
-    timer = next(c for c in found if c.numerator.metrics[-1] == "kieker-dump interrupts timer")
+    timer = next(c for c in found if c.numerator.metrics[-1] == "kieker-text interrupts timer")
     if (timer.numerator.variant, timer.denominator.variant) != ("one-core", "ram-drive"):
         pytest.skip(f"{timer.id} compares other cases")
     o = verdict.ours(timer, values, 0.95)
-    assert o.metric == "kieker-dump interrupts timer"
+    assert o.metric == "kieker-text interrupts timer"
     # the counts per (device, bundle, repetition) the verdict compares, and their rate ratio: (16100 + 8000) events
     # against (8000 + 8000) over the same calls; two repetitions are too few for an interval
-    m = "kieker-dump interrupts timer"
+    m = "kieker-text interrupts timer"
     num = precision.run_counts(values, m, "one-core")
     den = precision.run_counts(values, m, "ram-drive")
     key = next(iter(num))[:2]
@@ -172,7 +172,7 @@ def test_section_5_claims_judge_these_values(tmp_path):
 def test_a_step_without_interrupts_of_a_kind_is_a_count_of_0_and_its_ratio_an_upper_bound(tmp_path):
     """The issue's case for "avoided more than 98 %": one core took none of a kind in five steps where the other
     took one each. With 0.5 added the ratio was 0.333 [0.332; 0.334]; the counts give 0 [0; 1.09]."""
-    mean = RunValue("moobench", "b", "vm", "one-core", 0, "kieker-dump", 1.0, "µs")
+    mean = RunValue("moobench", "b", "vm", "one-core", 0, "kieker-text", 1.0, "µs")
     steps = [
         (
             _counts_dir(tmp_path / f"{variant}-{j}", n),
@@ -183,7 +183,7 @@ def test_a_step_without_interrupts_of_a_kind_is_a_count_of_0_and_its_ratio_an_up
     ]
     values = [v for v in interrupts.run_values(steps) if v.metric.endswith("rescheduling")]
     assert {(v.variant, v.count, v.value) for v in values} == {("one-core", 0, 0.0), ("ram-drive", 1, 50.0)}
-    m = "kieker-dump interrupts rescheduling"
+    m = "kieker-text interrupts rescheduling"
     r = stats.rate_ratio(precision.run_counts(values, m, "one-core"), precision.run_counts(values, m, "ram-drive"))
     assert (r.value, r.low, r.method) == (0.0, 0.0, "poisson-exact") and r.high == pytest.approx(1.09, abs=0.005)
 

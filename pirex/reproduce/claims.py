@@ -53,7 +53,7 @@ Claims across machines (needs devices:N) or storage devices (needs storages:N) s
 
 A paper declares its stand-ins under the top-level `stand_ins`: metric -> {for (the metric it replaces), shares
 (what it has of the original's mechanism), cannot (what it cannot show)}. A verdict judged on a stand-in's metric
-(a metric list's fallback, e.g. [spass-meter, kieker-dump]) is a stand-in check, reported apart from the replication
+(a metric list's fallback, e.g. [spass-meter, kieker-text]) is a stand-in check, reported apart from the replication
 verdicts with what it shows and what it cannot.
 
 A paper declares what its claims need beyond the machine's capabilities (a bring-your-own tool, a licensed
@@ -119,7 +119,7 @@ class StandIn:
 
     def names(self, metric: str) -> bool:
         """Whether a run value's metric is of this stand-in: the metric itself or one of its spreads and counts
-        ("kieker-dump sd", "kieker-dump interrupts timer"), alone or in a ratio "a / b"."""
+        ("kieker-text sd", "kieker-text interrupts timer"), alone or in a ratio "a / b"."""
         return any(m == self.metric or m.startswith(self.metric + " ") for m in metric.split(" / "))
 
 
@@ -264,9 +264,16 @@ def parse(doc: Any, path: Path) -> Paper:
 
 
 def _with_stand_ins(claim: Claim, stand_ins: Iterable[StandIn]) -> Claim:
-    """The claim with the stand-ins its metrics name (a metric list's fallback, e.g. kieker-dump for spass-meter)."""
-    metrics = [*claim.metrics, *(m for s in (claim.numerator, claim.denominator) if s for m in s.metrics)]
-    found = tuple(s for s in stand_ins if any(s.names(m) for m in metrics))
+    """The claim with the stand-ins its metric lists fall back to: a stand-in's metric after one of the metric it
+    replaces ([spass-meter, kieker-text]). The same metric named alone is the claim's own subject (Table 2's
+    kieker-text is the papers' Kieker), never a stand-in check."""
+    lists = [claim.metrics, *(s.metrics for s in (claim.numerator, claim.denominator) if s)]
+
+    def falls_back_to(s: StandIn) -> bool:
+        of_original = StandIn(s.replaces, "", "", "").names
+        return any(s.names(m) and any(map(of_original, ms[:i])) for ms in lists for i, m in enumerate(ms))
+
+    found = tuple(s for s in stand_ins if falls_back_to(s))
     return dataclasses.replace(claim, stand_ins=found) if found else claim
 
 

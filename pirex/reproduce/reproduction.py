@@ -189,6 +189,8 @@ def _resume_options(opts: Options, out: Path, state: ReproductionState) -> None:
     opts.bundles = list(state.given)
     opts.storages = list(state.storages)
     opts.design = state.design
+    if state.calibrations and not opts.calibrations:  # as the first attempt judged; one given now wins
+        opts.calibrations = list(state.calibrations)
 
 
 def _planned(opts: Options) -> _Reproduction:
@@ -289,6 +291,7 @@ def _new_state(r: _Reproduction) -> ReproductionState:
         inventory=opts.inventory,
         given=list(opts.bundles),
         storages=list(opts.storages),
+        calibrations=list(opts.calibrations),
         design=opts.design,
         confidence=opts.confidence,
         artifact=opts.artifact,  # a rerun of an artifact (artifact/rerun.py)

@@ -88,6 +88,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "verdicts": dict,
     "reasons": dict,
     "left_out": dict,
+    "calibrations": list,
 }
 
 
@@ -123,6 +124,7 @@ class ReproductionState:
     verdicts: dict[str, str] | None = None  # verdict key (reproduction.verdict_key) -> verdict, once judged
     reasons: dict[str, str] | None = None  # and its reason
     left_out: dict[str, str] | None = None  # bundles that failed verification: path -> why
+    calibrations: list[Path] = field(default_factory=list)  # --calibration: a resume judges with the same ones
 
     @classmethod
     def read(cls, folder: Path) -> ReproductionState:
@@ -188,6 +190,7 @@ class ReproductionState:
             verdicts=has("verdicts"),
             reasons=has("reasons"),
             left_out=has("left_out"),
+            calibrations=[Path(c) for c in has("calibrations") or []],
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -223,6 +226,7 @@ class ReproductionState:
             "verdicts": self.verdicts,
             "reasons": self.reasons,
             "left_out": self.left_out,
+            "calibrations": [str(c) for c in self.calibrations] or None,  # only where --calibration was given
         }
         doc.update((k, v) for k, v in later.items() if v is not None)
         return doc

@@ -416,7 +416,7 @@ def test_a_reproduction_runs_only_the_metrics_its_claims_compare_and_an_aa_copy_
     missing = {"spass-meter": "bring your own"}
     by_key = {n.key: n for n in plan.needs(icpe18, "full", aa=True, missing=missing)}
     assert by_key["moobench@paper"].overrides == {"configurations": "baseline,kieker-text"}
-    assert by_key["moobench[fluctuation]@paper"].overrides == {"configurations": "kieker-dump"}
+    assert by_key["moobench[fluctuation]@paper"].overrides == {"configurations": "kieker-text"}
     assert by_key["moobench@paper"].variants == ["native", "docker", "native-aa"]
     assert "native-aa" not in by_key["moobench[fluctuation]@paper"].variants  # cases, not variants, there
     chosen = plan.needs(icpe18, "kick-the-tires", {"moobench": {"configurations": "baseline"}}, missing=missing)

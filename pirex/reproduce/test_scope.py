@@ -86,26 +86,38 @@ def test_this_machines_cases_that_change_nothing_are_named_with_the_reason(monke
     assert plan.case_key("moobench", "fluctuation", "one-core") not in found
 
 
-def _values(metric: str, ratio: float) -> list[RunValue]:
+def _values(metric: str, ratio: float, sides: tuple[str, str] = ("one-core", "ram-drive")) -> list[RunValue]:
     out = []
     for rep in range(5):
-        for variant, x in (("one-core", ratio * (1 + 0.001 * rep)), ("ram-drive", 1.0 + 0.001 * (rep % 2))):
+        for variant, x in ((sides[0], ratio * (1 + 0.001 * rep)), (sides[1], 1.0 + 0.001 * (rep % 2))):
             out.append(RunValue("moobench", "b", "d", variant, rep, metric, 100 * x, "us"))
     return out
 
 
 def test_a_verdict_on_the_stand_in_is_a_stand_in_check_and_on_spass_meter_a_replication():
-    """t5-one-core judges [spass-meter, kieker-dump]: with SPASS-meter's values (its jar was there) a replication;
-    with Kieker's dump writer standing in, a stand-in check that says what it shares and what it cannot show."""
+    """t5-one-core judges [spass-meter, kieker-text]: with SPASS-meter's values (its jar was there) a replication;
+    with Kieker's text writer standing in, a stand-in check that says what it shares and what it cannot show."""
     c = ICPE18["t5-one-core"]
-    assert [s.metric for s in c.stand_ins] == ["kieker-dump"] and c.stand_ins[0].replaces == "spass-meter"
+    assert [s.metric for s in c.stand_ins] == ["kieker-text"] and c.stand_ins[0].replaces == "spass-meter"
     real = on_values(c, _values("spass-meter", 3.0), 0.95, None, False)
-    stand = on_values(c, _values("kieker-dump", 3.0), 0.95, None, False)
+    stand = on_values(c, _values("kieker-text", 3.0), 0.95, None, False)
     assert real.verdict == stand.verdict == "holds"
     assert real.evidence == REPLICATION and stand.evidence == STAND_IN
     (row,) = report.rows([stand])
-    assert row[5] == "holds (stand-in check)" and "checked on a stand-in, kieker-dump for spass-meter" in row[6]
+    assert row[5] == "holds (stand-in check)" and "checked on a stand-in, kieker-text for spass-meter" in row[6]
     assert "it cannot show" in row[6]
+
+
+def test_the_stand_ins_metric_named_alone_is_the_claims_own_subject():
+    """kieker-text stands in for SPASS-meter in Table 5's metric lists; Table 2's kieker-text claims are about the
+    papers' Kieker itself: replications, never stand-in checks."""
+    own = [c for c in ICPE18.values() if c.numerator and c.numerator.metrics[0].startswith("kieker-text")]
+    assert {"t2-kieker-docker", "t2-kieker-overhead", "t2-kieker-docker-sd"} <= {c.id for c in own}
+    assert all(not c.stand_ins for c in own)
+    v = on_values(ICPE18["t2-kieker-docker"], _values("kieker-text", 1.01, ("docker", "native")), 0.95, None, False)
+    assert v.evidence == REPLICATION
+    table5 = [c for c in ICPE18.values() if c.id.startswith("t5-") and "spass-meter" not in c.needs]
+    assert table5 and all([s.metric for s in c.stand_ins] == ["kieker-text"] for c in table5)
 
 
 def test_the_spass_meter_claims_are_judged_with_its_jar_and_not_run_without(monkeypatch, tmp_path):
@@ -124,7 +136,7 @@ def test_the_count_line_names_replications_checks_and_not_run_apart():
     one_core = ICPE18["t5-one-core"]
     plain = ICPE18["t1-b1-docker"]
     verdicts = [
-        on_values(one_core, _values("kieker-dump", 3.0), 0.95, None, False),
+        on_values(one_core, _values("kieker-text", 3.0), 0.95, None, False),
         Verdict(harness, "holds", "inside"),
         Verdict(plain, "inconclusive", "wide"),
         Verdict(plain, NOT_RUN, "not here"),

@@ -71,6 +71,7 @@ def test_a_round_trip_keeps_every_value(tmp_path):
         attempts=[{"started": 1.0, "ended": 2.5}],
         verdicts={"fork24:c": "differs"},
         left_out={"results/fork/b": "changed"},
+        calibrations=[Path("lab/calibration/jmh/20261202T031253Z-23695a")],
     )
     state.write(tmp_path)
     again = ReproductionState.read(tmp_path)
@@ -80,7 +81,7 @@ def test_a_round_trip_keeps_every_value(tmp_path):
     assert doc["running"] == {"key": "fork@quick", "started": 10.5}  # no "extends" for a need's own run
     assert doc["inventory"] == "lab/inventory.ini" and doc["bundles"] == {"fork@quick": ["results/fork/a"]}
     assert "budget" not in doc and "extended" not in doc and "reasons" not in doc  # not set: not written
-    assert list(doc)[-2:] == ["verdicts", "left_out"]
+    assert list(doc)[-3:] == ["verdicts", "left_out", "calibrations"]  # --calibration's, which a resume judges with
 
 
 def test_an_older_state_missing_keys_reads_with_the_defaults_a_reproduction_took(tmp_path):
@@ -121,3 +122,17 @@ def test_a_missing_or_broken_state_is_one_line_naming_the_file_and_what_to_do(tm
         ReproductionState.read(tmp_path)
     text = str(e.value)
     assert "\n" not in text and text.startswith(str(tmp_path / STATE)) and "pirex reproduce" in text, text
+
+
+def test_a_resume_judges_with_the_calibrations_its_first_attempt_was_given(tmp_path):
+    from pirex.reproduce import reproduction
+
+    given = [tmp_path / "calibration" / "jmh" / "20261202T031253Z-23695a"]
+    state = ReproductionState(papers=["icpe18"], level="kick-the-tires", calibrations=given)
+    opts = reproduction.Options([], resume=tmp_path)
+    reproduction._resume_options(opts, tmp_path, state)
+    assert opts.calibrations == given  # not this machine's newest, which may have changed since
+    mine = [tmp_path / "brought"]
+    opts = reproduction.Options([], resume=tmp_path, calibrations=mine)
+    reproduction._resume_options(opts, tmp_path, state)
+    assert opts.calibrations == mine  # one given to the resume wins

@@ -120,9 +120,10 @@ def test_matrix_cases_skipped_with_reasons_and_same_as_base_flagged():
         ]
     )
     assert m["same_as_base"] == ["no-swap"] and set(m["notes"]) == {"base", "no-swap"}
-    assert "Kieker with the dump writer" in m["fallback"]["reason"]
+    assert "Kieker with its text file writer" in m["fallback"]["reason"]
     params = {s["variant"]: s["params"] for s in p.steps}
-    assert p.parameters["configurations"] == "baseline,kieker-dump"  # the fallback's stand-in
+    assert p.parameters["configurations"] == "baseline,kieker-text"  # the fallback's stand-in
+    assert p.parameters["kieker_log_files"] == 4  # its pool bounded, so that the RAM drive holds it
     assert params["depth-1"]["recursion_depth"] == 1 and params["base"]["recursion_depth"] == 10
     assert params["parallel-gc"]["jvm_options"] == "-XX:+UseParallelGC"
     assert params["base"]["jvm_options"] == "-XX:+UseSerialGC" and p.run_info["variants"]["one-core"]["taskset"] == "0"
