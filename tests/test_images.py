@@ -11,6 +11,7 @@ from pirex.core import proc
 from pirex.core.errors import PirexError
 from pirex.images import bake, localregistry, publish, regclient
 from pirex.images.platforms import SUPPORTED, Platform
+from pirex.runner import variants
 
 pytestmark = pytest.mark.docker
 
@@ -28,9 +29,9 @@ IMAGES = images()
 OCI_LABELS = ("source", "revision", "version", "licenses", "description")
 
 
-def docker_run(ref: str, platform: Platform, *cmd: str) -> proc.Result:
+def docker_run(ref: str, platform: Platform, *cmd: str, args: tuple[str, ...] = ()) -> proc.Result:
     return proc.run(
-        ["docker", "run", "--rm", "--platform", str(platform), ref, *cmd],
+        ["docker", "run", "--rm", "--platform", str(platform), *args, ref, *cmd],
         timeout=300,
         what=f"docker run {ref} {' '.join(cmd)}",
     )
@@ -88,6 +89,11 @@ def test_base_runs_as_non_root_under_tini(built, platform):
     assert machine == platform.uname_machine
     assert pid1 == "tini"
     assert results == "ok"
+    # a RAM drive as the runner mounts it for a fluctuation case in Docker (Docker makes it root's 0755 whatever
+    # its mode=): the entrypoint hands it to the workload, who writes there
+    ram = variants.Variant("docker", ram_workdir_mb=8).extra_docker_args()
+    out = docker_run(ref, platform, "sh", "-c", "touch /work/x && stat -c %u /work", args=tuple(ram))
+    assert out.stdout.split() == ["1000"]
 
 
 @pytest.mark.parametrize("platform", SUPPORTED, ids=str)

@@ -98,6 +98,8 @@ class Variant:
         args += ["-v", f"{workdir}:/work"] if self.bind_workdir else []
         args += ["--cpuset-cpus", self.cpus] if self.cpus else []
         if self.ram_workdir_mb:
+            # Docker makes it root's 0755 whatever mode= says (it copies the image's /work up onto it): the
+            # entrypoint (images/base/pirex-entrypoint) hands it to the workload's user
             args += ["--tmpfs", f"/work:rw,exec,size={self.ram_workdir_mb}m,mode=1777"]
         return args
 
