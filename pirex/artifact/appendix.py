@@ -190,6 +190,8 @@ class Contents:
     images: str = ""  # the images archive's path inside the artifact, "" when not included
     platforms: str = ""
     reproduction: dict = field(default_factory=dict)  # {path, id, level, verdicts: {claim: verdict}, images: [...]}
+    deviations: list[str] = field(default_factory=list)  # what pirex runs differently from this paper (claims.py)
+    cites_paper: bool = True  # CITATION.cff has the paper's reference (analysis/<paper>/citation.yaml)
 
 
 def markdown(contents: Contents, rows_: Sequence[Row]) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pirex import __version__
-from pirex.artifact import appendix
+from pirex.artifact import appendix, citation
 from pirex.core import experiment, proc
 from pirex.core.bundle import Bundle, Verifier, sha256
 from pirex.core.errors import PirexError
@@ -254,7 +254,17 @@ def pack(
         top.mkdir()
         commit, dirty, when = _source(root, top / "source", scratch)
         shutil.copytree(paper.path.parent, top / "claims" / paper.id)
-        contents = appendix.Contents(paper, level, commit, __version__, made_with, dirty)
+        cited = citation.of_artifact(paper, root)
+        contents = appendix.Contents(
+            paper,
+            level,
+            commit,
+            __version__,
+            made_with,
+            dirty,
+            deviations=claims_mod.deviations([paper]),
+            cites_paper=cited.cites_paper,
+        )
         if reproduction is not None:
             contents.reproduction = _reproduction(Path(reproduction), paper, top / "reproduction")
         if chosen:
@@ -264,9 +274,7 @@ def pack(
             if contents.reproduction:
                 _check_ran(top / IMAGES, contents.reproduction["ran"], chosen, tag or git_version()[0])
             contents.images, contents.platforms = IMAGES, ", ".join(map(str, chosen))
-        for name in ("CITATION.cff", ".zenodo.json"):
-            if (root / name).is_file():
-                shutil.copy2(root / name, top / name)
+        citation.write(cited, top, paper)  # the paper preferred, pirex referenced; checked
         (top / "ARTIFACT.md").write_text(appendix.markdown(contents, appendix.rows(paper, level, registry)))
         (top / META).write_text(json.dumps(_meta(contents), indent=2) + "\n")
         write_sums(top)

@@ -10,9 +10,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
-from pirex.artifact import appendix, check, pack
+from pirex.artifact import appendix, check, citation, pack
 from pirex.cli.main import cli
 from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
@@ -243,3 +244,22 @@ def test_the_images_must_be_those_the_reproduction_ran(tmp_path):
             assert pack.pack(PAPER, out, reproduction=rep, platforms="host", export=export, tag="v9") == out
     rep, _ = _reproduction(tmp_path / "arm", {"fork": {"name": "fork", "digest": manifest, "platform": "linux/arm/v7"}})
     assert pack.pack(PAPER, tmp_path / "arm" / "o", reproduction=rep, platforms="host", export=export)  # not exported
+
+
+def test_the_artifact_cites_its_paper_and_pirex_and_lists_only_its_deviations(packed, tmp_path):
+    with tarfile.open(packed) as tar:
+        for name in ("CITATION.cff", ".zenodo.json"):
+            (tmp_path / name).write_bytes(tar.extractfile(f"{PAPER}-artifact/{name}").read())
+    ok, why = check.citation(tmp_path)  # CFF 1.2.0's schema (cffconvert), and .zenodo.json agreeing with it
+    assert ok, why
+    cff = yaml.safe_load((tmp_path / "CITATION.cff").read_text())
+    paper = claims.load(PAPER)
+    assert cff["preferred-citation"] == citation.reference(paper) and paper.title in cff["title"]
+    assert [r["type"] for r in cff["references"]] == [cff["preferred-citation"]["type"], "software"]  # then pirex
+    zenodo = json.loads((tmp_path / ".zenodo.json").read_text())
+    assert zenodo["title"] == cff["title"] and zenodo["references"][0].startswith("Hashim, M. A. (2024). David vs.")
+    text = _member(packed, "ARTIFACT.md").decode()
+    mine = claims.deviations([paper])
+    assert "## Deviations from the paper" in text and mine and all(d in text for d in mine)
+    others = [d for p in claims.available() if p != PAPER for d in claims.deviations([claims.load(p)])]
+    assert not [d for d in others if d not in mine and d in text]  # another paper's deviations are not its

@@ -69,8 +69,10 @@ def compare(experiment_id: str, bundles, view: str | None, results_dir: Path) ->
     named = judged.tables(exp, mod, paths_, view)
     if not named:
         raise PirexError(f"{exp.id}: no claim of a paper on it to judge (analysis/<paper>/claims.yaml)")
-    for nt in named:  # every table that sets ours beside a paper's says what differs unavoidably
-        nt.table.notes.append(claims.deviations_note())
+    # the papers with claims on it (those the tables judge): what differs unavoidably from them
+    papers = [p for p in map(claims.load, claims.available()) if any(c.experiment == exp.id for c in p.claims)]
+    for nt in named:
+        nt.table.notes.append(claims.deviations_note(papers))
     for text in modules.write(named, modules.out_dir(results_dir, "tables", exp, view)):
         click.echo(text + "\n")
 

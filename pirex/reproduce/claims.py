@@ -215,14 +215,52 @@ class Paper:
     needs: dict[str, Requirement] = field(default_factory=dict)
 
 
-def deviations() -> list[str]:
-    """What pirex runs differently from the papers (analysis/deviations.yaml), for tables' footers."""
-    doc = yaml.safe_load((PAPERS / "deviations.yaml").read_text())
-    return [str(d) for d in doc["deviations"]]
+SHARED_DEVIATIONS = PAPERS / "deviations.yaml"  # name -> what pirex runs differently from one or more papers
+DEVIATIONS = "deviations.yaml"  # beside a paper's claims.yaml: the shared ones' names that concern it, or its own
 
 
-def deviations_note() -> str:
-    return "Deviations from the papers: " + "; ".join(deviations()) + "."
+def deviations(papers: Iterable[Paper]) -> list[str]:
+    """What pirex runs differently from these papers, for their tables' footers, reports and artifacts: each
+    paper's analysis/<paper>/deviations.yaml in order, a name standing for analysis/deviations.yaml's entry, any
+    other entry (words, with a space) the paper's own; each once. A paper without the file has none declared."""
+    shared = _yaml_mapping(SHARED_DEVIATIONS, "deviations")
+    out: list[str] = []
+    for paper in papers:
+        path = paper.path.parent / DEVIATIONS
+        if not path.is_file():
+            continue
+        doc = _yaml_mapping(path)
+        entries = doc.get("deviations")
+        if not isinstance(entries, list) or not all(isinstance(e, str) and e.strip() for e in entries):
+            raise _fail(path, "deviations", "a list of names (of analysis/deviations.yaml) or sentences", entries)
+        for e in entries:
+            if " " not in e.strip() and e not in shared:
+                raise PirexError(
+                    f"{path}: deviations: {e!r} is no name of {SHARED_DEVIATIONS.relative_to(PAPERS.parent)} "
+                    f"(its names: {', '.join(shared)}); a deviation of the paper's own is a sentence"
+                )
+            text = shared.get(e, e)
+            if text not in out:
+                out.append(text)
+    return out
+
+
+def _yaml_mapping(path: Path, key: str | None = None) -> dict:
+    """A YAML file's mapping (or the mapping under key), or a PirexError naming the file."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise PirexError(f"{path}: cannot be read as YAML ({' '.join(str(e).split())})") from None
+    if key is not None:
+        doc = doc.get(key) if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        raise _fail(path, key or "(top)", "a mapping", doc)
+    return doc
+
+
+def deviations_note(papers: Iterable[Paper]) -> str:
+    found = deviations(papers)
+    return "Deviations from the papers: " + ("; ".join(found) + "." if found else "none declared.")
 
 
 def available() -> list[str]:

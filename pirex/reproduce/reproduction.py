@@ -502,6 +502,7 @@ def _report(r: _Reproduction, verdicts: list[Verdict], echo) -> None:
         {p.id: p.title for p in r.papers},
         [g.name for g in spans.groups([b for n in needs for b in n.bundles], "devices")],
         left_out=r.left_out,
+        deviations=claims_mod.deviations(r.papers),
     )
     md, _ = report.write(out, facts, verdicts, needs, r.missing, timing, found)
     state.verdicts = {verdict_key(v): v.verdict for v in verdicts}
