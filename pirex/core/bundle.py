@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import secrets
@@ -40,6 +41,7 @@ from pirex.core.bundle_format import (
     DESIGNS,
     DUET,
     FAILED,
+    FAILED_STEPS,
     MACHINE,
     MANIFEST,
     NAME,
@@ -60,6 +62,8 @@ from pirex.core.bundle_format import (
 from pirex.core.errors import PirexError
 from pirex.core.machine import MachineRecord
 from pirex.core.run_info import RunInfo
+
+log = logging.getLogger(__name__)
 
 
 def utcnow() -> datetime:
@@ -297,6 +301,7 @@ class Bundle:
         self.manifest = manifest
         self._lock_fd = lock_fd
         self._pending: dict[tuple[str, int], dict] = {}  # Bundle.record's fields of the steps being written
+        self.kept_failed: list[Path] = []  # the folders of steps that failed, kept under _failed/ (steps_together)
 
     # --- starting, opening, resuming
 
@@ -556,7 +561,8 @@ class Bundle:
     def steps_together(self, keys: list[tuple[str, int]]) -> Iterator[dict[tuple[str, int], Path]]:
         """Fresh directories for steps that run at the same time (a duet's repetition), by (variant, repetition).
         When the block succeeds, each becomes its step_dir and all are recorded as completed in one manifest write;
-        when it raises, every one is removed: none of them counts, and a resumed run does them all again."""
+        when it raises, none of them counts, and a resumed run does them all again: on a failure (an Exception) each
+        is kept under _failed/ to look in (`kept_failed` names them), on an interruption each is removed."""
         self._writable()
         if len(set(keys)) != len(keys) or not keys:
             raise PirexError(f"{self.path}: steps {keys} must be distinct (and at least one)")
@@ -573,8 +579,10 @@ class Bundle:
             for k, tmp in tmps.items():
                 _fsync_tree(tmp)
                 os.rename(tmp, finals[k])
-        except BaseException:
+        except BaseException as e:
             for k in keys:  # renamed or not: none of them is recorded
+                if isinstance(e, Exception) and tmps[k].is_dir():
+                    self._keep_failed(tmps[k], *k)
                 shutil.rmtree(tmps[k], ignore_errors=True)
                 if finals[k].exists() and k not in self._completed_keys():
                     shutil.rmtree(finals[k], ignore_errors=True)
@@ -595,6 +603,22 @@ class Bundle:
             self.manifest["files"].update(_hash(self.path, _files(self.path, finals[(variant, repetition)])))
         self._pending = {}
         self._save()
+
+    def _keep_failed(self, tmp: Path, variant: str, repetition: int) -> None:
+        """A failed step's folder moved to _failed/<variant>/<repetition>[.N]/ (never a step: resume and readers skip
+        it; finish hashes its files like any other, so verify checks them)."""
+        parent = self.path / FAILED_STEPS / variant
+        dest, n = parent / str(repetition), 1
+        while dest.exists():
+            n += 1
+            dest = parent / f"{repetition}.{n}"
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            os.rename(tmp, dest)
+        except OSError as e:  # a full disk: the failure's own error matters more than its folder
+            log.warning("could not keep the failed step's folder %s: %s", tmp, e)
+            return
+        self.kept_failed.append(dest)
 
     def record(self, variant: str, repetition: int, **fields: Any) -> None:
         """Add to the completed record of a step being written (inside step or steps_together): cpus (a CPU list),

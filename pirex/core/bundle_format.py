@@ -7,6 +7,9 @@ Layout::
       manifest.json            what was run and every file of the bundle with its sha256 (below)
       machine.json             the machine record: {"before": {...}, "after": {...}}
       <variant>/<repetition>/  one completed step: raw outputs as the benchmark wrote them, stdout, stderr
+      _failed/<variant>/<repetition>[.N]/  a step that failed, as it was left (stdout, stderr, step.json with the
+                               argv as run, where the runner got that far): to look in, never read as a step;
+                               .N for its N-th failure (a resumed run that failed again)
 
 manifest.json (SCHEMA_VERSION 1), keys in this order:
 
@@ -80,6 +83,7 @@ STDOUT, STDOUT_TIMES = "stdout.txt", "stdout.times"
 RUNNING, COMPLETE, PARTIAL, FAILED = "running", "complete", "partial", "failed"
 STATUSES = (RUNNING, COMPLETE, PARTIAL, FAILED)
 
+FAILED_STEPS = "_failed"  # no variant name begins with "_" (NAME): a failed step's folder, kept to look in
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # experiment and variant names become directory names
 TMP_MARK = ".tmp-"  # <repetition>.tmp-<pid>: a step being written
 DESIGNS = ("interleaved", "sequential", "duet")  # the manifest's design; duet: a repetition's steps at once

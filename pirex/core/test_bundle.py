@@ -131,6 +131,28 @@ def test_a_failed_step_leaves_no_directory_and_a_valid_manifest(tmp_path, exc):
     ]
     run_step(b, "docker", 0)  # the step can be run again
     assert (b.step_dir("docker", 0) / "stdout").read_text() == "out"
+    # a failure keeps what the step left to look in, apart from the steps; an interruption keeps nothing
+    kept = b.path / "_failed" / "docker" / "0"
+    if isinstance(exc, KeyboardInterrupt):
+        assert not kept.exists() and b.kept_failed == []
+    else:
+        assert (kept / "stdout").read_text() == "half of it" and b.kept_failed == [kept]
+
+
+def test_a_step_that_fails_again_keeps_each_failures_folder_and_the_bundle_verifies(tmp_path):
+    b = make(tmp_path)
+    for attempt in (1, 2):
+        with pytest.raises(RuntimeError):
+            with b.step("native", 0) as d:
+                (d / "stderr").write_text(f"attempt {attempt}")
+                raise RuntimeError("exited 3")
+    assert [p.name for p in b.kept_failed] == ["0", "0.2"]
+    assert b.finish("failed") == "failed"
+    assert (b.path / "_failed/native/0.2/stderr").read_text() == "attempt 2"
+    assert bundle.Verifier().problems(b.path) == [] and "_failed/native/0/stderr" in manifest(b)["files"]
+    again = Bundle.resume(b.path)  # resume runs the step again; the failures' folders stay as they were
+    run_step(again, "native", 0)
+    assert (again.path / "_failed/native/0/stderr").exists() and again.remaining_steps()[0]["variant"] == "docker"
 
 
 def test_finish_statuses(tmp_path):
