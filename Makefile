@@ -61,11 +61,13 @@ $(VENV)/bin/actionlint: | $(VENV)/.installed
 ##@ Experiments
 #: the experiments whose claims `make run` runs and judges, space-separated (default: every experiment)
 EXPERIMENTS ?=
+#: the papers `make run` reproduces, space-separated (default: every paper of analysis/); only their images are made
+PAPERS ?=
 
 .PHONY: run
-run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then reproduce every paper at LEVEL (kick-the-tires: at least five repetitions of the quick profiles) within BUDGET, only the claims on EXPERIMENTS if set: a verdict per claim this machine can judge, the summary and report.html.
-	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e))
-	$(PIREX) reproduce all --level $(LEVEL) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(budget_arg)
+run: host-ready $(VENV)/.installed ## Pull (registry.yaml's digests) or build this machine's images, then reproduce every paper (PAPERS: only these, with only their images) at LEVEL (kick-the-tires: at least five repetitions of the quick profiles) within BUDGET, only the claims on EXPERIMENTS if set: a verdict per claim this machine can judge, the summary and report.html.
+	$(PIREX) images ensure --platforms host --offline $(OFFLINE) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(foreach p,$(PAPERS),--paper $(p))
+	$(PIREX) reproduce $(or $(PAPERS),all) --level $(LEVEL) $(TAG_ARG) $(foreach e,$(EXPERIMENTS),--experiment $(e)) $(budget_arg)
 
 #: minutes of runs make run spends: at kick-the-tires every run once (whatever that takes), then rounds on the claims closest to a verdict with what is left; empty: no rounds; LEVEL=full: only if given, then a cap (a run that does not fit is not started)
 BUDGET ?= 15m
@@ -103,6 +105,9 @@ fleet: $(VENV)/.fleet-installed ## Run EXP on every host of INVENTORY through An
 
 .PHONY: runner
 runner: $(VENV)/.runner-installed ## Only the runner (click, PyYAML) in the virtualenv: what a host of a fleet needs (fleet/run.yml).
+
+.PHONY: venv
+venv: $(VENV)/.installed ## Only the virtualenv: pirex with its analysis and fleet extras in .venv (no host set-up, no images): .venv/bin/pirex.
 
 ##@ Images
 .PHONY: build

@@ -71,7 +71,7 @@ def test_artifact_md_has_one_row_per_claim(packed):
     assert "--inventory fleet/hosts.yml" in text  # its claims across devices
     for heading in ("## Getting started", "## Kick the tires (about ten minutes)", "## Claims"):
         assert heading in text
-    assert "    make run " in text and "    make test " in text
+    assert f"    make run PAPERS={PAPER} " in text and "    make test " in text  # this paper, its images only
     assert f"    .venv/bin/pirex reproduce {PAPER} --experiment fork" in text
     assert "--images all" in text  # says what a committee's artifact should add
 

@@ -153,15 +153,26 @@ def pull_cmd(registry_file: Path, platform_: str, names: tuple[str, ...]) -> Non
 @click.option("--offline", default="auto", show_default=True, type=click.Choice(["auto", "1", "0"]))
 @click.option("--tag", default=None, help="Image tag of local builds (default: git describe of the checkout).")
 @click.option("--experiment", "experiments", multiple=True, help="The images this experiment runs (repeatable).")
+@click.option("--paper", "papers", multiple=True, help="The images this paper's claims run (repeatable).")
 @click.argument("targets", nargs=-1)
 def ensure_cmd(
-    platforms: str, offline: str, tag: str | None, experiments: tuple[str, ...], targets: tuple[str, ...]
+    platforms: str,
+    offline: str,
+    tag: str | None,
+    experiments: tuple[str, ...],
+    papers: tuple[str, ...],
+    targets: tuple[str, ...],
 ) -> None:
     """make run's first step: pull what registry.yaml publishes for this platform (verified), build the rest."""
     from pirex.core import experiment
+    from pirex.reproduce import claims
 
     [p] = _platforms(platforms)
-    targets += tuple(name for e in experiments for name in experiment.load(e).images)
+    experiments += tuple(c.experiment for name in papers for c in claims.load(name).claims if c.experiment)
+    targets += tuple(name for e in dict.fromkeys(experiments) for name in experiment.load(e).images)
+    if not targets and (papers or experiments):
+        click.echo("pirex: the experiments asked for run no image: nothing to pull or build")
+        return
     with localregistry.local_registry():
         rest = sources.ensure(
             list(dict.fromkeys(targets)) or [t.name for t in bake.catalog()], tag or git_version()[0], p

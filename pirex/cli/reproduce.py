@@ -17,7 +17,18 @@ from pirex.images import platforms as plat
 from pirex.reproduce.state import ReproductionState
 
 
-@click.command()
+class _ListsPapers(click.Command):
+    """`reproduce --help` ends with the papers this checkout has (analysis/<paper>/claims.yaml), a user's own too."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from pirex.reproduce import claims
+
+        formatter.write_paragraph()
+        formatter.write_text("Papers here (analysis/<paper>/claims.yaml): " + ", ".join(claims.available()) + ".")
+        super().format_epilog(ctx, formatter)
+
+
+@click.command(cls=_ListsPapers)
 @click.argument("papers", nargs=-1, metavar="PAPER...")
 @click.option(
     "--level",
@@ -148,8 +159,8 @@ def reproduce(
     calibrations,
     design,
 ) -> None:
-    """Reproduce papers (icpe18, ssp17, fork24, or all): the plan with the time it takes here,
-    the runs that are missing, and a verdict per claim in REPORT.md and report.html.
+    """Reproduce papers (each a folder of analysis/, a claims.yaml's path, or all): the plan with the time it takes
+    here, the runs that are missing, and a verdict per claim in REPORT.md and report.html.
 
     Every bundle is verified before it is read; one that fails is left out (the report lists it
     under "Bundles left out", the verdicts come from the rest) and the exit status is then 1."""

@@ -349,11 +349,19 @@ def _why(x: budget.Need, p: budget.Pending, design: budget.Design, resume: str) 
             "a new reproduction with a larger --budget would: a run's n_max is the budget's even share over the runs, "
             f"at most {CAP} pilots"
             if n_max < CAP * design.pilot
-            else "a larger pilot would: LEVEL=full, the papers' repetitions, with --budget"
+            else (
+                f"a larger pilot would: a new reproduction with --budget and "
+                f"--set {_experiment_of(p.run)}.repetitions={math.ceil(x.n / CAP)}, more repetitions in each run"
+            )
         )
         beyond = f"beyond its run's {n_max} where the design's alpha is spent"
         return f"{head}: about {x.n} repetitions would decide it, {beyond}; {more}"
     return f"{head}: about {x.n} repetitions, {more} more, {minutes} min, would decide it: {resume} --budget {minutes}m"
+
+
+def _experiment_of(key: str) -> str:
+    """The experiment of a need's key: "moobench[fluctuation]@quick" -> "moobench"."""
+    return key.split("@")[0].split("[")[0]
 
 
 def _minutes(seconds: float) -> str:

@@ -179,7 +179,8 @@ def test_a_claim_beyond_the_budget_says_what_would_decide_it():
     assert "0.5 % from the nearest edge" in text and "beyond its run's 8" in text and "larger --budget" in text
     design.register("p:d", 20)  # at its cap (four pilots): only a larger pilot decides it
     p = budget.Pending("p:d", "jmh@quick", 0.999, 0.02, 20, (0.98, 1.0))
-    assert "LEVEL=full" in budgeted._why(budget.need(p, design, 40.0, 0.0), p, design, "pirex reproduce")
+    capped = budgeted._why(budget.need(p, design, 40.0, 0.0), p, design, "pirex reproduce")
+    assert "a new reproduction with --budget and --set jmh.repetitions=" in capped and "(" not in capped
     assert "(" not in text  # the report takes the last parenthesis of a reason as what would decide it
 
 
