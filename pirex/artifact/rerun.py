@@ -92,6 +92,12 @@ class Opened:
     def reproduction(self) -> Path | None:
         return self.top / "reproduction" if (self.top / "reproduction" / STATE).is_file() else None
 
+    def judged_runs(self) -> frozenset[str]:
+        """The run ids of the bundles the reproduction inside judged (reproduction/bundles/<experiment>/<run>/): a
+        rerun reuses none of them, on the machine that made the artifact too, or it would be compared with itself."""
+        inside = self.reproduction
+        return frozenset(d.name for d in inside.glob("bundles/*/*") if d.is_dir()) if inside else frozenset()
+
 
 def open_(path: Path, paper: str, scratch: Path) -> Opened:
     """Check the artifact's SHA256SUMS, unpack a tar into scratch, and read what the rerun needs."""

@@ -71,6 +71,13 @@ def _rerun_folder(tmp_path: Path, verdicts: dict, reasons: dict) -> Path:
     return out
 
 
+def test_a_rerun_never_reuses_the_bundles_the_reproduction_inside_judged(artifact, tmp_path):
+    """On the machine that made the artifact its bundles are in results/, with the artifact's images: reused, the
+    rerun ran nothing and compared the reproduction with itself (issue 54)."""
+    opened = rerun.open_(artifact, PAPER, tmp_path / "u")
+    assert opened.judged_runs() == {"20260101T000000Z-abcdef"}  # the fork bundle packed inside
+
+
 def test_agreeing_verdicts_and_the_report_inside_beside_the_rerun(artifact, tmp_path):
     opened = rerun.open_(artifact, PAPER, tmp_path / "u")
     out = _rerun_folder(tmp_path, {CLAIM: "holds"}, {CLAIM: "above 1 here too"})

@@ -249,6 +249,7 @@ def _rerun(opts, artifact: Path, explicit_tag: str | None, given: Collection[str
             click.echo(line)
         opts.artifact = artifact.resolve()
         opts.artifact_images = images or None  # reused and resumed: only bundles that ran the artifact's images
+        opts.not_reused = opened.judged_runs()  # never the artifact's own: the rerun is compared with them
         if images:  # a tag nothing on this machine is built under: the runs take the images regfile names
             opts.tag = f"artifact-{opened.meta.get('commit', 'unknown')[:12]}"
         with rerun.registry_file(regfile if images else None):  # for the runs only: the file goes with scratch

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -384,19 +384,21 @@ def matching_bundles(
     any_repetitions: bool = False,
     extends: str | None = None,
     images: dict[str, str] | None = None,
+    not_runs: Collection[str] = (),
 ) -> list[Path]:
     """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed
     (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is). An extension
     (a budget's round, a precision second stage: run.json's "extends") is never a plain run's: its size was chosen
     from another run's data; it is found only by its own name (`extends`). images (a rerun of an artifact: image ->
-    platform manifest digest): only bundles that ran these images and no other."""
+    platform manifest digest): only bundles that ran these images and no other. not_runs: run ids never reused (a
+    rerun of an artifact: the bundles its reproduction judged, which the rerun is compared with)."""
     exp = experiment.load(need.experiment)
     wanted = parameters(need, exp)
     if any_repetitions:
         wanted.pop("repetitions")
     found = []
     for b in _bundles(results_dir, need.experiment):
-        if b.status not in statuses or b.profile != need.profile:
+        if b.status not in statuses or b.profile != need.profile or b.path.name in not_runs:
             continue
         if commit is not None and b.commit != commit:
             continue

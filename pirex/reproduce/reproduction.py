@@ -68,6 +68,8 @@ class Options:
     artifact: Path | None = None  # --artifact: a rerun on the images of this artifact (artifact/rerun.py)
     # --artifact with images: image -> platform manifest digest of those imported; only bundles of these are reused
     artifact_images: dict[str, str] | None = None
+    # --artifact: the run ids of the bundles its reproduction judged: never reused, so that the rerun is its own
+    not_reused: frozenset[str] = frozenset()
     calibrations: list[Path] = field(default_factory=list)  # --calibration: calibration bundles to judge with
 
 
@@ -264,7 +266,13 @@ def _find_bundles(r: _Reproduction) -> None:
             continue
         n.bundles = n.bundles or sources.intact(
             plan.matching_bundles(
-                n, opts.results_dir, r.commit, here, any_repetitions=opts.reuse_only, images=opts.artifact_images
+                n,
+                opts.results_dir,
+                r.commit,
+                here,
+                any_repetitions=opts.reuse_only,
+                images=opts.artifact_images,
+                not_runs=opts.not_reused,
             ),
             verifier,
             left_out,

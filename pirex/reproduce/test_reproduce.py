@@ -762,3 +762,5 @@ def test_bundles_of_one_dirty_commit_that_ran_different_builds_are_never_pooled(
     here = machine.record(results, docker=False)
     assert sorted(plan.matching_bundles(need, results, "12bb975-dirty", here)) == sorted([new, same])
     assert old not in plan.matching_bundles(need, results, None, here, any_repetitions=True)
+    # a rerun of an artifact reuses none of the bundles the artifact's reproduction judged (issue 54)
+    assert plan.matching_bundles(need, results, "12bb975-dirty", here, not_runs={new.name}) == [same]
