@@ -6,6 +6,8 @@ length of a step and unmounted on every exit path."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -41,6 +43,7 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
     info = json.loads(proc.run(["docker", "image", "inspect", image_ref], timeout=60).stdout)[0]
     image_id = info["Id"].split(":", 1)[1]
     root = paths.cache_dir() / "native" / f"{image_id[:16]}{HOST_MARK}{lock.host_identity()}"
+    grew = False
     if not (root / ".complete").exists():
         log.info("exporting %s to %s for the native variant", image_ref, root)
         _remove(root)
@@ -58,8 +61,11 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
         took = round(time.monotonic() - started, 1)  # what a first run's plan adds (exported(), durations: first)
         (root / EXPORT_INFO).write_text(json.dumps({"image": image_name(image_ref), "seconds": took}) + "\n")
         (root / ".complete").write_text(info["Id"] + "\n")
+        grew = True
+    os.utime(root / ".complete")  # the least recently used go first
+    _mark_used(root, paths.REPO)
+    if grew:  # only then can the cache be over its size; this checkout's older build of the image is no longer used
         _prune(root.parent, keep=root)
-    os.utime(root / ".complete")  # the prune keeps the most recently used
     return root, info["Config"]
 
 
@@ -82,26 +88,90 @@ def exported(name: str) -> bool:
     return False
 
 
-KEEP_EXPORTS = 5  # a run of jpa-rest uses two images at once, make run five in a row
+# The exports are a cache, machine-wide (every checkout's runs share it), bounded in size: PIREX_NATIVE_CACHE_MB,
+# default 3,000 MB (about ten images' exports). Past it the least recently used go, never one a checkout still uses:
+# each checkout's newest export of each image it ran (its bundles and plans name that build; an older build of the
+# same image is the one a new commit replaced), one mounted by a run, or the one just made.
+CACHE_MB = "PIREX_NATIVE_CACHE_MB"
+DEFAULT_CACHE_MB = 3000
+USERS = ".users"  # in an export: a file per checkout that ran it, its mtime that checkout's last use
+
+
+def _cache_bytes() -> int:
+    raw = os.environ.get(CACHE_MB, str(DEFAULT_CACHE_MB))
+    if not raw.isdigit():
+        raise PirexError(f"{CACHE_MB}={raw!r}: a whole number of megabytes (the native exports' cache), e.g. 3000")
+    return int(raw) * 2**20
+
+
+def _mark_used(root: Path, checkout: Path) -> None:
+    """This checkout uses this export now (rootfs): its file under .users/ names the checkout, touched."""
+    users = root / USERS
+    users.mkdir(exist_ok=True)
+    mark = users / hashlib.sha256(str(checkout.resolve()).encode()).hexdigest()[:16]
+    mark.write_text(str(checkout.resolve()) + "\n")  # rewritten: its mtime is the last use
+
+
+def _size(root: Path) -> int:
+    """An export's bytes on disk: measured once (os.walk, symlinks not followed) and kept in its EXPORT_INFO."""
+    info = root / EXPORT_INFO
+    try:
+        doc = json.loads(info.read_text())
+    except (OSError, ValueError):
+        doc = {}
+    if not isinstance(doc.get("bytes"), int):
+        total = 0
+        for d, _, files in os.walk(root):
+            for f in files:
+                with contextlib.suppress(OSError):
+                    total += os.lstat(os.path.join(d, f)).st_blocks * 512
+        doc["bytes"] = total
+        with contextlib.suppress(OSError):
+            info.write_text(json.dumps(doc) + "\n")
+    return doc["bytes"]
+
+
+def _in_use(exports: list[Path]) -> set[Path]:
+    """Each live checkout's newest export of each image it ran: what its bundles and plans name (a checkout that
+    is gone names nothing)."""
+    newest: dict[tuple[str, str], tuple[float, Path]] = {}
+    for root in exports:
+        try:
+            image = json.loads((root / EXPORT_INFO).read_text()).get("image", root.name)
+        except (OSError, ValueError):
+            image = root.name
+        for mark in (root / USERS).glob("*") if (root / USERS).is_dir() else ():
+            try:
+                checkout, used = mark.read_text().strip(), mark.stat().st_mtime
+            except OSError:
+                continue
+            if Path(checkout).is_dir() and used > newest.get((checkout, image), (-1.0, root))[0]:
+                newest[(checkout, image)] = (used, root)
+    return {root for _, root in newest.values()}
 
 
 def _prune(directory: Path, keep: Path) -> None:
-    """Exports of older images go, so that a new commit's image does not add another ~300 MB each time; only
-    this host's (hosts simulated in network namespaces share the disk, and one's export is not another's)."""
+    """Past the cache's size, this host's least recently used exports go (hosts simulated in network namespaces
+    share the disk, and one's export is not another's), except those in use (_in_use), mounted, or keep."""
     mine = keep.name.partition(HOST_MARK)[2]
     exports = sorted(
         (
             p
             for p in directory.iterdir()
-            if (p / ".complete").exists() and p != keep and p.name.partition(HOST_MARK)[2] in (mine, "")
+            if (p / ".complete").exists() and p.name.partition(HOST_MARK)[2] in (mine, "")
         ),  # "": from before exports were per host
         key=lambda p: (p / ".complete").stat().st_mtime,
         reverse=True,
     )
-    for old in exports[KEEP_EXPORTS - 1 :]:
-        if _mounts_under(old):
-            continue  # in use by another run
-        log.info("removing the native export of an older image: %s", old)
+    total, bound = sum(_size(p) for p in exports), _cache_bytes()
+    kept = _in_use(exports) | {keep}
+    for old in reversed(exports):  # the least recently used first
+        if total <= bound:
+            break
+        if old in kept or _mounts_under(old):
+            continue  # a checkout's current build, or in use by a run
+        log.info("removing the native export of an image no checkout uses now (cache over %d MB): %s", bound >> 20, old)
+        total -= _size(old)
         _remove(old)
 
 
