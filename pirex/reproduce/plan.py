@@ -132,6 +132,14 @@ def case_key(exp: str, view: str, case: str) -> str:
 NOT_INFORMATIVE = "not informative here: the case equals its base"
 
 
+def concerning(missing: dict[str, str], claims: Sequence[Claim]) -> dict[str, str]:
+    """Of what this machine cannot do, what these claims need: a need they name, or a case of a matrix they
+    compare (the report of a user's paper does not list the fluctuation matrix's cases of another paper)."""
+    views = {f" of {c.experiment}[{c.view}]" for c in claims if c.view}
+    named = {n for c in claims for n in c.needs}
+    return {k: v for k, v in missing.items() if k in named or (k.startswith("case ") and k.endswith(tuple(views)))}
+
+
 def vacuous_cases(record: RecordLike, here: bool = True) -> dict[str, str]:
     """The matrix cases whose own change is already in force on this machine, so that comparing one with its base
     is an A/A run that supports nothing (issue 51: two-cores pinned to CPUs 0-1 on a machine of two CPUs), with why.

@@ -512,7 +512,7 @@ def _report(r: _Reproduction, verdicts: list[Verdict], echo) -> None:
         left_out=r.left_out,
         deviations=claims_mod.deviations(r.papers),
     )
-    md, _ = report.write(out, facts, verdicts, needs, r.missing, timing, found)
+    md, _ = report.write(out, facts, verdicts, needs, plan.concerning(r.missing, r.claims), timing, found)
     state.verdicts = {verdict_key(v): v.verdict for v in verdicts}
     state.reasons = {verdict_key(v): v.reason for v in verdicts}  # what a rerun compares with (artifact/rerun.py)
     state.left_out = r.left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli/reproduce.py)

@@ -160,3 +160,19 @@ def test_a_size_a_pis_usb_disk_decided_is_judged_on_that_kind_only(paper, claim_
     assert "needs the work directory on usb storage" in (_blocked(c, {**PI3, "storage": {"kind": "sd-card"}}) or "")
     assert "not a Raspberry Pi" in (_blocked(c, {**VM, "storage": {"kind": "virtio"}}) or "")
     assert _blocked(c, {**PI3, "storage": {"kind": "usb"}}) is None
+
+
+def test_the_report_lists_only_what_its_papers_claims_need():
+    """A user's paper on its own experiment: the report's "what this machine cannot do" is not ICPE'18's list."""
+    missing = {
+        "pmu": "no performance counters",
+        "spass-meter": "SPASS-meter is bring-your-own",
+        plan.case_key("moobench", "fluctuation", "two-cores"): plan.NOT_INFORMATIVE,
+    }
+    fork24 = claims.load("fork24").claims
+    assert set(plan.concerning(missing, fork24)) <= {"pmu"}
+    icpe18 = claims.load("icpe18").claims
+    assert set(plan.concerning(missing, icpe18)) == {
+        "spass-meter",
+        plan.case_key("moobench", "fluctuation", "two-cores"),
+    }
