@@ -393,13 +393,15 @@ def matching_bundles(
     extends: str | None = None,
     images: dict[str, str] | None = None,
     not_runs: Collection[str] = (),
+    superseded: dict[str, str] | None = None,
 ) -> list[Path]:
     """Bundles of the same commit, experiment, profile, parameters, view and machine with every variant needed
     (any_repetitions: also those with fewer repetitions than a run would make: to judge what there is). An extension
     (a budget's round, a precision second stage: run.json's "extends") is never a plain run's: its size was chosen
     from another run's data; it is found only by its own name (`extends`). images (a rerun of an artifact: image ->
     platform manifest digest): only bundles that ran these images and no other. not_runs: run ids never reused (a
-    rerun of an artifact: the bundles its reproduction judged, which the rerun is compared with)."""
+    rerun of an artifact: the bundles its reproduction judged, which the rerun is compared with). superseded: gets the
+    bundles of this commit left out for another build's (of_newest_build), each with why."""
     exp = experiment.load(need.experiment)
     wanted = parameters(need, exp)
     if any_repetitions:
@@ -427,7 +429,7 @@ def matching_bundles(
         if images is not None and not ran_only(b, images):
             continue  # a rerun of an artifact: a bundle of other images (this checkout's build) is not its rerun
         found.append(b)
-    return [b.path for b in of_newest_build(found)]
+    return [b.path for b in of_newest_build(found, superseded)]
 
 
 def _build_of(b: Bundle) -> tuple:
@@ -435,13 +437,22 @@ def _build_of(b: Bundle) -> tuple:
     return tuple(sorted((n, i.get("digest")) for n, i in (b.images or {}).items() if isinstance(i, dict)))
 
 
-def of_newest_build(bundles: list[Bundle]) -> list[Bundle]:
+def of_newest_build(bundles: list[Bundle], superseded: dict[str, str] | None = None) -> list[Bundle]:
     """Of bundles of one commit that ran different images, those of the build that ran the newest: one build's
     measurements, never a mix of two. A commit with uncommitted changes ("-dirty") is the same name for different
-    code: a deliberate x0.5 bug and its fix, both on 12bb975-dirty, were judged as one run (issue 54)."""
+    code: a deliberate x0.5 bug and its fix, both on 12bb975-dirty, were judged as one run (issue 54). superseded
+    (path -> why) gets the others, for the plan and the report to name."""
     if len({_build_of(b) for b in bundles}) < 2:
         return bundles
-    newest = _build_of(max(bundles, key=lambda b: b.path.name))
+    latest = max(bundles, key=lambda b: b.path.name)
+    newest = _build_of(latest)
+    for b in bundles:
+        if superseded is not None and _build_of(b) != newest:
+            other = ", ".join(f"{n} {d[7:19] if d else '?'}" for n, d in _build_of(b) if (n, d) not in newest)
+            superseded[str(b.path)] = (
+                f"another build of commit {b.commit} ({other}) than its newest bundle's, {latest.path.name}: one "
+                "build's measurements, never a mix"
+            )
     return [b for b in bundles if _build_of(b) == newest]
 
 

@@ -128,6 +128,7 @@ class _Reproduction:
     previous: ReproductionState  # what an earlier attempt saved; a fresh reproduction's is every default
     state: ReproductionState = field(default_factory=ReproductionState)  # this attempt's, saved as it goes
     elsewhere: dict[str, str] = field(default_factory=dict)  # need -> the other commit whose bundles answer it
+    superseded: dict[str, str] = field(default_factory=dict)  # bundles of another build of this commit: path -> why
     entry: Budget | None = None  # --budget's entry, when this machine runs the pilot and rounds
     reading: budgeted.Reading | None = None  # a budgeted reproduction's reading of the claims at their looks
     left: float | None = None  # seconds of --budget left: each run spends what it took
@@ -143,7 +144,7 @@ class _Reproduction:
 def reproduce(opts: Options, run_one: Callable[[plan.Need, Options], Path], echo=click.echo) -> Path:
     """The whole reproduction; `run_one` runs a need into a bundle (the runner), returning its path."""
     r = _planned(opts)
-    echo(_plan_text(r.papers, r.claims, r.needs, r.missing, opts, r.elsewhere))
+    echo(_plan_text(r.papers, r.claims, r.needs, r.missing, opts, r.elsewhere, r.superseded))
     r.out.mkdir(parents=True, exist_ok=True)
     r.state = _new_state(r)
     _start_budget(r, echo)
@@ -273,6 +274,7 @@ def _find_bundles(r: _Reproduction) -> None:
                 any_repetitions=opts.reuse_only,
                 images=opts.artifact_images,
                 not_runs=opts.not_reused,
+                superseded=r.superseded,
             ),
             verifier,
             left_out,
@@ -479,6 +481,11 @@ def _notes(r: _Reproduction, verdicts: list[Verdict]) -> list[str]:
     if opts.experiments:
         notes.append(f"Only the claims on {', '.join(opts.experiments)} (--experiment)")
     notes += sources.notes(opts, r.given, r.state)
+    if r.superseded:
+        notes.append(
+            "Bundles left out, of another build of this commit: "
+            + "; ".join(f"{Path(p).name} ({why})" for p, why in r.superseded.items())
+        )
     if r.elsewhere:
         notes.append(
             "Bundles of another commit (this checkout's claims and analysis, that commit's measurements): "
@@ -723,7 +730,15 @@ def judge_all(
     return out
 
 
-def _plan_text(papers, claims, needs, missing, opts: Options, elsewhere: dict[str, str] | None = None) -> str:
+def _plan_text(
+    papers,
+    claims,
+    needs,
+    missing,
+    opts: Options,
+    elsewhere: dict[str, str] | None = None,
+    superseded: dict[str, str] | None = None,
+) -> str:
     lines = [f"reproduce {', '.join(p.id for p in papers)} at {opts.level}: {len(claims)} claims"]
     total = 0.0
     for n in needs:
@@ -750,6 +765,8 @@ def _plan_text(papers, claims, needs, missing, opts: Options, elsewhere: dict[st
             blocked.setdefault(why, []).append(f"{c.paper}:{c.id}")
     for why, ids in blocked.items():
         lines.append(f"  cannot here: {why}: {', '.join(ids)}")
+    for path, why in (superseded or {}).items():
+        lines.append(f"  left out: {path}: {why}")
     unknown = sum(1 for n in needs if not n.bundles and n.seconds is None)
     if opts.reuse_only:
         lines.append("  total to run: nothing (--reuse-only: judging the bundles there are)")

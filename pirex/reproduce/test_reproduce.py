@@ -760,7 +760,10 @@ def test_bundles_of_one_dirty_commit_that_ran_different_builds_are_never_pooled(
     same = _jmh_bundle(results, 5, commit="12bb975-dirty", images=_ran("sha256:" + "b" * 64))
     (need,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires") if n.experiment == "jmh"]
     here = machine.record(results, docker=False)
-    assert sorted(plan.matching_bundles(need, results, "12bb975-dirty", here)) == sorted([new, same])
+    left: dict[str, str] = {}
+    assert sorted(plan.matching_bundles(need, results, "12bb975-dirty", here, superseded=left)) == sorted([new, same])
+    assert list(left) == [str(old)] and "another build of commit 12bb975-dirty (jmh aaaaaaaaaaaa)" in left[str(old)]
+    assert "left out: " + str(old) in reproduction._plan_text([], [], [], {}, reproduction.Options([]), {}, left)
     assert old not in plan.matching_bundles(need, results, None, here, any_repetitions=True)
     # a rerun of an artifact reuses none of the bundles the artifact's reproduction judged (issue 54)
     assert plan.matching_bundles(need, results, "12bb975-dirty", here, not_runs={new.name}) == [same]
