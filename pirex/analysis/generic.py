@@ -34,29 +34,47 @@ def _number(text: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _csv_means(path: Path, keys: Sequence[str] = ()) -> dict[str, float]:
+def _csv_means(path: Path, keys: Sequence[str] | None = None) -> dict[str, float]:
     """The mean of every column whose values are all numbers, over the rows of one kind: the rows are grouped by
     their key columns (the output's declared `keys`, and every column with text in a row: a label), and each
-    group's metric is named by them, `mb_per_s[size_bytes=32768]`. Without keys a metric is the column's name and
-    its value the mean over every row (a row per iteration). Averaging rows of different sizes is never silent."""
+    group's metric is named by them, `mb_per_s[size_bytes=32768]`. With `keys: []` a metric is the column's name and
+    its value the mean over every row (a row per iteration). Averaging rows of different sizes is never silent:
+    undeclared keys (None) and rows of one group that differ in a whole-number column are refused, naming it."""
     rows = read_csv(path)
     columns = [c for c in (rows[0] if rows else {}) if c]
     numeric = [c for c in columns if all(_number(r.get(c)) is not None for r in rows)]
-    missing = [k for k in keys if k not in columns]
+    missing = [k for k in keys or () if k not in columns]
     if rows and missing:
         raise PirexError(
             f"{path}: no column {', '.join(missing)} (the output's keys); its columns: {', '.join(columns)}"
         )
     labels = [c for c in columns if any(r.get(c) and _number(r.get(c)) is None for r in rows)]  # text in a row
-    by = [c for c in columns if c in keys or c in labels]
+    by = [c for c in columns if c in (keys or ()) or c in labels]
     groups: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         groups[",".join(f"{k}={r.get(k)}" for k in by)].append(r)
+    if keys is None and (varying := _whole_and_varying(groups.values(), [c for c in numeric if c not in by])):
+        raise PirexError(
+            f"{path}: its rows differ in {', '.join(varying)}, whole numbers: a size or a count would be averaged "
+            f"with another. Declare the output's keys in experiment.yaml, the columns that say what a row measured "
+            f"(`keys: [{varying[0]}]` gives a metric per {varying[0]}), or `keys: []` if every row is a repetition "
+            "of one measurement (then averaged)"
+        )
     out = {}
     for label, members in groups.items():
         for column in (c for c in numeric if c not in by):
             values = [_number(r.get(column)) for r in members]
             out[f"{column}[{label}]" if label else column] = sum(values) / len(values)
+    return out
+
+
+def _whole_and_varying(groups, columns: Sequence[str]) -> list[str]:
+    """The columns whose values are whole numbers and differ between two rows of one group."""
+    out = []
+    for c in columns:
+        values = [_number(r.get(c)) for g in groups for r in g]
+        if all(float(v).is_integer() for v in values) and any(len({_number(r.get(c)) for r in g}) > 1 for g in groups):
+            out.append(c)
     return out
 
 
@@ -75,7 +93,7 @@ def run_values(bundles: Sequence[Path], view: str | None = None) -> list[RunValu
         for step in b.steps():
             for o in exp.outputs:
                 for f in sorted(step.dir.glob(o["path"])):
-                    for column, mean in _csv_means(f, o.get("keys") or ()).items():
+                    for column, mean in _csv_means(f, o.get("keys")).items():
                         out.append(
                             RunValue(
                                 exp.id,

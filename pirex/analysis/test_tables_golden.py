@@ -150,8 +150,9 @@ def samples(root: Path) -> dict[str, tuple[object, list[Path]]]:
     }
 
 
-# the generic summary reads an experiment's outputs of format csv, which no committed experiment declares
-GENERIC_EXPERIMENT = SimpleNamespace(id="fork", outputs=[{"path": "*/fork.csv", "format": "csv"}])
+# the generic summary reads an experiment's outputs of format csv, which no committed experiment declares; the fork
+# sample's rows are a size each (its whole-number column size_mb, declared a key: undeclared, the rows are refused)
+GENERIC_EXPERIMENT = SimpleNamespace(id="fork", outputs=[{"path": "*/fork.csv", "format": "csv", "keys": ["size_mb"]}])
 
 
 def render(root: Path) -> dict[str, str]:
