@@ -30,6 +30,7 @@ from pathlib import Path
 from pirex.core import paths, proc
 from pirex.core.errors import PirexError
 from pirex.images import bootstrap
+from pirex.runner import native
 
 log = logging.getLogger(__name__)
 
@@ -179,12 +180,12 @@ def _make_rootfs(dpkg_arch: str) -> Path:
     if (root / ".pirex-complete").exists():
         return root
     base.mkdir(parents=True, exist_ok=True)
-    for stale in base.glob(f"{dpkg_arch}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    for stale in base.glob(f"{dpkg_arch}-*"):  # a killed mmdebstrap leaves its /sys mounted there: detached first
+        native.remove_tree(stale)
     for n, (desc, text) in enumerate(cands):
         src = base / f"sources-{dpkg_arch}-{n}.sources"
         src.write_text(text)
-        shutil.rmtree(root, ignore_errors=True)
+        native.remove_tree(root)
         args = ["mmdebstrap", *options, f"--arch={dpkg_arch}", bootstrap.SUITE, root, src]
         log.info("making the emulated Pi's %s rootfs from %s", dpkg_arch, desc)
         try:
@@ -196,7 +197,7 @@ def _make_rootfs(dpkg_arch: str) -> Path:
                 retry_if=lambda _: not _GROUPS.stopping,
             )
         except PirexError:
-            shutil.rmtree(root, ignore_errors=True)
+            native.remove_tree(root)
             if n + 1 < len(cands) and not _GROUPS.stopping:
                 log.warning("mmdebstrap failed with %s; falling back to %s", desc, cands[n + 1][0])
                 continue

@@ -33,6 +33,7 @@ from pathlib import Path
 from pirex.core import paths, proc
 from pirex.core.errors import PirexError
 from pirex.images import bootstrap
+from pirex.runner import native
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +101,13 @@ def rootfs() -> Path:
     if (root / ".pirex-complete").exists():
         return root
     base.mkdir(parents=True, exist_ok=True)
-    for stale in base.glob("amd64-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    for stale in base.glob("amd64-*"):  # a killed mmdebstrap leaves its /sys mounted there: detached first
+        native.remove_tree(stale)
     env = {"PIREX_LOCAL_CAS": str(LOCAL_CAS), "PIREX_PIP_CONF": str(PIP_CONF), "PIREX_USER": USER}
     for n, (desc, text) in enumerate(cands):
         src = base / f"sources-{n}.sources"
         src.write_text(text)
-        shutil.rmtree(root, ignore_errors=True)
+        native.remove_tree(root)
         args = ["mmdebstrap", *options, f"--customize-hook={CUSTOMIZE}", "--arch=amd64", bootstrap.SUITE, root, src]
         log.info("making the fresh machine's rootfs from %s", desc)
         try:
@@ -117,7 +118,7 @@ def rootfs() -> Path:
                 delay=10,
             )
         except PirexError:
-            shutil.rmtree(root, ignore_errors=True)
+            native.remove_tree(root)
             if n + 1 < len(cands):
                 log.warning("mmdebstrap failed with %s; falling back to %s", desc, cands[n + 1][0])
                 continue

@@ -46,7 +46,7 @@ def rootfs(image_ref: str) -> tuple[Path, dict]:
     grew = False
     if not (root / ".complete").exists():
         log.info("exporting %s to %s for the native variant", image_ref, root)
-        _remove(root)
+        remove_tree(root)
         root.mkdir(parents=True)
         started = time.monotonic()
         cid = proc.run(["docker", "create", *leftovers.docker_args(), image_ref, "true"], timeout=120).stdout.strip()
@@ -172,7 +172,7 @@ def _prune(directory: Path, keep: Path) -> None:
             continue  # a checkout's current build, or in use by a run
         log.info("removing the native export of an image no checkout uses now (cache over %d MB): %s", bound >> 20, old)
         total -= _size(old)
-        _remove(old)
+        remove_tree(old)
 
 
 def _mounts_under(path: Path) -> list[str]:
@@ -182,7 +182,7 @@ def _mounts_under(path: Path) -> list[str]:
     return [p for p in points if p.startswith(prefix)]
 
 
-def _remove(path: Path) -> None:
+def remove_tree(path: Path) -> None:
     """rmtree would walk into a bind-mounted /dev or /sys left by a killed run and delete the
     host's files: detach every mount under path first, and refuse if any stays."""
     if not path.exists():

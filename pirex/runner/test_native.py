@@ -20,7 +20,7 @@ def test_remove_never_walks_into_a_mount(tmp_path):
     subprocess.run(["mount", "--bind", str(outside), str(root / "dev")], check=True)
     try:
         assert native._mounts_under(root) == [str((root / "dev").resolve())]
-        native._remove(root)
+        native.remove_tree(root)
     finally:
         subprocess.run(["umount", "-l", str(root / "dev")], check=False)
     assert not root.exists()
