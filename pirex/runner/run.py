@@ -399,10 +399,11 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
         raise
     except Exception as e:  # PirexError, or a bug: the bundle says failed either way, never left "running"
         faults.settle(bundle, "failed")
-        e = faults.explained(e, bundle)  # a full disk, the Docker daemon gone: what to do
-        if bundle.kept_failed and isinstance(e, PirexError):  # where to look: what the failed step left
+        fault = faults.explained(e, bundle)  # a full disk, the Docker daemon gone: what to do
+        if bundle.kept_failed and fault is e and isinstance(e, PirexError):  # a step's own failure: where to look
             kept = ", ".join(str(d) for d in bundle.kept_failed)
-            e = PirexError(f"{e}\nthe failed step's folder (stdout, stderr, step.json): {kept}")
+            fault = PirexError(f"{e}\nthe failed step's folder (stdout, stderr, step.json): {kept}")
+        e = fault
         if not isinstance(e, PirexError):
             log.error("the run failed unexpectedly; %s is marked failed", bundle.path)
         raise e
