@@ -9,16 +9,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from pirex.core import proc
 from pirex.core.paths import REPO
 from pirex.images.test_release_workflow import SAMPLE_TAGS, release_graph
+from tests.checkout import committed_copy, git
 
 FOO_DOCKERFILE = """\
 # pirex foo: the smallest image, for tests/test_adding_an_experiment.py.
@@ -54,10 +53,6 @@ target "foo" {
 """
 
 
-def git(cwd: Path, *args: str) -> str:
-    return proc.run(["git", "-C", cwd, *args], timeout=60).stdout
-
-
 def add_to_group(bake_file: Path, name: str) -> None:
     text = bake_file.read_text()
     text, n = re.subn(r'(group "default" \{\s*targets = \[)([^\]]*)\]', rf'\1\2, "{name}"]', text)
@@ -69,14 +64,7 @@ def add_to_group(bake_file: Path, name: str) -> None:
 def checkout(tmp_path_factory) -> Path:
     """The tracked files of this checkout as they are now, committed in a repository of their
     own; then foo added the way a contributor adds an image."""
-    d = tmp_path_factory.mktemp("checkout")
-    for rel in git(REPO, "ls-files", "-z").split("\0"):
-        if rel and (REPO / rel).is_file():
-            (d / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / rel, d / rel)
-    git(d, "init", "-q")
-    git(d, "add", "-A")
-    git(d, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "as checked out")
+    d = committed_copy(tmp_path_factory.mktemp("checkout"))
 
     (d / "images" / "foo").mkdir()
     (d / "images" / "foo" / "Dockerfile").write_text(FOO_DOCKERFILE)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 from pirex.analysis import generic
 from pirex.core import experiment
 from pirex.core.paths import REPO
+from tests.checkout import committed_copy, git
 
 # The user's experiment: memcpy throughput at two buffer sizes, one step writing a row per size. Data only: it is
 # never run here (no Docker), so its image is base's name, which the loader takes as any image name.
@@ -120,12 +120,6 @@ print(json.dumps({{"bundle": str(b.path), "pirex": pirex.__file__}}))
 """
 
 
-def git(cwd: Path, *args: str) -> str:
-    r = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
 def pirex_in(tree: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """A Python command with the copy's pirex first on the path (its REPO: the copy), in the copy."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -148,14 +142,7 @@ def tree(tmp_path_factory, pirex_untouched) -> Path:
     """The tracked files of this checkout as they are now, committed in a repository of their own; then the user's
     experiment and paper added (left uncommitted, so that `git status` names them), and a bundle of memcopy made by
     the copy's pirex."""
-    d = tmp_path_factory.mktemp("byo") / "checkout"
-    for rel in git(REPO, "ls-files", "-z").split("\0"):
-        if rel and (REPO / rel).is_file():
-            (d / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / rel, d / rel)
-    git(d, "init", "-q")
-    git(d, "add", "-A")
-    git(d, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "as checked out")
+    d = committed_copy(tmp_path_factory.mktemp("byo") / "checkout")
     for rel, text in ADDED.items():
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
         (d / rel).write_text(text)

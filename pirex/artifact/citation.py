@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from pirex.core.errors import PirexError
-from pirex.reproduce.claims import Paper
+from pirex.reproduce.claims import Paper, read_mapping
 
 CITATION = "citation.yaml"  # beside a paper's claims.yaml
 CFF_VERSION = "1.2.0"
@@ -35,7 +35,11 @@ ZENODO_TYPES = {
 class Citation:
     cff: dict[str, Any]  # CITATION.cff's document
     zenodo: dict[str, Any]  # .zenodo.json's
-    cites_paper: bool  # False: the paper has no citation.yaml, and the artifact cites pirex alone
+
+    @property
+    def cites_paper(self) -> bool:
+        """False: the paper has no citation.yaml, and the artifact cites pirex alone."""
+        return "preferred-citation" in self.cff
 
 
 def reference(paper: Paper) -> dict[str, Any] | None:
@@ -44,12 +48,7 @@ def reference(paper: Paper) -> dict[str, Any] | None:
     path = paper.path.parent / CITATION
     if not path.is_file():
         return None
-    try:
-        ref = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise PirexError(f"{path}: cannot be read as YAML ({' '.join(str(e).split())})") from None
-    if not isinstance(ref, dict):
-        raise PirexError(f"{path}: expected a mapping of CFF reference fields (type, title, authors, ...)")
+    ref = read_mapping(path)  # the file named when it is no YAML or no mapping
     for key, ok in (
         ("type", isinstance(ref.get("type"), str)),
         ("title", isinstance(ref.get("title"), str)),
@@ -107,7 +106,7 @@ def of_artifact(paper: Paper, root: Path) -> Citation:
         z["related_identifiers"] = [
             {"identifier": ref["doi"], "scheme": "doi", "relation": "isSupplementTo", "resource_type": kind}
         ]
-    return Citation(doc, z, ref is not None)
+    return Citation(doc, z)
 
 
 def text(ref: dict[str, Any]) -> str:

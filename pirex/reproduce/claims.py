@@ -223,13 +223,13 @@ def deviations(papers: Iterable[Paper]) -> list[str]:
     """What pirex runs differently from these papers, for their tables' footers, reports and artifacts: each
     paper's analysis/<paper>/deviations.yaml in order, a name standing for analysis/deviations.yaml's entry, any
     other entry (words, with a space) the paper's own; each once. A paper without the file has none declared."""
-    shared = _yaml_mapping(SHARED_DEVIATIONS, "deviations")
+    shared = read_mapping(SHARED_DEVIATIONS, "deviations")
     out: list[str] = []
     for paper in papers:
         path = paper.path.parent / DEVIATIONS
         if not path.is_file():
             continue
-        doc = _yaml_mapping(path)
+        doc = read_mapping(path)
         entries = doc.get("deviations")
         if not isinstance(entries, list) or not all(isinstance(e, str) and e.strip() for e in entries):
             raise _fail(path, "deviations", "a list of names (of analysis/deviations.yaml) or sentences", entries)
@@ -245,7 +245,7 @@ def deviations(papers: Iterable[Paper]) -> list[str]:
     return out
 
 
-def _yaml_mapping(path: Path, key: str | None = None) -> dict:
+def read_mapping(path: Path, key: str | None = None) -> dict:
     """A YAML file's mapping (or the mapping under key), or a PirexError naming the file."""
     try:
         doc = yaml.safe_load(path.read_text())
