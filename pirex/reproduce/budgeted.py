@@ -1,18 +1,19 @@
-"""`pirex reproduce --budget 15m` (issue 37): the pilot, then rounds that spend what is left of the budget on the
-runs whose claims are closest to a verdict, read through budget.py's group-sequential design so that the verdicts
-keep their error rates although the number of repetitions depends on the data.
+"""`pirex reproduce --budget 15m` (issues 37, 52): the pilot, then rounds that spend the budget on the runs whose
+claims are still undecided, read through budget.py's group-sequential design so that the verdicts keep their error
+rates although the number of repetitions depends on the data.
 
-One round: every budgeted claim is read at its looks (the design's grid points its run has passed, in order, each
-on the run's first n repetitions and at that look's level; the first look that decides is the verdict, and a
-decided claim is looked at no more); the undecided ones say what would decide them (budget.need); budget.allocate()
-chooses which runs to extend to which grid point (a run shared by several claims counts for all of them); each
-chosen run gets a bundle of the repetitions it lacks (a duet's alternation of its CPU halves continued). It stops
-when the budget is spent or nothing decidable is left.
+The budget is the rounds': the pilot (every run once, as planned; the plan prints its estimate first) runs before
+it, so that a slow machine's pilot does not eat the rounds. One round: every budgeted claim whose run has more
+repetitions than at its last look is looked at (the look's boundary exact for its counts, its level saved; the looks
+taken before are read again at theirs, and a decided claim stays decided); the undecided ones are planned
+(budget.plan_round: runs none of whose claims is likely to decide are left, the others all extended by the same
+repetitions); each chosen run gets a bundle of the repetitions it lacks (a duet's alternation continued). It stops
+when the budget is spent or no round adds enough. A --resume with a new --budget goes on with the looks saved: the
+claims still undecided get later looks from the design's reserve.
 
 Budgeted: the claims on one machine whose runs this reproduction starts here. Not budgeted (read at the fixed level,
 as without --budget, and their runs never extended): claims across devices or storages, and every claim of
---inventory or --bundles. The design, its looks and the alpha they spent are saved in state.json after every
-round, so that --resume continues with a new budget and counts them once."""
+--inventory or --bundles. The design, its looks and their levels are saved in state.json after every round."""
 
 from __future__ import annotations
 
@@ -33,7 +34,6 @@ from pirex.reproduce.claims import Claim
 from pirex.reproduce.state import Budget, ReproductionState, Running
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, Verdict, edges, on_values
 
-CAP = 4  # a run's n_max is at most CAP times its pilot (register)
 TINY = 1e-12  # a look whose one-sided level is below this decides nothing a float can tell apart (1 - p == 1)
 
 
@@ -70,37 +70,19 @@ def save(entry: Budget, design: budget.Design) -> None:
     entry.design = json.loads(design.to_json())
 
 
-def register(design: budget.Design, needs: Sequence[plan.Need], claims: Sequence[Claim], seconds: float) -> None:
-    """Fix the n_max of every budgeted claim not yet in the design, before its first look: what this attempt's
-    budget buys of its run when spread evenly over the runs (budget.n_max_for), from the plan's seconds per
-    repetition (estimates, not data), and at most CAP times the run's pilot: where one run has the whole budget
-    (`make run EXPERIMENTS=jmh BUDGET=30m`: n_max 76), the O'Brien-Fleming shape would leave the pilot's look 4e-15
-    of alpha and decide nothing there, not even a ratio of 0.5; at a quarter of n_max it spends 9e-5 (a t_4 interval
-    of about +-5.4 sd). A claim registered by an earlier attempt keeps its n_max (Design.register)."""
+def register(design: budget.Design, needs: Sequence[plan.Need], claims: Sequence[Claim]) -> None:
+    """Mark the claims read through the design: budgeted ones on a single run of this machine's (a claim on two runs,
+    a duet's pair and its A/A pair, is read at the fixed level: its repetitions are not one run's)."""
     by_id = {c.id: c for c in claims}
     serving: dict[str, int] = {}
     for n in needs:
         for cid in n.claims:
             serving[cid] = serving.get(cid, 0) + 1
-    # a claim on two runs (a duet's pair and its A/A pair) is read at the fixed level: its repetitions are not one run's
-    by_id = {i: c for i, c in by_id.items() if serving.get(i) == 1}
-    runs = [n for n in needs if n.seconds and any(budgeted(by_id[i], n) for i in n.claims if i in by_id)]
-    if not runs:
-        return
-    pilots = {n.key: max(design.pilot, pilot_repetitions(n)) for n in runs}
-    per_rep = {n.key: n.seconds / pilot_repetitions(n) for n in runs}
-    left = seconds - sum(pilots[k] * s for k, s in per_rep.items())
-    even = math.ceil(seconds / sum(per_rep.values()))
-    for n in runs:
-        # the even share, no more than the budget buys of this run after every pilot, at most CAP pilots; never
-        # below the repetitions its pilot runs (a look must not leave out repetitions there are)
-        top = pilots[n.key] + max(int(left // per_rep[n.key]), 0)
-        n_max = max(pilots[n.key], min(even, top, CAP * pilots[n.key]))
+    for n in needs:
         for cid in n.claims:
             c = by_id.get(cid)
-            entry = design.claims.get(key_of(c)) if c else None
-            if c and budgeted(c, n) and not (entry and entry["looks"]):  # not looked at yet: n_max may still change
-                design.register(key_of(c), n_max)
+            if c and serving[cid] == 1 and budgeted(c, n):
+                design.register(key_of(c))
 
 
 def pilot_repetitions(n: plan.Need) -> int:
@@ -171,24 +153,15 @@ class Reading:
         self.counts[need.key] = len(reps)
         if len(reps) < self.design.pilot:  # a run shorter than the design's first look: the fixed level, never extended
             return on_values(c, values, self.confidence, self.precision, indicative, calibration=self._cal(c, values))
-        looks = self.design.claims[key]["looks"]
+        looks = self.design.looks(key)
         last = None
-        for n in list(looks):  # the looks taken before: read again, never recorded twice
-            last = self._at(c, key, values, reps, n, indicative)
+        for i in range(len(looks)):  # the looks taken before: read again at their levels, never recorded twice
+            last = self._at(c, key, values, reps, i, indicative)
             if last.verdict in (HOLDS, DIFFERS):
                 return last
-        for n in self.design.looks_between(key, looks[-1] if looks else 0, len(reps)):
-            self.design.look(key, n)
-            last = self._at(c, key, values, reps, n, indicative)
-            if last.verdict in (HOLDS, DIFFERS):
-                return last
-        if last is None:
-            return Verdict(
-                c,
-                INCONCLUSIVE,
-                f"{len(reps)} repetitions, fewer than the design's first look at {self.design.pilot}",
-                indicative=indicative,
-            )
+        if not looks or len(reps) > looks[-1]:  # more repetitions than at the last look: the next look
+            self.design.look(key, len(reps))
+            last = self._at(c, key, values, reps, len(looks), indicative)
         return last
 
     def _cal(self, c: Claim, values):
@@ -199,10 +172,9 @@ class Reading:
             self._extension[bundle.name] = bool(Bundle.open(bundle).run_info().doc.get("extends"))
         return self._extension[bundle.name]
 
-    def _at(self, c: Claim, key: str, values, reps, n: int, indicative: bool) -> Verdict:
-        grid = self.design.grid_of(key)
-        p = self.design.levels(key)[n]
-        where = f"look {grid.index(n) + 1} of {len(grid)} at {n} repetitions"
+    def _at(self, c: Claim, key: str, values, reps, index: int, indicative: bool) -> Verdict:
+        n, p = self.design.looks(key)[index], self.design.level_of(key, index)
+        where = f"look {index + 1} at {n} repetitions"
         if p < TINY:
             why = f"{where}: the design spends no alpha there (a later look, more repetitions, would decide it)"
             return Verdict(c, INCONCLUSIVE, why, indicative=indicative, look=where)
@@ -210,32 +182,37 @@ class Reading:
         v = on_values(
             c, at_n, 1 - p, self.precision, indicative, aa_confidence=self.confidence, calibration=self._cal(c, at_n)
         )
-        spent = budget.spent(n / self.design.n_max_of(key), self.design.alpha, self.design.shape)
+        spent = sum(budget.spend_of(i, self.design.alpha) for i in range(index + 1))
         return dataclasses.replace(
             v, look=f"{where}, alpha spent by then {100 * spent:.2g} % of {100 * self.design.alpha:g} %"
         )
 
     # --- what is undecided, and what would decide it
 
-    def pending(self, verdicts: Sequence[Verdict], needs: Sequence[plan.Need]) -> list[budget.Pending]:
-        """The budgeted claims still undecided that more repetitions of their run could decide."""
+    def estimates(self, verdicts: Sequence[Verdict], needs: Sequence[plan.Need], undecided: bool = True):
+        """The budgeted claims with an interval to plan from (budget.Pending), the undecided ones alone by default:
+        those more repetitions of their run could decide (not an unsteady machine's, nor one without a spread)."""
         by_claim = {cid: n for n in needs for cid in n.claims}
         out = []
         for v in verdicts:
             n, key = by_claim.get(v.claim.id), key_of(v.claim)
-            if v.verdict != INCONCLUSIVE or n is None or key not in self.design.claims or n.key not in self.counts:
+            if (undecided and v.verdict != INCONCLUSIVE) or n is None or key not in self.design.claims:
                 continue
-            if self.counts[n.key] < self.design.pilot:  # read at the fixed level: never extended
+            if n.key not in self.counts or self.counts[n.key] < self.design.pilot:  # the fixed level: not extended
                 continue
             o = v.ours
             if o is None or not o.interval.has_interval or prec.aa_check(o.aa) or len(o.log_ratios) < 2:
                 continue  # no interval, an unsteady machine, or nothing to plan from: more of the same won't do
             try:
-                e = edges(v.claim)
+                edges(v.claim)
             except ValueError:
                 continue
-            out.append(budget.Pending(key, n.key, o.interval.value, o.spread, self.counts[n.key], e))
+            out.append(budget.Pending(key, n.key, o.interval.value, o.spread, self.counts[n.key], v.claim))
         return out
+
+    def pending(self, verdicts: Sequence[Verdict], needs: Sequence[plan.Need]) -> list[budget.Pending]:
+        """The budgeted claims still undecided that more repetitions of their run could decide."""
+        return self.estimates(verdicts, needs)
 
 
 def cost_per_repetition(n: plan.Need) -> float | None:
@@ -265,31 +242,40 @@ def spend(
     checkpoint: Callable[[], None],
     echo: Callable[[str], None],
 ) -> tuple[float, list[Verdict] | None]:
-    """Rounds until the budget left (seconds) is spent or nothing decidable is left: judge, allocate, extend.
+    """Rounds until the budget left (seconds) is spent or no round adds enough: judge, plan, extend.
     `extend(need, extra, before)` runs `extra` more repetitions of the need after its `before` ones (a bundle),
     raising PirexError when it fails; `checkpoint()` saves the state. Returns the seconds left, and the verdicts
-    of the last judging when nothing ran after it (else None: the caller judges the new repetitions)."""
+    of the last judging when nothing ran after it (else None: the caller judges the new repetitions). The first
+    round of an attempt takes whatever it adds; a later one at least half the repetitions its runs have (a look
+    that adds less spends the reserve on little)."""
     broken: set[str] = set()  # runs whose extension failed: not chosen again in this attempt
-    verdicts = None
+    verdicts, rounds = None, 0
     while left > 0:
         verdicts = judge()
         save(entry, reading.design)
-        checkpoint()
         pending = [p for p in reading.pending(verdicts, needs) if p.run not in broken]
         seconds = {p.run: s for p in pending if (s := cost_per_repetition(_need(needs, p.run)))}
         pending = [p for p in pending if p.run in seconds]
-        alloc = budget.allocate(pending, seconds, left, reading.design)
-        if not alloc.targets:
+        if entry.forecast is None and all(len(v["looks"]) <= 1 for v in reading.design.claims.values()):
+            everyone = reading.estimates(verdicts, needs, undecided=False)
+            every_s = {p.run: s for p in everyone if (s := cost_per_repetition(_need(needs, p.run)))}
+            everyone = [p for p in everyone if p.run in every_s]
+            entry.forecast = budget.forecast(everyone, pending, every_s, entry.pilot, left, reading.design).to_json()
+        checkpoint()
+        least = 1 if not rounds else math.ceil(min((p.n for p in pending), default=2) / 2)
+        plan_ = budget.plan_round(pending, seconds, left, reading.design, least=least)
+        if not plan_.targets:
             return left, verdicts
+        rounds += 1
         entry.rounds += 1
+        dropped = f"; left alone (no claim likely to decide): {', '.join(plan_.dropped)}" if plan_.dropped else ""
         echo(
             f"budget round {entry.rounds}: {_minutes(left)} left; extending "
-            + ", ".join(f"{k} to {n} repetitions" for k, n in alloc.targets.items())
-            + f" (about {_minutes(alloc.seconds)}), which would decide {len(alloc.decides)} claim(s) at their estimates"
+            + ", ".join(f"{k} to {n} repetitions" for k, n in plan_.targets.items())
+            + f" (about {_minutes(plan_.seconds)}), which would decide about {plan_.expected:.1f} claim(s) at their "
+            f"estimates{dropped}"
         )
-        run_of = {p.key: p.run for p in pending}
-        gain = {r: sum(run_of[k] == r for k in alloc.decides) / seconds[r] for r in alloc.targets}
-        for run, target in sorted(alloc.targets.items(), key=lambda kv: -gain[kv[0]]):  # the most decided per second
+        for run, target in plan_.targets.items():
             if left <= 0:
                 break
             n = _need(needs, run)
@@ -304,6 +290,7 @@ def spend(
                 took = monotonic() - started
                 left -= took
                 entry.spent = round(entry.spent + took, 1)
+                entry.rounds_spent = round(entry.rounds_spent + took, 1)
                 checkpoint()
     return left, None
 
@@ -318,45 +305,47 @@ def _need(needs: Sequence[plan.Need], key: str) -> plan.Need:
 def explain(
     verdicts: list[Verdict], needs: Sequence[plan.Need], reading: Reading, left: float, resume: str
 ) -> list[Verdict]:
-    """Each budgeted claim left inconclusive says why in the user's terms, with the command that would decide it."""
+    """Each budgeted claim left inconclusive says why in the user's terms: the repetitions at which the design's next
+    look would decide it, with the chance at its estimate, and the command that continues the design."""
     pending = reading.pending(verdicts, needs)
     seconds = {p.run: s for p in pending if (s := cost_per_repetition(_need(needs, p.run)))}
-    pending = [p for p in pending if p.run in seconds]
-    why = {x.key: x for x in budget.allocate(pending, seconds, max(left, 0.0), reading.design).needs}
-    by_key = {p.key: p for p in pending}
+    by_key = {p.key: p for p in pending if p.run in seconds}
     out = []
     for v in verdicts:
-        key = key_of(v.claim)
-        x = why.get(key)
-        if v.verdict != INCONCLUSIVE or x is None or not v.reason.endswith(")"):
+        p = by_key.get(key_of(v.claim))
+        if v.verdict != INCONCLUSIVE or p is None:
             out.append(v)
             continue
-        text = _why(x, by_key[key], reading.design, resume)
-        out.append(dataclasses.replace(v, reason=f"{v.reason[: v.reason.rfind(' (')]} ({text})"))
+        text = advice(p, reading.design, seconds[p.run], resume)  # in place of the fixed-n advice, the last (...)
+        head = v.reason[: v.reason.rfind(" (")] if v.reason.endswith(")") else v.reason
+        out.append(dataclasses.replace(v, reason=f"{head} ({text})"))
     return out
 
 
-def _why(x: budget.Need, p: budget.Pending, design: budget.Design, resume: str) -> str:
-    if x.n is None:
-        return x.reason
+def continuation(verdicts: Sequence[Verdict], reading: Reading, needs: Sequence[plan.Need]) -> int:
+    """How many budgeted claims a --resume with more --budget could still decide (undecided, with an interval)."""
+    return sum(1 for p in reading.pending(verdicts, needs) if budget.more_for(p, reading.design.next_spend(p.key))[0])
+
+
+def advice(p: budget.Pending, design: budget.Design, per_repetition: float, resume: str) -> str:
+    """What would decide an undecided claim: at the level of the design's next look (the reserve's), the fewest
+    repetitions with a 4 in 5 chance at its estimate and spread, their minutes and the --resume that keeps the
+    error rate; or why none is likely to. No parenthesis: the report takes a reason's last one as this text."""
     d = 100 * math.expm1(budget.distance(p.estimate, p.edges))
     head = f"the estimate is {d:.1f} % from the nearest edge of the rule"
-    more = max(x.n - p.n, 0)
-    minutes = max(1, math.ceil((x.seconds or 0) / 60))
-    n_max = design.n_max_of(p.key)
-    if x.n > n_max:
-        more = (
-            "a new reproduction with a larger --budget would: a run's n_max is the budget's even share over the runs, "
-            f"at most {CAP} pilots"
-            if n_max < CAP * design.pilot
-            else (
-                f"a larger pilot would: a new reproduction with --budget and "
-                f"--set {_experiment_of(p.run)}.repetitions={math.ceil(x.n / CAP)}, more repetitions in each run"
-            )
+    level = design.next_spend(p.key)
+    n, chance = budget.more_for(p, level)
+    if n is None:
+        return (
+            f"{head}: no number of repetitions is likely to decide it at this estimate, at most a "
+            f"{100 * chance:.0f} % chance at the next look's level"
         )
-        beyond = f"beyond its run's {n_max} where the design's alpha is spent"
-        return f"{head}: about {x.n} repetitions would decide it, {beyond}; {more}"
-    return f"{head}: about {x.n} repetitions, {more} more, {minutes} min, would decide it: {resume} --budget {minutes}m"
+    more = n - p.n
+    minutes = max(1, math.ceil(more * per_repetition / 60))
+    return (
+        f"{head}: about {more} more repetitions, {n} in all and {minutes} min, would decide it with a "
+        f"{100 * chance:.0f} % chance at the next look's level of {100 * level:.2g} %: {resume} --budget {minutes}m"
+    )
 
 
 def _experiment_of(key: str) -> str:
@@ -369,16 +358,24 @@ def _minutes(seconds: float) -> str:
 
 
 def note(entry: Budget, design: budget.Design, verdicts: Sequence[Verdict]) -> str:
-    """The report's note on the budget: the method, what was spent, the looks taken, each verdict's level."""
+    """The report's note on the budget: how the minutes were spent, the method, the looks, and the yardsticks."""
     given = " + ".join(_minutes(s) for s in entry.given)
     looks = sum(len(v["looks"]) for v in design.claims.values())
     decided = sum(1 for v in verdicts if v.look and v.verdict in (HOLDS, DIFFERS))
-    shape = "O'Brien-Fleming" if design.shape == budget.OBRIEN_FLEMING else "Pocock"
-    return (
-        f"Budget {given} of runs, {_minutes(entry.spent)} spent, the pilot and {entry.rounds} round(s): each "
-        f"claim on this machine is a group-sequential test (alpha = {100 * design.alpha:g} % per conclusion, spent by "
-        f"a Lan-DeMets function of {shape} shape, {design.method} over the looks), looked at on the fixed grid "
-        f"{', '.join(map(str, budget.grid(max(design.n_max, design.pilot), design.pilot)))}... repetitions up to its "
-        f"run's n_max; {looks} looks taken over {len(design.claims)} claims; {decided} verdict(s) decided at a look, "
-        "each read off that look's interval level (in its reason), with the alpha spent by then"
+    text = (
+        f"Budget {given} of rounds after the pilot: the pilot took {_minutes(entry.pilot)}, {entry.rounds} round(s) "
+        f"{_minutes(entry.rounds_spent)}. Each claim on this machine is a group-sequential test (alpha = "
+        f"{100 * design.alpha:g} % per conclusion; the pilot's look spends {100 * budget.PILOT_SHARE:g} % of it, the "
+        f"first round's {100 * budget.MAIN_SHARE:g} %, each later look half the reserve left; boundaries exact for "
+        f"t statistics at the looks' counts); {looks} looks taken over {len(design.claims)} claims; {decided} "
+        "verdict(s) decided at a look, each read off that look's interval level (in its reason)"
     )
+    f = entry.forecast
+    if f and f.get("oracle"):
+        text += (
+            f". At the pilot's estimates and spreads taken as the truth ({f['claims']} claims, "
+            f"{_minutes(f['total'])} of runs in all), this design expected {f['design']:.1f} decided, the budget "
+            f"spread evenly with one look at alpha {f['even']:.1f}, and an oracle choosing the best fixed repetitions "
+            f"per run {f['oracle']:.1f}: {100 * f['design'] / f['oracle']:.0f} % of the oracle (budget.forecast)"
+        )
+    return text

@@ -323,7 +323,7 @@ def duration(seconds: float) -> str:
 def _took_text(took: float | None, attempts: int, lead: str) -> str:
     if took is None:
         return ""
-    return lead + duration(took) + (f" over {attempts} attempts (killed and resumed)" if attempts > 1 else "")
+    return lead + duration(took) + (f" over {attempts} attempts (--resume)" if attempts > 1 else "")
 
 
 def _short_reason(reason: str) -> str:

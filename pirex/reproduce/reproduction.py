@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -329,12 +330,18 @@ def _start_budget(r: _Reproduction, echo) -> None:
     if opts.budget and r.local:  # runs of this machine: the pilot, then rounds
         r.entry = budgeted.start(state, opts.budget, previous.budget)
         design = design or Design(alpha=alpha_of(opts.confidence))
-        budgeted.register(design, r.needs, r.claims, opts.budget)  # n_max from the estimates, before any data
+        budgeted.register(design, r.needs, r.claims)
         budgeted.save(r.entry, design)
-        pilot = "whatever it takes (--whole-pilot)" if opts.whole_pilot else "those that fit"
+        todo = [n for n in r.needs if not n.bundles and n.seconds]
+        pilot_s = sum(n.seconds for n in todo)
+        pilot = (
+            f"the pilot first (the runs above: about {pilot_s / 60:.1f} min by the plan's estimates)"
+            if todo
+            else "the pilot's bundles as found"
+        )
         echo(
-            f"budget: {opts.budget / 60:.1f} min of runs: the runs above first, {pilot} (the pilot), then rounds that "
-            "extend the runs whose claims are closest to a verdict (a group-sequential design: docs/statistics.md)"
+            f"budget: {pilot}, then {opts.budget / 60:.1f} min of rounds that extend the runs whose claims are still "
+            "undecided (a group-sequential design: docs/statistics.md)"
         )
     else:
         if previous.budget:
@@ -344,7 +351,7 @@ def _start_budget(r: _Reproduction, echo) -> None:
     r.reading = (
         budgeted.Reading(design, opts.confidence, opts.precision, calibrations=r.calibrations) if design else None
     )
-    r.left = opts.budget  # the budget is for the whole reproduction: each run spends what it took
+    r.left = opts.budget  # the rounds' (the pilot runs before it); with --inventory a cap on the runs in all
 
 
 def _run_needs(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], echo) -> None:
@@ -354,6 +361,8 @@ def _run_needs(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], 
     for n in r.needs:
         if n.bundles or opts.reuse_only or r.given:
             continue
+        # under a budget the pilot runs before it (the budget is the rounds'): a run longer than the whole budget
+        # does not start, unless --whole-pilot; without a budget of this machine (--inventory) the cap is cumulative
         if r.left is not None and not (entry is not None and opts.whole_pilot) and (why := over_budget(n, r.left)):
             failed[n.key] = why
             echo(f"reproduce: {n.key} not run: {why}")
@@ -371,10 +380,11 @@ def _run_needs(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], 
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
         finally:
             took = monotonic() - started
-            if r.left is not None:
-                r.left -= took
             if entry is not None:
                 entry.spent = round(entry.spent + took, 1)
+                entry.pilot = round(entry.pilot + took, 1)
+            elif r.left is not None:
+                r.left -= took
         state.running = None
         if n.bundles:
             state.ran[n.key] = round(took + state.partial.pop(n.key, 0.0), 1)
@@ -412,8 +422,10 @@ def _finish_extensions(r: _Reproduction, extend: Callable[[plan.Need, int, int],
                 echo(f"reproduce: finishing {b.name} failed: {str(e).splitlines()[0]}")
             finally:
                 if r.entry is not None and r.left is not None:
-                    r.left -= monotonic() - started
-                    r.entry.spent = round(r.entry.spent + monotonic() - started, 1)
+                    took = monotonic() - started
+                    r.left -= took
+                    r.entry.spent = round(r.entry.spent + took, 1)
+                    r.entry.rounds_spent = round(r.entry.rounds_spent + took, 1)
 
 
 def _extend(
@@ -525,6 +537,17 @@ def _report(r: _Reproduction, verdicts: list[Verdict], echo) -> None:
     state.left_out = r.left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli/reproduce.py)
     _save(out, state)
     echo("\n" + report.summary(verdicts, md, took=state.time_taken(), attempts=len(state.attempts)))
+    if (
+        r.reading is not None
+        and r.local
+        and state.budget
+        and (more := budgeted.continuation(verdicts, r.reading, r.needs))
+    ):
+        minutes = max(1, math.ceil(state.budget.given[-1] / 60)) if state.budget.given else 10
+        echo(
+            f"More time decides more: pirex reproduce --resume {out} --budget {minutes}m spends {minutes} more "
+            f"minutes on the {more} claim(s) still undecided here, the error rate kept (the design's reserve)"
+        )
 
 
 def multiplicity_note(verdicts: list[Verdict], confidence: float, precision_: float | None = None) -> str:

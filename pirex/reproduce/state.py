@@ -32,13 +32,25 @@ class Budget:
     spent: float = 0.0
     rounds: int = 0
     design: dict[str, Any] | None = None
+    pilot: float = 0.0  # seconds the pilot's runs took (before the budget, which is the rounds')
+    rounds_spent: float = 0.0  # seconds the rounds' extensions took
+    forecast: dict[str, Any] | None = None  # budget.Forecast at the pilot's estimates: design, even split, oracle
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Budget:
-        return cls(list(doc.get("given") or []), doc.get("spent", 0.0), doc.get("rounds", 0), doc.get("design"))
+        return cls(
+            list(doc.get("given") or []),
+            doc.get("spent", 0.0),
+            doc.get("rounds", 0),
+            doc.get("design"),
+            doc.get("pilot", 0.0),
+            doc.get("rounds_spent", 0.0),
+            doc.get("forecast"),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"given": self.given, "spent": self.spent, "rounds": self.rounds, "design": self.design}
+        out = {"given": self.given, "spent": self.spent, "rounds": self.rounds, "design": self.design}
+        return {**out, "pilot": self.pilot, "rounds_spent": self.rounds_spent, "forecast": self.forecast}
 
 
 @dataclass

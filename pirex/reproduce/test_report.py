@@ -105,10 +105,7 @@ def test_the_top_has_the_counts_the_machine_the_commit_the_images_the_level_and_
     assert facts["Level"].startswith("kick-the-tires (quick profiles)")
     assert facts["Cores"] == "2" and facts["Governor"] == "ondemand" and "8.0 GiB" in facts["Memory"]
     assert facts["Storage"].startswith("/work/results: virtio ext4") and facts["Commit"] == "c0ffee"
-    assert (
-        "sha256:" + "ab" * 32 in facts["Images"]
-        and facts["Time taken"] == "7 min 12 s over 2 attempts (killed and resumed)"
-    )
+    assert "sha256:" + "ab" * 32 in facts["Images"] and facts["Time taken"] == "7 min 12 s over 2 attempts (--resume)"
 
 
 def test_each_verdict_is_a_word_and_a_colour_class(written):
@@ -156,7 +153,7 @@ def test_markdown_is_rendered_and_the_plain_text_twin_has_the_same_content(writt
 
 def test_the_summary_says_how_long_the_run_took():
     text = report.summary(_verdicts(), Path("R.md"), took=432.0, attempts=2)
-    assert text.splitlines()[-2].endswith("1 not run here in 7 min 12 s over 2 attempts (killed and resumed)")
+    assert text.splitlines()[-2].endswith("1 not run here in 7 min 12 s over 2 attempts (--resume)")
     assert len(text.splitlines()) <= 25
 
 
