@@ -198,6 +198,10 @@ REPETITIONS ?= 40
 calibrate: host-ready $(VENV)/.installed ## A long A/A run of each of CALIBRATE_EXPERIMENTS (jmh moobench) here, REPETITIONS=40 per design (about 30 min each), resampled: how pirex's intervals and rules cover on this machine's noise (results/calibration/, which make run then judges with).
 	for e in $(CALIBRATE_EXPERIMENTS); do $(VENV)/bin/pirex calibrate $$e --repetitions $(REPETITIONS) $(TAG_ARG) $(ARGS) || exit 1; done
 
+.PHONY: bench-budget
+bench-budget: $(VENV)/.installed ## The budget's design beside the even split and the oracle on make run's mix at 15, 30 and 60 min, and its wrong verdicts at the rules' edges, resumed and reusing the pilot (about 15 min; ARGS="--draws 20 --edge-draws 100 --minutes 15": a smoke run).
+	$(VENV)/bin/python scripts/bench_budget.py $(ARGS)
+
 .PHONY: bench-calibration
 bench-calibration: $(VENV)/.installed ## jmh's calibration table on this machine: coverage, rules at their edges, power per n (ARGS="--repetitions 10 --design interleaved --set benchmarks=RecursionBenchmark.b1_default --set iterations=2 --set warmup_iterations=1": a smoke run of about a minute).
 	$(VENV)/bin/pirex calibrate $(or $(EXP),jmh) --repetitions $(REPETITIONS) $(TAG_ARG) $(ARGS)

@@ -199,13 +199,15 @@ def mix_table(draws: int, minutes: Sequence[int]) -> list[str]:
     return rows
 
 
-def edge_table(draws: int) -> list[str]:
+def edge_table(draws: int, rules: Sequence[str] | None = None) -> list[str]:
     """Every rule's every edge: a wrong verdict is any verdict. The claim shares its run with one 1.5 standard errors
     (at five) from its edge, which keeps the run going. Three reproductions per draw: the first (pilot and rounds),
     its resume with as much budget again, and a new reproduction reusing the first's pilot (new rounds, new data)."""
     rows = []
     sd = 0.02 * math.sqrt(2)
     for name, claim in RULES.items():
+        if rules is not None and name not in rules:
+            continue
         for e in edges(claim):
             sims = [
                 Sim(claim, "r", e, sd, True),

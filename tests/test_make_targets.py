@@ -25,6 +25,7 @@ NOT_YET = {
 # Targets smoked, and the module where: the fleet's two on the lab tests/test_fleet.py makes anyway.
 SMOKED = {
     "bench-analysis": "tests/test_make_targets.py",
+    "bench-budget": "tests/test_make_targets.py",
     "bench-resolution": "tests/test_make_targets.py",
     "bench-calibration": "tests/test_make_targets.py",
     "bench-soak": "tests/test_make_targets.py",
@@ -63,6 +64,16 @@ def test_bench_analysis_smoke_run_agrees_with_pandas():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "300,000 rows (3 loops x 20,000 calls x 5 configurations)" in r.stdout
     assert "statistics: identical (rel. 1e-9)" in r.stdout
+
+
+def test_bench_budget_smoke_run_prints_the_design_beside_the_even_split_and_the_oracle():
+    """make bench-budget ARGS="--draws 20 --edge-draws 100 --minutes 15" (its smoke setting, make help says)."""
+    cmd = recipe_line("bench-budget", "scripts/bench_budget.py", "--draws 20 --edge-draws 100 --minutes 15")
+    r = subprocess.run([sys.executable, *cmd[1:]], cwd=paths.REPO, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = r"^\| 15 min \| [\d.]+ / [\d.]+ \([\d.]+ min\) \| [\d.]+ / [\d.]+ \| [\d.]+ \| \d+ % \|"
+    assert re.search(row, r.stdout, re.M), r.stdout
+    assert r.stdout.count("| within (0.9 ± 5 %) |") == 2  # both edges, each reproduction's wrong holds / differs
 
 
 @pytest.mark.docker

@@ -50,7 +50,8 @@ class Budget:
 
     def to_json(self) -> dict[str, Any]:
         out = {"given": self.given, "spent": self.spent, "rounds": self.rounds, "design": self.design}
-        return {**out, "pilot": self.pilot, "rounds_spent": self.rounds_spent, "forecast": self.forecast}
+        more = {"pilot": self.pilot, "rounds_spent": self.rounds_spent, "forecast": self.forecast}
+        return {**out, **{k: v for k, v in more.items() if v}}  # written when set: an earlier state reads back the same
 
 
 @dataclass
