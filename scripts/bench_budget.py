@@ -139,7 +139,7 @@ def reproduce(
                 for i, s in enumerate(sims)
             ]
             forecast = budget.forecast(everyone, pending, seconds, spent, left, design)
-        least = 1 if first else 1
+        least = 1 if first else math.ceil(min((p.n for p in pending), default=2) / 2)  # as budgeted.spend
         plan = budget.plan_round(pending, {r: seconds[r] for r in {p.run for p in pending}}, left, design, least=least)
         first = False
         if not plan.targets:

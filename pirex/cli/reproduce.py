@@ -42,9 +42,9 @@ class _ListsPapers(click.Command):
 @click.option(
     "--budget",
     default=None,
-    help="Minutes of runs to spend (e.g. 15m, 3h): the runs once (the pilot), then rounds that extend the runs whose "
-    "claims are closest to a verdict, read by a group-sequential design; with --resume, this attempt's budget. A run "
-    "that would not fit, or of unknown duration, is not started (with --inventory: only that).",
+    help="Minutes of rounds (e.g. 15m, 3h) after the pilot (the runs once): rounds that extend the runs whose claims "
+    "are still undecided, read by a group-sequential design; with --resume, this attempt's more. A run longer than "
+    "the budget, or of unknown duration, is not started (with --inventory: a cap on the runs, nothing more).",
 )
 @click.option(
     "--whole-pilot",

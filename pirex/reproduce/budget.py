@@ -33,7 +33,7 @@ grid and n_max wasted both alpha and budget).
 The yardsticks (even_split(), oracle(), forecast()): at given estimates and spreads taken as the truth, the expected
 number of claims decided (each claim's chance, p_decide()) by the budget spread evenly over the runs with one look at
 alpha, and by an oracle: the best fixed number of repetitions per run within the same seconds (a knapsack over runs,
-solved exactly by dynamic programming on a grid of GRAIN seconds), one look at alpha each. The report states both
+solved exactly by dynamic programming on GRAIN steps of the budget), one look at alpha each. The report states both
 beside this design's own forecast at the same estimates (the pilot's)."""
 
 from __future__ import annotations

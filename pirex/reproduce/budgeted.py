@@ -131,8 +131,9 @@ def first(values: Sequence[RunValue], reps: Sequence[tuple[str, int]], n: int) -
 
 @dataclass
 class Reading:
-    """Reads each budgeted claim at its looks; judge_all calls it in place of verdict.on_values. Records the looks a
-    claim's run has newly passed (in the design), and what each run's repetitions are (for the allocation)."""
+    """Reads each budgeted claim at its looks; judge_all calls it in place of verdict.on_values. Takes a claim's next
+    look (in the design) when its run has more repetitions than at the last, and records each run's repetitions
+    (for the rounds' plan)."""
 
     design: budget.Design
     confidence: float

@@ -2,6 +2,7 @@
 closest to a verdict, verdicts read at the design's looks, and --resume after a kill, on jmh bundles made here with
 known ratios (no Docker; tests/test_reproduce_budget.py runs the real thing)."""
 
+import dataclasses
 import json
 import re
 
@@ -13,7 +14,7 @@ from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
 from pirex.core.paths import git_version
 from pirex.reproduce import budget, budgeted, claims, plan, reproduction
-from pirex.reproduce.state import ReproductionState
+from pirex.reproduce.state import Budget, ReproductionState
 from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE
 
 # per benchmark: its throughput against B1's, and docker's against native's
@@ -240,3 +241,70 @@ def test_only_the_claims_on_one_run_of_this_machine_are_read_through_the_design(
     design = budget.Design()
     budgeted.register(design, [need, twice], claims.load("icpe18").claims)  # on two runs: the fixed level
     assert design.claims == {}
+
+
+def test_budgeted_spend_with_the_production_reading_decides_as_the_bench_simulation_does(monkeypatch):
+    """scripts/bench_budget.py's reproductions stand for budgeted.spend with budgeted.Reading (verdict.on_values at
+    each look): on the same log ratios, two runs of three claims each, both give the same verdicts, the same looks
+    and the same rounds. What make bench-budget's tables say is then what pirex reproduce --budget does."""
+    import math
+
+    from pirex.analysis.interface import RunValue
+    from pirex.reproduce.claims import Side
+    from scripts import bench_budget as bench
+
+    rules = list(bench.RULES.values())
+    sims, claims_ = [], []
+    truths = [1.0, 1.012, 0.985, 1.05, 0.9, 1.0]  # an edge, near ones, a far one
+    for i, truth in enumerate(truths):
+        rule = rules[i % len(rules)]
+        c = dataclasses.replace(
+            rule, id=f"c{i}", numerator=Side((f"m{i}",), "docker"), denominator=Side((f"m{i}",), "native")
+        )
+        claims_.append(c)
+        sims.append(bench.Sim(c, f"run{i // 3}", truth * (0.9 if rule.rule == "within" else 1.0), 0.02))
+    seconds = {"run0": 10.0, "run1": 14.0}
+    clock = [0.0]  # the extensions' time: what they cost, on a fake clock
+    monkeypatch.setattr(budgeted, "monotonic", lambda: clock[0])
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        data = {i: math.log(s.truth) + s.sd * rng.standard_normal(400) for i, s in enumerate(sims)}
+        expected, sim_design = bench.reproduce(sims, seconds, 200.0, data)
+
+        needs = [
+            plan.Need("jmh", None, "quick", ["native", "docker"], claims=[f"c{i}" for i in range(3 * r, 3 * r + 3)])
+            for r in range(2)
+        ]
+        for r, n in enumerate(needs):
+            n.seconds, n.overrides = 5 * seconds[f"run{r}"], {"repetitions": 5}
+            n.view = f"run{r}"  # one key per run
+        design = budget.Design(0.05)
+        budgeted.register(design, needs, claims_)
+        reading = budgeted.Reading(design, 0.95, None)
+        count = {n.key: 5 for n in needs}
+
+        def values_of(i, n):
+            out = []
+            for j in range(n):
+                for variant, v in (("native", 1.0), ("docker", math.exp(data[i][j]))):
+                    out.append(RunValue("jmh", "b", "d", variant, j, f"m{i}", v, "ops/s", lower_is_better=False))
+            return out
+
+        def judge(needs=needs, count=count, reading=reading):
+            return [
+                reading(c, [needs[i // 3]], values_of(i, count[needs[i // 3].key]), False)
+                for i, c in enumerate(claims_)
+            ]
+
+        def extend(n, extra, before, count=count):
+            assert before == count[n.key]
+            count[n.key] += extra
+            clock[0] += extra * n.seconds / 5
+
+        entry = Budget(given=[200.0])
+        _, verdicts = budgeted.spend(200.0, needs, reading, judge, extend, entry, lambda: None, lambda _: None)
+        verdicts = verdicts or judge()
+        got = {i: v.verdict for i, v in enumerate(verdicts) if v.verdict in (HOLDS, DIFFERS)}
+        assert got == expected.verdicts, (seed, got, expected.verdicts)
+        for i in range(len(sims)):
+            assert design.looks(f"p:c{i}") == sim_design.looks(str(i)), seed
