@@ -323,9 +323,25 @@ def explain(
     return out
 
 
-def continuation(verdicts: Sequence[Verdict], reading: Reading, needs: Sequence[plan.Need]) -> int:
-    """How many budgeted claims a --resume with more --budget could still decide (undecided, with an interval)."""
-    return sum(1 for p in reading.pending(verdicts, needs) if budget.more_for(p, reading.design.next_spend(p.key))[0])
+def continuation(
+    verdicts: Sequence[Verdict], reading: Reading, needs: Sequence[plan.Need], minutes: int
+) -> tuple[int, int] | None:
+    """The --resume --budget to suggest: (minutes, claims a round would extend) at the fewest of `minutes` (the last
+    budget given) and the minutes each undecided claim's advice names with which a round would go on; None where no
+    round would (every claim undecided sits on an edge, or has no spread)."""
+    pending = reading.pending(verdicts, needs)
+    seconds = {p.run: s for p in pending if (s := cost_per_repetition(_need(needs, p.run)))}
+    pending = [p for p in pending if p.run in seconds]
+    wanted = {minutes}
+    for p in pending:
+        n, _ = budget.more_for(p, reading.design.next_spend(p.key))
+        if n is not None:
+            wanted.add(max(1, math.ceil((n - p.n) * seconds[p.run] / 60)))
+    for m in sorted(w for w in wanted if w >= minutes):
+        r = budget.plan_round(pending, seconds, 60.0 * m, reading.design)
+        if r.targets:
+            return m, sum(1 for p in pending if p.run in r.targets)
+    return None
 
 
 def advice(p: budget.Pending, design: budget.Design, per_repetition: float, resume: str) -> str:
@@ -356,6 +372,22 @@ def _experiment_of(key: str) -> str:
 
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
+
+
+def spent_text(entry: Budget) -> str:
+    """The summary's line on the minutes: the pilot's, the rounds' of the budget given, and the yardsticks."""
+    given = " + ".join(_minutes(s) for s in entry.given)
+    text = (
+        f"budget: the pilot took {_minutes(entry.pilot)}, {entry.rounds} round(s) {_minutes(entry.rounds_spent)} of "
+        f"the {given} given"
+    )
+    f = entry.forecast
+    if f and f.get("oracle"):
+        text += (
+            f"; at the pilot's estimates this design expected {f['design']:.1f} claims decided, the even split "
+            f"{f['even']:.1f}, the oracle {f['oracle']:.1f} ({100 * f['design'] / f['oracle']:.0f} %)"
+        )
+    return text
 
 
 def note(entry: Budget, design: budget.Design, verdicts: Sequence[Verdict]) -> str:

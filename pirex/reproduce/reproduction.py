@@ -537,17 +537,15 @@ def _report(r: _Reproduction, verdicts: list[Verdict], echo) -> None:
     state.left_out = r.left_out  # the bundles that failed verification: `pirex reproduce` exits 1 (cli/reproduce.py)
     _save(out, state)
     echo("\n" + report.summary(verdicts, md, took=state.time_taken(), attempts=len(state.attempts)))
-    if (
-        r.reading is not None
-        and r.local
-        and state.budget
-        and (more := budgeted.continuation(verdicts, r.reading, r.needs))
-    ):
-        minutes = max(1, math.ceil(state.budget.given[-1] / 60)) if state.budget.given else 10
-        echo(
-            f"More time decides more: pirex reproduce --resume {out} --budget {minutes}m spends {minutes} more "
-            f"minutes on the {more} claim(s) still undecided here, the error rate kept (the design's reserve)"
-        )
+    if r.reading is not None and r.local and state.budget:
+        echo(budgeted.spent_text(state.budget))
+        last = max(1, math.ceil(state.budget.given[-1] / 60)) if state.budget.given else 10
+        if more := budgeted.continuation(verdicts, r.reading, r.needs, last):
+            echo(
+                f"More time decides more: pirex reproduce --resume {out} --budget {more[0]}m spends {more[0]} more "
+                f"minutes on the runs of {more[1]} claim(s) still undecided here, the error rate kept (the design's "
+                "reserve)"
+            )
 
 
 def multiplicity_note(verdicts: list[Verdict], confidence: float, precision_: float | None = None) -> str:

@@ -283,7 +283,7 @@ def test_budgeted_spend_with_the_production_reading_decides_as_the_bench_simulat
         reading = budgeted.Reading(design, 0.95, None)
         count = {n.key: 5 for n in needs}
 
-        def values_of(i, n):
+        def values_of(i, n, data=data):
             out = []
             for j in range(n):
                 for variant, v in (("native", 1.0), ("docker", math.exp(data[i][j]))):
@@ -308,3 +308,26 @@ def test_budgeted_spend_with_the_production_reading_decides_as_the_bench_simulat
         assert got == expected.verdicts, (seed, got, expected.verdicts)
         for i in range(len(sims)):
             assert design.looks(f"p:c{i}") == sim_design.looks(str(i)), seed
+
+
+def test_more_budget_on_a_finished_reproduction_spends_it_on_the_claims_still_undecided(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    lines = []
+    out = reproduction.reproduce(_opts(results, budget=200.0, whole_pilot=True), lab, echo=lines.append)
+    first = _state(out)
+    assert any(x.startswith("budget: the pilot took 3.3 min, 1 round(s)") for x in lines), lines[-4:]
+    said = next(x for x in lines if x.startswith("More time decides more:"))
+    minutes = int(re.search(rf"--resume {re.escape(str(out))} --budget (\d+)m spends", said).group(1))
+    ran = len(lab.ran)
+    undecided = [k for k, v in first.verdicts.items() if v == INCONCLUSIVE]
+    more = []
+    reproduction.reproduce(_opts(results, budget=60.0 * minutes, resume=out), lab, echo=more.append)
+    entry = _state(out).budget
+    assert len(lab.ran) > ran, "\n".join(more)  # what the command said: a round on the claims still undecided
+    assert entry.given == [200.0, 60.0 * minutes] and entry.rounds > first.budget.rounds
+    assert entry.rounds_spent > first.budget.rounds_spent and entry.pilot == first.budget.pilot  # no pilot again
+    for k, v in entry.design["claims"].items():  # the later looks spend the reserve: alpha never exceeded
+        assert v["alpha_spent"] < entry.design["alpha"]
+        if k in undecided and len(v["looks"]) > len(first.budget.design["claims"][k]["looks"]):
+            assert budget.spend_of(len(v["looks"]) - 1, 0.05) < 0.001
