@@ -199,7 +199,7 @@ calibrate: host-ready $(VENV)/.installed ## A long A/A run of each of CALIBRATE_
 	for e in $(CALIBRATE_EXPERIMENTS); do $(VENV)/bin/pirex calibrate $$e --repetitions $(REPETITIONS) $(TAG_ARG) $(ARGS) || exit 1; done
 
 .PHONY: bench-budget
-bench-budget: $(VENV)/.installed ## The budget's design beside the even split and the oracle on make run's mix at 15, 30 and 60 min, and its wrong verdicts at the rules' edges, resumed and reusing the pilot (about 15 min; ARGS="--draws 20 --edge-draws 100 --minutes 15": a smoke run).
+bench-budget: $(VENV)/.installed ## The budget's design beside the even split and the oracle on make run's mix at 15, 30 and 60 min, and its wrong verdicts at the rules' edges, resumed and reusing the pilot (about 30 min on a 2-vCPU VM; ARGS="--draws 20 --edge-draws 100 --minutes 15": a smoke run).
 	$(VENV)/bin/python scripts/bench_budget.py $(ARGS)
 
 .PHONY: bench-calibration

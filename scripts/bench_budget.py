@@ -232,8 +232,8 @@ def edge_table(draws: int, rules: Sequence[str] | None = None) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--draws", type=int, default=2000, help="reproductions per budget (default 2000)")
-    ap.add_argument("--edge-draws", type=int, default=4000, help="reproductions per edge (default 4000)")
+    ap.add_argument("--draws", type=int, default=1000, help="reproductions per budget (default 1000)")
+    ap.add_argument("--edge-draws", type=int, default=2000, help="reproductions per edge (default 2000)")
     ap.add_argument("--minutes", default="15,30,60", help="budgets, minutes in all, the pilot's included")
     args = ap.parse_args(argv)
     minutes = [int(m) for m in args.minutes.split(",")]

@@ -105,7 +105,7 @@ def test_the_oracle_is_at_least_the_even_split_and_spends_no_more_than_the_budge
 def test_wrong_verdicts_at_every_edge_are_at_most_alpha_first_resumed_and_reusing_the_pilot(rule):
     """Each rule's edges, 400 draws each (a 5 % rate's standard error 1.1 %): the design's wrong "holds" and wrong
     "differs" at most alpha + 3 standard errors, in the first reproduction, its resume with more budget, and a new
-    reproduction that reuses the pilot (make bench-budget: 4,000 draws)."""
+    reproduction that reuses the pilot (make bench-budget: 2,000 draws)."""
     limit = ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / 400)
     for row in bench.edge_table(400, [rule]):
         rates = [float(x) / 100 for x in row.replace("%", "").replace("/", "|").split("|")[3:-1]]
