@@ -32,7 +32,7 @@ from pirex.core.errors import PirexError
 from pirex.reproduce import budget, calibrate, plan
 from pirex.reproduce.claims import Claim
 from pirex.reproduce.state import Budget, ReproductionState, Running
-from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, Verdict, edges, on_values
+from pirex.reproduce.verdict import DIFFERS, HOLDS, INCONCLUSIVE, Verdict, edges, on_values, regions
 
 TINY = 1e-12  # a look whose one-sided level is below this decides nothing a float can tell apart (1 - p == 1)
 
@@ -204,8 +204,9 @@ class Reading:
             o = v.ours
             if o is None or not o.interval.has_interval or prec.aa_check(o.aa) or len(o.log_ratios) < 2:
                 continue  # no interval, an unsteady machine, or nothing to plan from: more of the same won't do
-            try:
+            try:  # a rule with regions to plan from (not a crossover's, an agreement's)
                 edges(v.claim)
+                regions(v.claim, 1.0, 1.0)
             except ValueError:
                 continue
             out.append(budget.Pending(key, n.key, o.interval.value, o.spread, self.counts[n.key], v.claim))
