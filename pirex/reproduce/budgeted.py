@@ -262,7 +262,10 @@ def spend(
             everyone = reading.estimates(verdicts, needs, undecided=False)
             every_s = {p.run: s for p in everyone if (s := cost_per_repetition(_need(needs, p.run)))}
             everyone = [p for p in everyone if p.run in every_s]
-            entry.forecast = budget.forecast(everyone, pending, every_s, entry.pilot, left, reading.design).to_json()
+            # the pilot's cost: its repetitions at what one costs here (reused bundles cost this attempt nothing,
+            # and the yardsticks must buy the same repetitions the design had)
+            pilot = sum(every_s[r] * n for r, n in {p.run: p.n for p in everyone}.items())
+            entry.forecast = budget.forecast(everyone, pending, every_s, pilot, left, reading.design).to_json()
         checkpoint()
         least = 1 if not rounds else math.ceil(min((p.n for p in pending), default=2) / 2)
         plan_ = budget.plan_round(pending, seconds, left, reading.design, least=least)

@@ -114,7 +114,7 @@ def test_a_budget_extends_the_runs_near_a_verdict_and_reads_each_claim_at_its_lo
     assert entry.pilot == 5 * 2 * SECONDS_PER_STEP and entry.spent == entry.pilot + entry.rounds_spent
     assert entry.rounds_spent <= 1800 + max(r * 2 * SECONDS_PER_STEP for _, r, _ in lab.ran)  # not cut short
     f = entry.forecast  # the yardsticks at the pilot's estimates
-    assert f["total"] == entry.pilot + 1800 and 0 < f["even"] <= f["oracle"] + 1e-9 and f["design"] > 0
+    assert f["total"] == pytest.approx(entry.pilot + 1800) and 0 < f["even"] <= f["oracle"] + 1e-9 and f["design"] > 0
 
     verdicts, report = state.verdicts, (out / "REPORT.md").read_text()
     assert verdicts["icpe18:t1-b3-not-inlined"] == HOLDS and verdicts["icpe18:t1-b5-docker"] == HOLDS
