@@ -256,12 +256,9 @@ def spend(
         verdicts = judge()
         save(entry, reading.design)
         pending = [p for p in reading.pending(verdicts, needs) if p.run not in broken]
-        seconds = {p.run: s for p in pending if (s := cost_per_repetition(_need(needs, p.run)))}
-        pending = [p for p in pending if p.run in seconds]
+        pending, seconds = _priced(pending, needs)
         if entry.forecast is None and all(len(v["looks"]) <= 1 for v in reading.design.claims.values()):
-            everyone = reading.estimates(verdicts, needs, undecided=False)
-            every_s = {p.run: s for p in everyone if (s := cost_per_repetition(_need(needs, p.run)))}
-            everyone = [p for p in everyone if p.run in every_s]
+            everyone, every_s = _priced(reading.estimates(verdicts, needs, undecided=False), needs)
             # the pilot's cost: its repetitions at what one costs here (reused bundles cost this attempt nothing,
             # and the yardsticks must buy the same repetitions the design had)
             pilot = sum(every_s[r] * n for r, n in {p.run: p.n for p in everyone}.items())
@@ -304,6 +301,13 @@ def _need(needs: Sequence[plan.Need], key: str) -> plan.Need:
     return next(n for n in needs if n.key == key)
 
 
+def _priced(pending: Sequence[budget.Pending], needs: Sequence[plan.Need]):
+    """The claims whose run has a cost per repetition here, and that cost per run: each run priced once (pricing
+    opens its bundles)."""
+    seconds = {r: s for r in sorted({p.run for p in pending}) if (s := cost_per_repetition(_need(needs, r)))}
+    return [p for p in pending if p.run in seconds], seconds
+
+
 # --- what the report says
 
 
@@ -312,9 +316,8 @@ def explain(
 ) -> list[Verdict]:
     """Each budgeted claim left inconclusive says why in the user's terms: the repetitions at which the design's next
     look would decide it, with the chance at its estimate, and the command that continues the design."""
-    pending = reading.pending(verdicts, needs)
-    seconds = {p.run: s for p in pending if (s := cost_per_repetition(_need(needs, p.run)))}
-    by_key = {p.key: p for p in pending if p.run in seconds}
+    pending, seconds = _priced(reading.pending(verdicts, needs), needs)
+    by_key = {p.key: p for p in pending}
     out = []
     for v in verdicts:
         p = by_key.get(key_of(v.claim))
@@ -333,9 +336,7 @@ def continuation(
     """The --resume --budget to suggest: (minutes, claims a round would extend) at the fewest of `minutes` (the last
     budget given) and the minutes each undecided claim's advice names with which a round would go on; None where no
     round would (every claim undecided sits on an edge, or has no spread)."""
-    pending = reading.pending(verdicts, needs)
-    seconds = {p.run: s for p in pending if (s := cost_per_repetition(_need(needs, p.run)))}
-    pending = [p for p in pending if p.run in seconds]
+    pending, seconds = _priced(reading.pending(verdicts, needs), needs)
     wanted = {minutes}
     for p in pending:
         n, _ = budget.more_for(p, reading.design.next_spend(p.key))
@@ -358,8 +359,8 @@ def advice(p: budget.Pending, design: budget.Design, per_repetition: float, resu
     n, chance = budget.more_for(p, level)
     if n is None:
         return (
-            f"{head}: no number of repetitions is likely to decide it at this estimate, at most a "
-            f"{100 * chance:.0f} % chance at the next look's level"
+            f"{head}: no number of repetitions is likely to decide it at this estimate: its chance "
+            f"at the next look's level is at most {100 * chance:.0f} %"
         )
     more = n - p.n
     minutes = max(1, math.ceil(more * per_repetition / 60))
