@@ -359,7 +359,7 @@ def advice(p: budget.Pending, design: budget.Design, per_repetition: float, resu
     n, chance = budget.more_for(p, level)
     if n is None:
         return (
-            f"{head}: no number of repetitions is likely to decide it at this estimate: its chance "
+            f"{head}: no number of repetitions is likely to decide it at this estimate; its chance "
             f"at the next look's level is at most {100 * chance:.0f} %"
         )
     more = n - p.n
