@@ -229,15 +229,26 @@ def group_members(pgid: int) -> list[int]:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[2]) == pgid and (fields[0] not in ("Z", "X") or _a_thread_runs(stat.parent)):
+        if int(fields[2]) == pgid and (fields[0] not in ("Z", "X") or a_thread_runs(int(stat.parent.name))):
             out.append(int(stat.parent.name))
     return sorted(out)
 
 
-def _a_thread_runs(pid_dir: Path) -> bool:
-    for task in pid_dir.glob("task/*/stat"):
+def threads(pid: int, procfs: Path = Path("/proc")) -> list[Path]:
+    """A process's /proc/<pid>/task/<tid> folders; none once it has gone. A process can end between any two reads
+    of /proc, also while its task folder is listed (pathlib's glob lets that FileNotFoundError through)."""
+    try:
+        with os.scandir(procfs / str(pid) / "task") as it:
+            return [Path(e.path) for e in it]
+    except OSError:
+        return []
+
+
+def a_thread_runs(pid: int, procfs: Path = Path("/proc")) -> bool:
+    """Whether any thread of pid has not exited (a zombie main thread may still hold a socket)."""
+    for task in threads(pid, procfs):
         with contextlib.suppress(OSError, IndexError):
-            if task.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
                 return True
     return False
 

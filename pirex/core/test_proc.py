@@ -244,3 +244,16 @@ def test_ending_a_group_another_thread_waits_on_leaves_its_exit_status_to_that_w
     reaped = subprocess.Popen(["sleep", "60"], start_new_session=True)
     assert proc.terminate_group(reaped.pid, grace=10)  # reaps it: what Groups must not do
     assert reaped.wait(timeout=30) == 0  # the status was taken: Popen finds no child and says 0
+
+
+def test_a_process_that_ends_while_its_threads_are_listed_has_none(tmp_path):
+    """The walk over /proc met a process in the middle of exiting: its task folder went between reading its stat and
+    listing task/ (pathlib's glob raised FileNotFoundError, and a resume failed to remove what a killed run left)."""
+    (tmp_path / "7" / "task" / "7").mkdir(parents=True)
+    (tmp_path / "7" / "task" / "7" / "stat").write_text("7 (java) S 1 7 7 0")
+    (tmp_path / "8").mkdir()  # its task folder already gone
+    assert proc.threads(7, tmp_path) == [tmp_path / "7" / "task" / "7"] and proc.a_thread_runs(7, tmp_path)
+    assert proc.threads(8, tmp_path) == [] and not proc.a_thread_runs(8, tmp_path)
+    assert proc.threads(9, tmp_path) == [] and not proc.a_thread_runs(9, tmp_path)
+    (tmp_path / "7" / "task" / "7" / "stat").write_text("7 (java) Z 1 7 7 0")
+    assert not proc.a_thread_runs(7, tmp_path)

@@ -18,18 +18,7 @@ log = logging.getLogger(__name__)
 
 def alive(pid: int) -> bool:
     """True while any thread of pid has not exited (a zombie main thread may still hold sockets)."""
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return False
-    for t in tasks:
-        try:
-            state = (t / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in ("Z", "X"):
-            return True
-    return False
+    return proc.a_thread_runs(pid)
 
 
 class Daemon:

@@ -17,6 +17,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from pirex.core import proc
+
 SAMPLE_S = 5  # every this many seconds
 
 
@@ -24,9 +26,9 @@ def tree_rss_bytes(pid: int, procfs: Path = Path("/proc")) -> int | None:
     """Resident memory of a process and all its descendants (a container's init and the JVM)."""
     pids, i, total = [pid], 0, 0
     while i < len(pids):
-        for children in (procfs / str(pids[i]) / "task").glob("*/children"):
+        for task in proc.threads(pids[i], procfs):
             try:
-                pids += [int(c) for c in children.read_text().split()]
+                pids += [int(c) for c in (task / "children").read_text().split()]
             except OSError:
                 pass
         i += 1
