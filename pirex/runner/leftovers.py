@@ -398,10 +398,18 @@ def reap(found: list[Leftover]) -> list[str]:
     }
     failed = []
     for left in sorted(found, key=lambda x: order.get(x.kind, 99)):
-        try:
-            _reap_one(left)
-        except (OSError, PirexError) as e:
-            failed.append(f"{left}: {e}")
+        for attempt in (
+            1,
+            2,
+        ):  # what is removed may be ending by itself meanwhile: an error then is a race, not a failure
+            try:
+                _reap_one(left)
+                break
+            except (OSError, PirexError) as e:
+                if not _still_there(left.entry):
+                    break
+                if attempt == 2:
+                    failed.append(f"{left}: {e}")
     return failed
 
 
