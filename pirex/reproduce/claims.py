@@ -77,15 +77,14 @@ import yaml
 from pirex.core import capabilities, experiment, schema
 from pirex.core.errors import PirexError
 from pirex.core.paths import PAPERS
+from pirex.reproduce import rules
 
-RULES = ("within", "direction", "equivalent", "direction-at-most", "different", "beyond")
-MARGINED = ("equivalent", "direction-at-most", "different")  # the rules that need a margin
+RULES = tuple(rules.REGISTRY)  # the rules' names (pirex/reproduce/rules.py)
 POINT_TEST = (  # why the rule contains went (issue 35), in its load error
     "contains is a point test (a longer run turns a holding claim into a differing one): use within with the "
     "paper's own interval or rounding as tolerance, equivalent, or direction"
 )
 DEVICE_SIDES = ("pi", "server")  # a machine with a Pi's board, one without
-DIRECTED = ("direction", "direction-at-most")  # the rules a direction alone can judge
 COUNTED = re.compile(r"^(devices|storages):\d+$")  # the number of machines or storage devices a claim spans
 THREADS = re.compile(r"^threads:([1-9]\d*)$")  # at least N hardware threads (the thesis's server: 40)
 STORAGE = re.compile(r"^storage:([a-z-]+)$")  # the work directory on a storage of this kind (a size a disk decides)
@@ -161,23 +160,16 @@ class Claim:
         return dict(self.setup).get(level, default)
 
     @property
+    def rule_kind(self) -> rules.Rule:
+        """The claim's rule (pirex/reproduce/rules.py): its regions, edges and words."""
+        return rules.REGISTRY[self.rule]
+
+    @property
     def band(self) -> tuple[float, float] | None:
-        """The interval the rule measures ours against, margins symmetric on the log scale (so that a/b and
-        b/a give the same verdict; ../shared/STATISTICS.md): within the published value's [p/(1+t), p(1+t)];
-        equivalent and different [1/(1+m), 1+m]; direction-at-most [1, 1+m] (greater) or [1/(1+m), 1]
-        (less); beyond (edge, edge); direction None (its only edge is 1). One formula for the verdicts
-        (verdict.py) and the report's words and figures (report.py)."""
-        if self.rule == "within" and self.published is not None:
-            t = 1 + self.tolerance
-            return self.published / t, self.published * t
-        m = 1 + self.margin
-        if self.rule in ("equivalent", "different"):
-            return 1 / m, m
-        if self.rule == "direction-at-most":
-            return (1.0, m) if self.direction == "greater" else (1 / m, 1.0)
-        if self.rule == "beyond":
-            return self.edge, self.edge
-        return None
+        """The interval the rule measures ours against (rules.Rule.band): within the published value's
+        [p/(1+t), p(1+t)]; equivalent and different [1/(1+m), 1+m]; direction-at-most [1, 1+m] (greater) or
+        [1/(1+m), 1] (less); beyond (edge, edge); direction None (its only edge is 1)."""
+        return self.rule_kind.band(self)
 
     @property
     def judged(self) -> bool:
@@ -439,18 +431,19 @@ def _across(c: dict, needs: list[str], path: Path, where: str) -> str | None:
     return across
 
 
-def _rule(c: dict, path: Path, where: str) -> tuple[str, float, float]:
+def _rule(c: dict, path: Path, where: str) -> tuple[rules.Rule, float, float]:
     """A ratio claim's rule with its tolerance and margin, each as the rule takes them."""
-    rule = c.get("rule")
-    if rule == "contains":
+    name = c.get("rule")
+    if name == "contains":
         raise PirexError(f"{path}: {where}.rule: {POINT_TEST}")
-    if rule not in RULES:
-        raise _fail(path, f"{where}.rule", f"one of {', '.join(RULES)}", rule)
+    if not isinstance(name, str) or name not in rules.REGISTRY:
+        raise _fail(path, f"{where}.rule", f"one of {', '.join(RULES)}", name)
+    rule = rules.REGISTRY[name]
     tol, margin = c.get("tolerance", 0.0), c.get("margin", 0.0)  # fractions in [0, 1) (claims.schema.json)
-    if rule == "within" and not tol:
-        raise _fail(path, f"{where}.tolerance", "a fraction in (0, 1) (within needs one)", tol)
-    if bool(margin) != (rule in MARGINED):
-        raise _fail(path, f"{where}.margin", f"a margin exactly for the rules {' and '.join(MARGINED)}", margin)
+    if rule.tolerance and not tol:
+        raise _fail(path, f"{where}.tolerance", f"a fraction in (0, 1) ({name} needs one)", tol)
+    if bool(margin) != rule.margined:
+        raise _fail(path, f"{where}.margin", f"a margin exactly for the rules {' and '.join(rules.MARGINED)}", margin)
     return rule, tol, margin
 
 
@@ -465,15 +458,15 @@ def _ratio_claim(
     edge = _edge(c, rule, path, where)
     if crossover:
         value, direction, source = None, crossover[1], "the paper's text"
-    elif rule in ("different", "beyond") and "published" not in c:  # the paper's words, no value
+    elif rule.words_only and "published" not in c:  # the paper's words, no value
         value, direction, source = None, None, "the paper's text"
     else:
         value, direction, source = _published(c.get("published"), path, f"{where}.published")
-    if rule == "beyond":
+    if rule.edged:
         direction = _beyond_direction(edge, value, direction, path, where)
-    if rule not in DIRECTED and rule not in ("different", "beyond") and value is None:
-        raise _fail(path, f"{where}.rule", "direction (the paper gives no value to compare with)", rule)
-    if rule in DIRECTED and direction is None:
+    if not rule.directed and not rule.words_only and value is None:
+        raise _fail(path, f"{where}.rule", "direction (the paper gives no value to compare with)", rule.name)
+    if rule.directed and direction is None:
         direction = "greater" if value > 1 else "less"
     base |= {"sides": sides, "crossover": crossover}
     return Claim(
@@ -482,7 +475,7 @@ def _ratio_claim(
         denominator=den,
         published=value,
         direction=direction,
-        rule=rule,
+        rule=rule.name,
         tolerance=float(tol),
         margin=float(margin),
         source=source,
@@ -503,10 +496,10 @@ def _setup(s: Any, exp: experiment.Experiment, path: Path, where: str) -> tuple[
     return tuple((level, s[level]) for level in SETUP_LEVELS if level in s)
 
 
-def _edge(c: dict, rule: Any, path: Path, where: str) -> float:
+def _edge(c: dict, rule: rules.Rule, path: Path, where: str) -> float:
     """beyond's edge: a positive ratio other than 1 (1 would be the rule direction), and only for beyond."""
     x = c.get("edge")
-    if rule != "beyond":
+    if not rule.edged:
         if x is not None:
             raise _fail(path, f"{where}.edge", "no edge: it belongs to the rule beyond", x)
         return 0.0
@@ -532,21 +525,21 @@ STORAGE_KINDS = ("sd-card", "emmc", "usb", "nvme", "virtio", "other")  # pirex.c
 def _agreement(c: dict, path: Path, where: str, base: dict) -> Claim:
     """A claim that the devices (storages) agree on each of its metrics: rule equivalent with a margin."""
     metrics = c["metrics"]  # a non-empty list of names, and no ratio, sides or crossover beside it (the schema)
-    if c.get("rule") != "equivalent":
+    if rules.REGISTRY.get(c.get("rule")) is not rules.EQUIVALENT:
         raise _fail(path, f"{where}.rule", "equivalent (the devices agree within the margin)", c.get("rule"))
     margin = c.get("margin")  # a fraction in (0, 1) where it is given (the schema)
     if margin is None:
         raise _fail(path, f"{where}.margin", "a fraction in (0, 1): the largest difference still agreeing", margin)
     if len(base["variants"]) != 1:
         raise _fail(path, f"{where}.variants", "one variant: the one every device runs", list(base["variants"]))
-    return Claim(**base, metrics=tuple(metrics), rule="equivalent", margin=float(margin))
+    return Claim(**base, metrics=tuple(metrics), rule=rules.EQUIVALENT.name, margin=float(margin))
 
 
-def _sides(s: Any, across: str | None, rule: Any, path: Path, where: str) -> tuple[str, str] | None:
+def _sides(s: Any, across: str | None, rule: rules.Rule, path: Path, where: str) -> tuple[str, str] | None:
     if s is None:
         if across == "devices":
             raise _fail(path, where, f"{{numerator, denominator}} among {', '.join(DEVICE_SIDES)}", s)
-        if across == "storages" and rule != "different":
+        if across == "storages" and rule is not rules.DIFFERENT:
             raise _fail(path, where, "the storage kinds of numerator and denominator (or rule different)", s)
         return None
     allowed = DEVICE_SIDES if across == "devices" else STORAGE_KINDS
@@ -557,7 +550,9 @@ def _sides(s: Any, across: str | None, rule: Any, path: Path, where: str) -> tup
     return s["numerator"], s["denominator"]
 
 
-def _crossover(c: dict, num: Side, den: Side, rule: Any, path: Path, where: str) -> tuple[float, str, str] | None:
+def _crossover(
+    c: dict, num: Side, den: Side, rule: rules.Rule, path: Path, where: str
+) -> tuple[float, str, str] | None:
     x = c.get("crossover")
     if x is None:
         return None
@@ -568,7 +563,7 @@ def _crossover(c: dict, num: Side, den: Side, rule: Any, path: Path, where: str)
         raise _fail(path, f"{where}.crossover", "below and above: greater and less, one each", x)
     if not all("{size}" in m for m in (*num.metrics, *den.metrics)):
         raise _fail(path, f"{where}.ratio.metric", "a metric with {size} (judged per size)", num.metrics)
-    if rule != "direction" or "published" in c:
+    if rule is not rules.DIRECTION or "published" in c:
         raise _fail(path, f"{where}.crossover", "rule direction and no published (the crossover is the claim)", x)
     return float(at), x["below"], x["above"]
 

@@ -449,57 +449,12 @@ def rule_text(v: Verdict, precision: float | None = None) -> str:
             f"size {low} (a size at {at:g} is not judged); differs when a size's interval lies on the wrong side "
             "(Holm-adjusted over the sizes)"
         )
-    if c.rule == "direction":
-        side = "above" if c.direction == "greater" else "below"
-        return (
-            f"holds when our {level} interval lies wholly {side} 1, the paper's side; differs when it lies wholly on "
-            "the other side; inconclusive when it contains 1"
-        )
-    if c.rule == "beyond":
-        side, other = ("below", "above") if c.edge < 1 else ("above", "below")
-        return (
-            f"an effect past {c.edge:g}: holds when our {level} interval lies wholly {side} {c.edge:g}; differs when "
-            f"it lies wholly {other} it; inconclusive when it contains {c.edge:g}"
-        )
-    a, b = c.band
-    band = f"[{a:.4g}; {b:.4g}]"
-    if c.rule == "different":
-        return (
-            f"a change beyond ±{100 * c.margin:g} % either way: holds when our {level} interval lies wholly outside "
-            f"{band} (its direction said); differs when it lies within it; inconclusive otherwise"
-        )
-    if c.rule == "equivalent":
-        return (
-            f"no change: holds when our {level} interval lies within 1 ±{100 * c.margin:g} % ({band}); differs when "
-            "it lies wholly outside; inconclusive otherwise"
-        )
-    if c.rule == "direction-at-most":
-        edge = a if c.direction == "less" else b
-        return (
-            f"holds when our {level} interval lies between 1 and {edge:.4g}, the paper's side by at most "
-            f"{100 * c.margin:g} %; differs when it lies wholly on the other side of 1 or beyond {edge:.4g}; "
-            "inconclusive otherwise"
-        )
-    return (
-        f"holds when our {level} interval lies within ±{100 * c.tolerance:g} % of the paper's {c.published:.3f} "
-        f"({band}); differs when it lies wholly outside; inconclusive otherwise"
-    )
+    return c.rule_kind.words(c, level)
 
 
 def v_level(v: Verdict) -> float:
     """The confidence level of the interval the verdict was read off (the 90 % of alpha = 5 % where it has none)."""
     return v.ours.interval.level if v.ours else verdict_level(CONFIDENCE)
-
-
-def _band(c: claims_mod.Claim, far: float) -> tuple[float, float] | None:
-    """The ratios the claim's rule accepts, drawn as a band (far: where "the paper's side of 1" ends), or None."""
-    if c.rule == "direction":
-        return (1.0, far) if c.direction == "greater" else (far, 1.0)
-    if c.rule == "beyond":
-        return (c.edge, far) if c.edge > 1 else (far, c.edge)
-    if c.rule in ("within", "equivalent", "direction-at-most"):
-        return c.band
-    return None  # different: anything outside its band
 
 
 def decide_text(v: Verdict) -> str:
@@ -540,7 +495,7 @@ def figure(verdicts: Sequence[Verdict]) -> bytes | None:
     fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(drawn) + 1.6))
     for y, v in enumerate(drawn):
         c, i = v.claim, v.ours.interval
-        if band := _band(c, right if c.direction == "greater" else left):
+        if band := c.rule_kind.drawn(c, right if c.direction == "greater" else left):
             ax.fill_betweenx([y - 0.4, y + 0.4], *band, color="tab:green", alpha=0.15, lw=0)
         ax.plot([i.low, i.high], [y, y], color=_colour_of(v), lw=5, solid_capstyle="butt")
         ax.plot([i.value], [y], "o", color="black", ms=4)

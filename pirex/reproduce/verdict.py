@@ -15,9 +15,9 @@ Every rule is three disjoint regions of the interval (../shared/STATISTICS.md, "
 Margins are symmetric on the log scale (claims.Claim.band), so a/b and b/a give the same verdict. Each conclusion is
 a test at alpha = 1 - confidence (5 % by default): a region that is one side of an edge, or inside a band (two
 one-sided tests, Schuirmann's), is read off the 1 - 2 alpha interval (90 %); a region that is either of two sides
-(wholly outside a band) off the 1 - alpha interval (95 %), alpha/2 a side. The regions are written once, in
-`regions()`, which takes numbers or numpy arrays: the calibration test (pirex/reproduce/test_rule_calibration.py)
-simulates intervals at the region edges through this very function.
+(wholly outside a band) off the 1 - alpha interval (95 %), alpha/2 a side. The regions are written once, one class
+per rule in pirex/reproduce/rules.py, and read through `regions()`, which takes numbers or numpy arrays: the
+calibration test (pirex/reproduce/test_rule_calibration.py) simulates intervals at the region edges through it.
 
 A precision goal (--precision) only plans repetitions: it never turns a decided verdict into an inconclusive one.
 An A/A run is a check: where its 1 - alpha interval lies wholly beyond 1 +/- precision.AA_TOLERANCE the machine was
@@ -129,8 +129,8 @@ class Verdict:
         if c.crossover:
             at, below, _ = c.crossover
             return f"{'>' if below == 'greater' else '<'} 1 below {at:g}, {'<' if below == 'greater' else '>'} 1 above"
-        if c.rule == "beyond":
-            return f"{'<' if c.edge < 1 else '>'} {c.edge:g}"
+        if (own := c.rule_kind.published_text(c)) is not None:
+            return own
         if c.published is not None:
             return f"{c.published:.3f}"
         return {"greater": "> 1", "less": "< 1"}.get(c.direction or "", "-")
@@ -141,12 +141,7 @@ class Verdict:
 
 def edges(claim: Claim) -> tuple[float, ...]:
     """The ratios where the claim's regions meet: what an interval must clear to decide."""
-    if claim.rule == "direction":
-        return (1.0,)
-    band = claim.band
-    if claim.rule == "beyond":
-        return (band[0],)
-    return tuple(sorted({band[0], band[1]}))
+    return claim.rule_kind.edges(claim)
 
 
 def regions(claim: Claim, low, high, wide_low=None, wide_high=None):
@@ -161,22 +156,7 @@ def regions(claim: Claim, low, high, wide_low=None, wide_high=None):
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
     wlow = low if wide_low is None else np.asarray(wide_low, dtype=float)
     whigh = high if wide_high is None else np.asarray(wide_high, dtype=float)
-    r, greater = claim.rule, claim.direction == "greater"
-    if r == "direction":
-        above, below = low > 1, high < 1
-        return (above, below) if greater else (below, above)
-    a, b = claim.band
-    if r in ("equivalent", "within"):
-        return (a <= low) & (high <= b), (whigh < a) | (wlow > b)
-    if r == "different":
-        return (whigh < a) | (wlow > b), (a <= low) & (high <= b)
-    if r == "direction-at-most":  # band (1, 1+m) for greater, (1/(1+m), 1) for less
-        if greater:
-            return (low > 1) & (high <= b), (whigh < 1) | (wlow > b)
-        return (high < 1) & (low >= a), (wlow > 1) | (whigh < a)
-    if r == "beyond":
-        return ((low > a), (high < a)) if a > 1 else ((high < a), (low > a))
-    raise ValueError(f"rule {r!r} has no regions")
+    return claim.rule_kind.regions(claim, low, high, wlow, whigh)
 
 
 # --- our ratio
@@ -311,64 +291,23 @@ def judge(claim: Claim, o: Ours, precision: float | None = None, indicative: boo
     holds, differs = (bool(x) for x in regions(claim, i.low, i.high, w.low, w.high))
     level = f"{stats.level_text(i.level)} interval"
     if holds:
-        return Verdict(claim, HOLDS, f"our {level} {_region_text(claim, HOLDS, i)}", o, indicative)
+        return Verdict(claim, HOLDS, f"our {level} {claim.rule_kind.region_text(claim, HOLDS, i)}", o, indicative)
     if differs:
         return Verdict(
             claim,
             DIFFERS,
-            f"our {level} {_region_text(claim, DIFFERS, i)}",
+            f"our {level} {claim.rule_kind.region_text(claim, DIFFERS, i)}",
             o,
             indicative,
             p_differs=p_differs(claim, i, o.events),
         )
     return Verdict(
-        claim, INCONCLUSIVE, f"our {level} {_crossing_text(claim)} ({_more(claim, o, precision)})", o, indicative
+        claim,
+        INCONCLUSIVE,
+        f"our {level} {claim.rule_kind.crossing_text(claim)} ({_more(claim, o, precision)})",
+        o,
+        indicative,
     )
-
-
-def _band_text(claim: Claim) -> str:
-    a, b = claim.band
-    if claim.rule == "within":
-        return f"the paper's {claim.published:.3f} ±{100 * claim.tolerance:g} % ([{a:.3f}; {b:.3f}])"
-    return f"1 ±{100 * claim.margin:g} % ([{a:.4g}; {b:.4g}])"
-
-
-def _region_text(claim: Claim, verdict: str, i: stats.Interval) -> str:
-    r, holds = claim.rule, verdict == HOLDS
-    if r == "direction":
-        return "lies on the paper's side of 1" if holds else "lies on the other side of 1"
-    if r in ("equivalent", "within"):
-        if holds:
-            return f"lies within {_band_text(claim)}" + (": no change beyond the margin" if r == "equivalent" else "")
-        return f"lies outside {_band_text(claim)}" + (": a change beyond the margin" if r == "equivalent" else "")
-    if r == "different":
-        if holds:
-            way = "lower" if i.high < 1 else "higher"
-            return f"lies outside {_band_text(claim)}: {way} by {100 * abs(i.value - 1):.0f} %"
-        return f"lies within {_band_text(claim)}: no change beyond the margin"
-    if r == "direction-at-most":
-        edge = claim.band[0] if claim.direction == "less" else claim.band[1]
-        if holds:
-            return f"lies between 1 and {edge:.4g}: the paper's side, by at most {100 * claim.margin:g} %"
-        if (claim.direction == "less" and i.low > 1) or (claim.direction == "greater" and i.high < 1):
-            return "lies on the other side of 1"
-        return f"lies beyond {edge:.4g}: an effect larger than {100 * claim.margin:g} %"
-    if r == "beyond":
-        side = "below" if claim.edge < 1 else "above"
-        other = "above" if claim.edge < 1 else "below"
-        return f"lies wholly {side if holds else other} {claim.edge:g}"
-    raise ValueError(f"rule {r!r}")
-
-
-def _crossing_text(claim: Claim) -> str:
-    if claim.rule == "direction":
-        return "contains 1"
-    if claim.rule in ("equivalent", "within", "different"):
-        return f"crosses an edge of {_band_text(claim)}"
-    if claim.rule == "direction-at-most":
-        edge = claim.band[0] if claim.direction == "less" else claim.band[1]
-        return f"crosses 1 or {edge:.4g}"
-    return f"contains {claim.edge:g}"
 
 
 def _distance(claim: Claim, i: stats.Interval) -> float:
@@ -402,20 +341,7 @@ def _more(claim: Claim, o: Ours, precision: float | None) -> str:
 def differs_parts(claim: Claim) -> tuple[str, tuple[tuple[float, str], ...]]:
     """The "differs" region as one-sided pieces (edge, "above" | "below"), and how they combine: "one" (a single
     side), "union" (either side, each at alpha/2), "inside" (both: above the low edge and below the high one)."""
-    r, greater = claim.rule, claim.direction == "greater"
-    if r == "direction":
-        return "one", ((1.0, "below" if greater else "above"),)
-    if r == "beyond":
-        e = claim.edge
-        return "one", ((e, "above" if e < 1 else "below"),)
-    a, b = claim.band
-    if r in ("equivalent", "within"):
-        return "union", ((b, "above"), (a, "below"))
-    if r == "different":
-        return "inside", ((a, "above"), (b, "below"))
-    if r == "direction-at-most":
-        return "union", (((1.0, "below"), (b, "above")) if greater else ((1.0, "above"), (a, "below")))
-    raise ValueError(f"rule {r!r} has no regions")
+    return claim.rule_kind.differs_parts(claim)
 
 
 def p_differs(claim: Claim, i: stats.Interval, events: tuple[float, float, float, float] | None = None) -> float | None:
