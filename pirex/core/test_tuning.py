@@ -29,7 +29,9 @@ SWAPOFF = """#!/bin/sh
 head -1 "$ROOT/proc/swaps" > "$ROOT/proc/swaps.new"; mv "$ROOT/proc/swaps.new" "$ROOT/proc/swaps"
 """
 SWAPON = """#!/bin/sh
-printf '%s\\tfile\\t\\t102396\\t0\\t-2\\n' "$1" >> "$ROOT/proc/swaps"
+# swapon [-p PRIORITY] AREA; without -p the kernel gives the next negative priority (-2 here)
+if [ "$1" = -p ]; then prio=$2; shift 2; else prio=-2; fi
+printf '%s\\tfile\\t\\t102396\\t0\\t%s\\n' "$1" "$prio" >> "$ROOT/proc/swaps"
 """
 IW = """#!/bin/sh
 # iw dev IFACE get|set power_save [on|off]
@@ -137,3 +139,27 @@ def test_power_save_and_running_services_parsing():
     assert tuning.parse_power_save("Power save: off") is False
     assert tuning.parse_power_save("command failed: Operation not supported (-95)") is None
     assert tuning.running_services(["systemd", "crond", "sshd"]) == ["cron"]
+
+
+def test_undo_turns_swap_back_on_at_the_priority_it_had(pi, tmp_path):
+    """A zram area at priority 100 beside the swap file: undo gives each its own back (swapon -p), not the kernel's
+    next negative one (the runner's matrix cases and a kill's recovery do the same: tuning.swapon_args)."""
+    system, root = pi
+    (root / "proc/swaps").write_text(
+        SWAPS_HEADER + "/dev/zram0\tpartition\t102396\t0\t100\n/var/swap\tfile\t\t102396\t0\t-2\n"
+    )
+    before = snapshot(root)
+    record = tmp_path / "doctor-fix.json"
+    [swap] = [c for c in tuning.fix(system, record) if c["kind"] == "swap"]
+    assert swap["priorities"] == {"/dev/zram0": 100, "/var/swap": -2} and tuning.active_swaps(system) == []
+    tuning.undo(system, record)
+    assert tuning.swap_priorities(root / "proc/swaps") == {"/dev/zram0": 100, "/var/swap": -2}
+    after = snapshot(root)
+    assert {k: v for k, v in after.items() if k != "proc/swaps"} == {
+        k: v for k, v in before.items() if k != "proc/swaps"
+    }
+
+
+def test_swapon_args_give_a_recorded_priority_and_leave_the_kernels_own():
+    assert tuning.swapon_args("/dev/zram0", 100) == ["swapon", "-p", "100", "/dev/zram0"]
+    assert tuning.swapon_args("/var/swap", -2) == tuning.swapon_args("/var/swap", None) == ["swapon", "/var/swap"]

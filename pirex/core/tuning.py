@@ -67,13 +67,25 @@ def governor_files(system: System) -> list[Path]:
     return sorted((f for f in files if f.exists()), key=lambda f: int(f.parent.parent.name[3:]))
 
 
+def swap_priorities(swaps: Path) -> dict[str, int]:
+    """Active swap areas -> priority (/proc/swaps: Filename Type Size Used Priority; a space in a name is \\040);
+    none where it cannot be read. The one reader of /proc/swaps for doctor --fix, matrix cases and a kill's recovery."""
+    try:
+        lines = swaps.read_text().splitlines()[1:]
+    except OSError:
+        return {}
+    return {ln.split()[0].replace("\\040", " "): int(ln.split()[-1]) for ln in lines if ln.strip()}
+
+
+def swapon_args(area: str, priority: int | None) -> list[str]:
+    """swapon for an area turned off, back at the priority it had (-p; a negative one is the kernel's own, which
+    swapon without -p gives again; None where it was not recorded)."""
+    return ["swapon", "-p", str(priority), area] if priority is not None and priority >= 0 else ["swapon", area]
+
+
 def active_swaps(system: System) -> list[str]:
     """Swap areas in use (/proc/swaps), by file name."""
-    try:
-        lines = (system.proc_root / "swaps").read_text().splitlines()[1:]
-    except OSError:
-        return []
-    return [line.split()[0] for line in lines if line.split()]
+    return list(swap_priorities(system.proc_root / "swaps"))
 
 
 def running_processes(proc_root: Path) -> set[str]:
@@ -117,9 +129,9 @@ def plan(system: System) -> list[dict[str, Any]]:
         old = f.read_text().strip()
         if old != GOVERNOR:
             changes.append({"kind": "governor", "path": str(f), "old": old, "new": GOVERNOR})
-    swaps = active_swaps(system)
+    swaps = swap_priorities(system.proc_root / "swaps")
     if swaps:
-        changes.append({"kind": "swap", "old": swaps, "new": []})
+        changes.append({"kind": "swap", "old": list(swaps), "priorities": swaps, "new": []})
     running = running_services(running_processes(system.proc_root))
     if running and system.which("systemctl"):
         for unit in running:
@@ -145,7 +157,7 @@ def _apply(system: System, change: dict[str, Any], value: Any) -> None:
     elif kind == "swap":
         if value:
             for area in value:
-                system.cmd(["swapon", area])
+                system.cmd(swapon_args(area, change.get("priorities", {}).get(area)))
         else:
             system.cmd(["swapoff", *change["old"]])
     elif kind == "service":

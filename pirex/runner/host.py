@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex.core import cpuset, proc
+from pirex.core import cpuset, proc, tuning
 from pirex.core.errors import PirexError
 from pirex.core.experiment_matrix import Case, Matrix
 from pirex.runner import leftovers
@@ -46,9 +46,7 @@ def active_swaps(swaps: Path = SWAPS) -> list[str]:
 
 
 def swap_priorities(swaps: Path = SWAPS) -> dict[str, int]:
-    """Active swap areas -> priority (/proc/swaps: Filename Type Size Used Priority)."""
-    lines = swaps.read_text().splitlines()[1:] if swaps.exists() else []
-    return {ln.split()[0].replace("\\040", " "): int(ln.split()[-1]) for ln in lines if ln.strip()}
+    return tuning.swap_priorities(swaps)
 
 
 def base_of(matrix: Matrix, name: str) -> Case | None:
@@ -150,11 +148,10 @@ def applied(case: Case, cpu_root: Path = CPU):
                 _write(f, case.governor)
         if case.swap == "off":
             areas = swap_priorities()
-            for area, prio in areas.items():  # back with the priority it had (-p; negative ones are the kernel's)
-                argv = ["swapon", "-p", str(prio), area] if prio >= 0 else ["swapon", area]
-                stack.callback(lambda a=argv: proc.run(a, timeout=300, check=False))
+            for area, prio in areas.items():  # back with the priority it had
+                stack.callback(proc.run, tuning.swapon_args(area, prio), timeout=300, check=False)
             if areas:
-                leftovers.note("swap", areas=list(areas))
+                leftovers.note("swap", areas=list(areas), priorities=areas)
                 proc.run(["swapoff", *areas], timeout=900, what="turning swap off")
         yield
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex.core import paths, proc
+from pirex.core import paths, proc, tuning
 from pirex.core.errors import PirexError
 from pirex.core.flock import held
 from pirex.runner import lock
@@ -377,11 +377,7 @@ def _read(path: str) -> str | None:
 
 
 def _active_swaps() -> list[str]:
-    try:
-        lines = Path("/proc/swaps").read_text().splitlines()[1:]
-    except OSError:
-        return []
-    return [ln.split()[0].replace("\\040", " ") for ln in lines if ln.strip()]
+    return list(tuning.swap_priorities(Path("/proc/swaps")))
 
 
 # --- removing -------------------------------------------------------------------------------------------------------
@@ -438,8 +434,8 @@ def _reap_one(left: Leftover) -> None:
         Path(e["path"]).write_text(e["was"] + "\n")
     elif kind == "swap":
         for a in e["areas"]:
-            if a not in _active_swaps():
-                proc.run(["swapon", a], timeout=300, check=False)
+            if a not in _active_swaps():  # with the priority it had (a record before priorities: the kernel's)
+                proc.run(tuning.swapon_args(a, (e.get("priorities") or {}).get(a)), timeout=300, check=False)
     elif kind == "tracefs":
         root = Path(e["root"])
         for name in ("tracing_on", "current_tracer"):  # off first, so the rest can be written
