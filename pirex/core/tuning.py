@@ -61,10 +61,15 @@ class System:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def governor_files(system: System) -> list[Path]:
-    base = system.sys_root / "devices/system/cpu"
-    files = [p / "cpufreq/scaling_governor" for p in base.glob("cpu[0-9]*") if p.name[3:].isdigit()]
+def cpu_governor_files(cpu_root: Path) -> list[Path]:
+    """Each CPU's cpufreq scaling_governor under a /sys/devices/system/cpu, in CPU order (cpu2 before cpu10); none
+    without cpufreq. The one place the governor files are found: doctor --fix, matrix cases, the capabilities."""
+    files = [p / "cpufreq/scaling_governor" for p in cpu_root.glob("cpu[0-9]*") if p.name[3:].isdigit()]
     return sorted((f for f in files if f.exists()), key=lambda f: int(f.parent.parent.name[3:]))
+
+
+def governor_files(system: System) -> list[Path]:
+    return cpu_governor_files(system.sys_root / "devices/system/cpu")
 
 
 def swap_priorities(swaps: Path) -> dict[str, int]:

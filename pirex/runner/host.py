@@ -38,7 +38,7 @@ def offline_cpus(text: str) -> list[int]:
 
 
 def governor_files(cpu_root: Path = CPU) -> list[Path]:
-    return sorted(cpu_root.glob("cpu[0-9]*/cpufreq/scaling_governor"))
+    return tuning.cpu_governor_files(cpu_root)
 
 
 def active_swaps(swaps: Path = SWAPS) -> list[str]:
