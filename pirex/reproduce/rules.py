@@ -11,12 +11,20 @@ wide 1 - alpha one [wlow, whigh], alpha/2 a side. regions() takes floats or nump
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from pirex.analysis.verdicts import HOLDS
 
-if TYPE_CHECKING:
-    from pirex.reproduce.claims import Claim
+
+class Claim(Protocol):
+    """What a rule reads of a claim (claims.Claim): the numbers claims.yaml gives with the rule."""
+
+    published: float | None
+    direction: str | None
+    tolerance: float
+    margin: float
+    edge: float
+
 
 Parts = tuple[str, tuple[tuple[float, str], ...]]  # how the pieces combine (one, union, inside); (edge, side) each
 
