@@ -408,11 +408,13 @@ def forecast(
     pilot: float,
     left: float,
     design: Design,
+    first: Round | None = None,
 ) -> Forecast:
     """The three figures the report states, at the pilot's estimates: `claims` every budgeted claim with an
     interval after the pilot, `pending` those it left undecided, `pilot` the seconds it took, `left` the budget for
-    the rounds. This design: the claims the pilot decided, plus its first round's expected decisions."""
-    r = plan_round(pending, seconds, left, design)
+    the rounds. This design: the claims the pilot decided, plus its first round's expected decisions (`first`, where
+    the caller planned it already: plan_round(pending, seconds, left, design))."""
+    r = first or plan_round(pending, seconds, left, design)
     total = pilot + left
     ours = len(claims) - len(pending) + r.expected
     even = even_split(claims, seconds, total, design.alpha)

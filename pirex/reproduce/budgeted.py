@@ -257,15 +257,20 @@ def spend(
         save(entry, reading.design)
         pending = [p for p in reading.pending(verdicts, needs) if p.run not in broken]
         pending, seconds = _priced(pending, needs)
+        least = 1 if not rounds else math.ceil(min((p.n for p in pending), default=2) / 2)
+        plan_ = budget.plan_round(pending, seconds, left, reading.design, least=least)
         if entry.forecast is None and all(len(v["looks"]) <= 1 for v in reading.design.claims.values()):
-            everyone, every_s = _priced(reading.estimates(verdicts, needs, undecided=False), needs)
+            everyone = reading.estimates(verdicts, needs, undecided=False)
+            # the decided claims' runs priced too (the pending ones' are known), each once
+            _, more = _priced([p for p in everyone if p.run not in seconds], needs)
+            every_s = {**seconds, **more}
+            everyone = [p for p in everyone if p.run in every_s]
             # the pilot's cost: its repetitions at what one costs here (reused bundles cost this attempt nothing,
             # and the yardsticks must buy the same repetitions the design had)
             pilot = sum(every_s[r] * n for r, n in {p.run: p.n for p in everyone}.items())
-            entry.forecast = budget.forecast(everyone, pending, every_s, pilot, left, reading.design).to_json()
+            first = plan_ if least == 1 else None  # the first round as planned here, not planned again
+            entry.forecast = budget.forecast(everyone, pending, every_s, pilot, left, reading.design, first).to_json()
         checkpoint()
-        least = 1 if not rounds else math.ceil(min((p.n for p in pending), default=2) / 2)
-        plan_ = budget.plan_round(pending, seconds, left, reading.design, least=least)
         if not plan_.targets:
             return left, verdicts
         rounds += 1
