@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pirex.core import tuning
+from pirex.core import settings
 
 # PMUs the kernel lists in /sys/bus/event_source/devices for a CPU's hardware counters (x86, hybrid x86, Arm)
 CPU_PMUS = ("cpu", "cpu_core", "cpu_atom", "armv8_pmuv3", "armv8_pmuv3_0", "armv7_cortex_a7", "armv7_cortex_a15")
@@ -28,7 +28,7 @@ def _has(found: dict[str, Any] | None = None, why: str = "") -> dict[str, Any]:
 
 def cpufreq(root: Path = Path("/")) -> dict[str, Any]:
     cpus = root / "sys/devices/system/cpu"
-    governors = tuning.cpu_governor_files(cpus)
+    governors = settings.governor_files(cpus)
     if not governors:
         return _has(why="no cpufreq (the kernel offers no CPU clock control here, as in most VMs)")
     available = cpus / "cpu0/cpufreq/scaling_available_governors"

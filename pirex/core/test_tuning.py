@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pirex.core import tuning
+from pirex.core import settings, tuning
 from pirex.core.errors import PirexError
 
 SERVICES = {"bluetooth": ("100", "bluetoothd"), "avahi-daemon": ("101", "avahi-daemon"), "cron": ("102", "cron")}
@@ -153,7 +153,7 @@ def test_undo_turns_swap_back_on_at_the_priority_it_had(pi, tmp_path):
     [swap] = [c for c in tuning.fix(system, record) if c["kind"] == "swap"]
     assert swap["priorities"] == {"/dev/zram0": 100, "/var/swap": -2} and tuning.active_swaps(system) == []
     tuning.undo(system, record)
-    assert tuning.swap_priorities(root / "proc/swaps") == {"/dev/zram0": 100, "/var/swap": -2}
+    assert settings.Swap(root / "proc/swaps").read() == {"/dev/zram0": 100, "/var/swap": -2}
     after = snapshot(root)
     assert {k: v for k, v in after.items() if k != "proc/swaps"} == {
         k: v for k, v in before.items() if k != "proc/swaps"
@@ -161,5 +161,5 @@ def test_undo_turns_swap_back_on_at_the_priority_it_had(pi, tmp_path):
 
 
 def test_swapon_args_give_a_recorded_priority_and_leave_the_kernels_own():
-    assert tuning.swapon_args("/dev/zram0", 100) == ["swapon", "-p", "100", "/dev/zram0"]
-    assert tuning.swapon_args("/var/swap", -2) == tuning.swapon_args("/var/swap", None) == ["swapon", "/var/swap"]
+    assert settings.swapon_args("/dev/zram0", 100) == ["swapon", "-p", "100", "/dev/zram0"]
+    assert settings.swapon_args("/var/swap", -2) == settings.swapon_args("/var/swap", None) == ["swapon", "/var/swap"]

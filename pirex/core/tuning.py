@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pirex.core import paths, proc
+from pirex.core import paths, proc, settings
 from pirex.core.errors import PirexError
 
 log = logging.getLogger(__name__)
@@ -61,36 +61,17 @@ class System:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def cpu_governor_files(cpu_root: Path) -> list[Path]:
-    """Each CPU's cpufreq scaling_governor under a /sys/devices/system/cpu, in CPU order (cpu2 before cpu10); none
-    without cpufreq. The one place the governor files are found: doctor --fix, matrix cases, the capabilities."""
-    files = [p / "cpufreq/scaling_governor" for p in cpu_root.glob("cpu[0-9]*") if p.name[3:].isdigit()]
-    return sorted((f for f in files if f.exists()), key=lambda f: int(f.parent.parent.name[3:]))
-
-
 def governor_files(system: System) -> list[Path]:
-    return cpu_governor_files(system.sys_root / "devices/system/cpu")
-
-
-def swap_priorities(swaps: Path) -> dict[str, int]:
-    """Active swap areas -> priority (/proc/swaps: Filename Type Size Used Priority; a space in a name is \\040);
-    none where it cannot be read. The one reader of /proc/swaps for doctor --fix, matrix cases and a kill's recovery."""
-    try:
-        lines = swaps.read_text().splitlines()[1:]
-    except OSError:
-        return {}
-    return {ln.split()[0].replace("\\040", " "): int(ln.split()[-1]) for ln in lines if ln.strip()}
-
-
-def swapon_args(area: str, priority: int | None) -> list[str]:
-    """swapon for an area turned off, back at the priority it had (-p; a negative one is the kernel's own, which
-    swapon without -p gives again; None where it was not recorded)."""
-    return ["swapon", "-p", str(priority), area] if priority is not None and priority >= 0 else ["swapon", area]
+    return settings.governor_files(system.sys_root / "devices/system/cpu")
 
 
 def active_swaps(system: System) -> list[str]:
     """Swap areas in use (/proc/swaps), by file name."""
-    return list(swap_priorities(system.proc_root / "swaps"))
+    return list(_swap(system).read())
+
+
+def _swap(system: System) -> settings.Swap:
+    return settings.Swap(system.proc_root / "swaps", run=system.cmd)
 
 
 def running_processes(proc_root: Path) -> set[str]:
@@ -134,7 +115,7 @@ def plan(system: System) -> list[dict[str, Any]]:
         old = f.read_text().strip()
         if old != GOVERNOR:
             changes.append({"kind": "governor", "path": str(f), "old": old, "new": GOVERNOR})
-    swaps = swap_priorities(system.proc_root / "swaps")
+    swaps = _swap(system).read()
     if swaps:
         changes.append({"kind": "swap", "old": list(swaps), "priorities": swaps, "new": []})
     running = running_services(running_processes(system.proc_root))
@@ -155,16 +136,12 @@ def plan(system: System) -> list[dict[str, Any]]:
 def _apply(system: System, change: dict[str, Any], value: Any) -> None:
     kind = change["kind"]
     if kind == "governor":
-        try:
-            Path(change["path"]).write_text(f"{value}\n")
-        except PermissionError:
-            raise PirexError(f"cannot write {change['path']}: run as root (sudo pirex doctor ...)") from None
+        settings.SysfsFile(change["path"]).write(value)
     elif kind == "swap":
         if value:
-            for area in value:
-                system.cmd(swapon_args(area, change.get("priorities", {}).get(area)))
+            _swap(system).on(value, change.get("priorities"))
         else:
-            system.cmd(["swapoff", *change["old"]])
+            _swap(system).off(change["old"])
     elif kind == "service":
         system.cmd(["systemctl", "start" if value == "active" else "stop", change["unit"]])
     elif kind == "wifi-power-save":

@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pirex.core import cpuset, proc, tuning
+from pirex.core import cpuset, settings
 from pirex.core.errors import PirexError
 from pirex.core.experiment_matrix import Case, Matrix
 from pirex.runner import leftovers
@@ -38,7 +38,7 @@ def offline_cpus(text: str) -> list[int]:
 
 
 def governor_files(cpu_root: Path = CPU) -> list[Path]:
-    return tuning.cpu_governor_files(cpu_root)
+    return settings.governor_files(cpu_root)
 
 
 def active_swaps(swaps: Path = SWAPS) -> list[str]:
@@ -46,7 +46,7 @@ def active_swaps(swaps: Path = SWAPS) -> list[str]:
 
 
 def swap_priorities(swaps: Path = SWAPS) -> dict[str, int]:
-    return tuning.swap_priorities(swaps)
+    return settings.Swap(swaps).read()
 
 
 def base_of(matrix: Matrix, name: str) -> Case | None:
@@ -142,22 +142,23 @@ def applied(case: Case, cpu_root: Path = CPU):
     with ExitStack() as stack:
         if case.governor and governor_problem(case.governor, cpu_root) is None:
             for f in governor_files(cpu_root):
+                file = settings.SysfsFile(f)
                 old = f.read_text().strip()
-                leftovers.note("setting", path=str(f), was=old)  # a kill leaves it set: the record puts it back
-                stack.callback(_write, f, old)
-                _write(f, case.governor)
+                leftovers.note("setting", **file.record(old))  # a kill leaves it set: the record puts it back
+                stack.callback(file.write, old)
+                file.write(case.governor)
         if case.swap == "off":
-            areas = swap_priorities()
-            for area, prio in areas.items():  # back with the priority it had
-                stack.callback(proc.run, tuning.swapon_args(area, prio), timeout=300, check=False)
-            if areas:
-                leftovers.note("swap", areas=list(areas), priorities=areas)
-                proc.run(["swapoff", *areas], timeout=900, what="turning swap off")
+            swap = settings.Swap()
+            if areas := swap.read():
+                leftovers.note("swap", **swap.record(areas))
+                stack.callback(_quietly, swap.on, list(areas), areas)  # back with the priority each had
+                swap.off(list(areas))
         yield
 
 
-def _write(path: Path, value: str) -> None:
+def _quietly(restore, *args) -> None:
+    """A restore on the way out: logged where it fails, so that the other settings are restored too."""
     try:
-        path.write_text(value + "\n")
-    except OSError as e:
-        raise PirexError(f"cannot write {value!r} to {path}: {e.strerror}") from None
+        restore(*args)
+    except PirexError as e:
+        log.warning("%s", e)

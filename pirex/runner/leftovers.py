@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pirex.core import paths, proc, tuning
+from pirex.core import paths, proc, settings
 from pirex.core.errors import PirexError
 from pirex.core.flock import held
 from pirex.runner import lock
@@ -250,11 +250,10 @@ def _still_there(e: dict, ours: set[int] = frozenset()) -> list[Leftover]:
                 log.warning("%s: mounts in use by pid %s, not the killed run's: left alone", e["root"], others[0])
                 return []
             return [Leftover(rid, kind, e["root"], e)]
-        if kind == "setting" and _read(e["path"]) not in (None, e["was"]):
-            return [Leftover(rid, kind, f"{e['path']} = {_read(e['path'])!r} (was {e['was']!r})", e)]
-        if kind == "swap":
-            off = [a for a in e["areas"] if a not in _active_swaps()]
-            return [Leftover(rid, kind, f"swap areas off: {', '.join(off)}", e)] if off else []
+        if kind == "setting" and (changed := settings.SysfsFile(e["path"]).changed(e["was"])):
+            return [Leftover(rid, kind, changed, e)]
+        if kind == "swap" and (changed := settings.Swap().changed(e["areas"])):
+            return [Leftover(rid, kind, changed, e)]
         if kind == "tracefs" and any(
             _read(str(Path(e["root"]) / k)) not in (None, v) for k, v in (e.get("saved") or {}).items()
         ):
@@ -376,10 +375,6 @@ def _read(path: str) -> str | None:
     return "" if text.startswith("#") else " ".join(text.split())
 
 
-def _active_swaps() -> list[str]:
-    return list(tuning.swap_priorities(Path("/proc/swaps")))
-
-
 # --- removing -------------------------------------------------------------------------------------------------------
 
 
@@ -431,11 +426,9 @@ def _reap_one(left: Leftover) -> None:
     elif kind == "mount":
         unmount_under(Path(e["root"]))
     elif kind == "setting":
-        Path(e["path"]).write_text(e["was"] + "\n")
-    elif kind == "swap":
-        for a in e["areas"]:
-            if a not in _active_swaps():  # with the priority it had (a record before priorities: the kernel's)
-                proc.run(tuning.swapon_args(a, (e.get("priorities") or {}).get(a)), timeout=300, check=False)
+        settings.SysfsFile(e["path"]).write(e["was"])
+    elif kind == "swap":  # each at the priority it had (a record before priorities: the kernel's)
+        settings.Swap().on(e["areas"], e.get("priorities"))
     elif kind == "tracefs":
         root = Path(e["root"])
         for name in ("tracing_on", "current_tracer"):  # off first, so the rest can be written

@@ -13,6 +13,7 @@ on its node, say) stops the run with its node and the engine's reason."""
 
 from __future__ import annotations
 
+import ast
 import base64
 import contextlib
 import json
@@ -39,14 +40,7 @@ DRIVER = "driver"  # the experiment's own image and command, on the manager
 NETWORKS = ("host", "overlay")
 OVERLAY = "pirex-overlay"
 TIMEOUT = {"quick": 1800, "paper": 6 * 3600}
-READER_MODULES = (
-    "__init__",
-    "core/__init__",
-    *(
-        f"core/{m}"
-        for m in ("errors", "proc", "paths", "tuning", "capabilities", "sysread", "board", "storage", "machine")
-    ),
-)  # machine.py, its imports
+READER = "core/machine"  # the module the record service runs; it and what it imports of pirex go into the .pyz
 RECORD_TAG = "pirex-record"
 NODE_ROOT = "/node"  # where compose/stack.yml's record service mounts the node's / (read-only)
 CHUNK = 3000  # characters per log line of a record: far below the 16 KiB at which engines split lines
@@ -125,9 +119,38 @@ for i, part in enumerate(parts, 1):
 '''
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("__main__.py", main)
-        for m in READER_MODULES:
+        for m in reader_modules():
             z.write(REPO / "pirex" / f"{m}.py", f"pirex/{m}.py")
     return path
+
+
+def reader_modules(start: str = READER) -> list[str]:
+    """The machine reader and every pirex module it imports, however deep, with their packages' __init__ (found
+    from the sources: a hand-kept list broke silently when machine.py's imports changed)."""
+
+    def module(dotted: str) -> str | None:  # pirex.core.proc -> core/proc; a package -> its __init__
+        rel = dotted.removeprefix("pirex").lstrip(".").replace(".", "/")
+        for m in (rel, f"{rel}/__init__".lstrip("/")):
+            if m and (REPO / "pirex" / f"{m}.py").is_file():
+                return m
+        return None
+
+    found, todo = {"__init__"}, [start]
+    while todo:
+        m = todo.pop()
+        if m in found:
+            continue
+        found.add(m)
+        parts = m.split("/")
+        found |= {"/".join([*parts[:i], "__init__"]) for i in range(1, len(parts))}
+        for node in ast.walk(ast.parse((REPO / "pirex" / f"{m}.py").read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "pirex":
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.split(".")[0] == "pirex"]
+            todo += [x for n in names if (x := module(n))]
+    return sorted(found)
 
 
 def records_from_log(text: str) -> dict[str, dict]:
