@@ -15,6 +15,7 @@ import shlex
 import socket
 import struct
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
 
@@ -330,18 +331,31 @@ def _duet_side(
         raise KeyboardInterrupt(f"the duet's {name} side was stopped ({o.message or o.error})")
     if o.error:
         raise PirexError(f"{name} repetition {rep} (duet): {o.message or o.error}")
-    r = o.value
-    machine.write_interrupts(out / "interrupts.json", irq, irq_after)  # the machine's, during both sides
-    write_step_info(out, r.argv, r.returncode, r.seconds)
+    # the machine's interrupts during both sides; the repetition's records count only once every side's are made
+    _record_step(exp, out, o.value, irq, irq_after, f"{name} repetition {rep}", f" (duet, on CPUs {step['cpus']})")
     bundle.record(name, rep, cpus=step["cpus"], start=o.start, end=o.end)
-    if r.returncode != 0:
+
+
+def _record_step(
+    exp: experiment.Experiment,
+    out: Path,
+    r: variants.StepRun,
+    irq: dict | None,
+    irq_after: dict | None,
+    what: str,
+    how: str = "",
+    exit_codes: Sequence[int] = (0,),
+) -> None:
+    """The one place a step is recorded, whichever design ran it: interrupts.json and step.json into its folder, then
+    its checks (an exit code among `exit_codes`, the experiment's outputs there); PirexError naming the step (`what`,
+    "native repetition 3", and `how` it ran) and the argv where either fails."""
+    machine.write_interrupts(out / "interrupts.json", irq, irq_after)
+    write_step_info(out, r.argv, r.returncode, r.seconds)
+    if r.returncode not in exit_codes:
         tail = (out / "stderr.txt").read_text()[-2000:] if (out / "stderr.txt").exists() else ""
-        raise PirexError(
-            f"{name} repetition {rep} (duet, on CPUs {step['cpus']}) exited {r.returncode}:\n{tail}\n"
-            + _ran_text(r.argv)
-        )
+        raise PirexError(f"{what}{how} exited {r.returncode}:\n{tail}\n{_ran_text(r.argv)}")
     if problem := outputs.problem(exp.outputs, out):
-        raise PirexError(f"{name} repetition {rep}: {problem}")
+        raise PirexError(f"{what}: {problem}")
 
 
 def _sides(bundle: Bundle, group: list[dict]) -> str:
@@ -452,15 +466,8 @@ def _in_order(
                 name,
                 image["platform"],
             )
-            machine.write_interrupts(out / "interrupts.json", irq, machine.interrupts())
-            write_step_info(out, r.argv, r.returncode, r.seconds)
-            if r.returncode not in soak.get("exit_codes", [0]):
-                tail = (out / "stderr.txt").read_text()[-2000:]
-                raise PirexError(
-                    f"{v.name} repetition {step['repetition']} exited {r.returncode}:\n{tail}\n{_ran_text(r.argv)}"
-                )
-            if problem := outputs.problem(exp.outputs, out):
-                raise PirexError(f"{v.name} repetition {step['repetition']}: {problem}")
+            what = f"{v.name} repetition {step['repetition']}"
+            _record_step(exp, out, r, irq, machine.interrupts(), what, exit_codes=soak.get("exit_codes", [0]))
         eta = (time.monotonic() - started) / i * (len(todo) - i)
         print(
             f"[{i}/{len(todo)}] {v.name} repetition {step['repetition']}: {r.seconds:.1f} s"
