@@ -138,9 +138,10 @@ def run(
             continue
         from pirex.reproduce import two_stage
 
-        opts.precision, opts.confidence = fraction(precision, "--precision"), fraction(confidence, "--confidence")
-        opts.budget = duration(budget)
-        two_stage.two_stage(opts, runner.run, click.echo)
+        target = two_stage.Target(
+            fraction(precision, "--precision"), fraction(confidence, "--confidence"), duration(budget)
+        )
+        two_stage.two_stage(opts, target, runner.run, click.echo)
 
 
 def _experiments(experiments, matrix, trace, design) -> list[str]:

@@ -1,6 +1,5 @@
 """--precision: the pilot decides the second stage once (Stein), and the report says what was reached."""
 
-import dataclasses
 import subprocess
 import sys
 
@@ -18,9 +17,9 @@ def test_the_pilot_plans_the_second_stage_and_the_precision_reached_is_reported(
         runs.append(reps)
         return _jmh_bundle(tmp_path / f"r{len(runs)}", reps)
 
-    opts = Options("jmh", "quick", "native,docker", results_dir=tmp_path, precision=0.0005, confidence=0.95)
+    opts = Options("jmh", "quick", "native,docker", results_dir=tmp_path)
     lines = []
-    bundles = precision.two_stage(opts, run, lines.append)
+    bundles = precision.two_stage(opts, precision.Target(0.0005, 0.95), run, lines.append)
     assert len(bundles) == 2 and runs[0] == 5 and runs[1] > 0  # the pilot, then what Stein's n asks for
     plan = precision.plan(experiment.load("jmh"), bundles[0], precision.Target(0.0005))
     assert runs[1] == plan.extra and "precision plan (from the pilot" in lines[0]
@@ -34,11 +33,9 @@ def test_a_budget_caps_the_second_stage(tmp_path):
         runs.append((opts.overrides or {}).get("repetitions", 5))
         return _jmh_bundle(tmp_path / f"r{len(runs)}", runs[-1])
 
-    opts = dataclasses.replace(
-        Options("jmh", "quick", "native,docker", results_dir=tmp_path), precision=0.00001, budget=7 * 40.0
-    )  # 7 repetitions of 2 steps x 20 s
+    opts = Options("jmh", "quick", "native,docker", results_dir=tmp_path)
     lines = []
-    precision.two_stage(opts, run, lines.append)
+    precision.two_stage(opts, precision.Target(0.00001, budget=7 * 40.0), run, lines.append)  # 7 reps of 2 x 20 s
     assert runs == [5, 2] and "the budget of" in lines[0] and "not reached" in "".join(lines)
 
 
@@ -49,11 +46,10 @@ def test_a_duets_repetition_costs_its_longer_step_not_both(tmp_path):
         runs.append((opts.overrides or {}).get("repetitions", 5))
         return _jmh_bundle(tmp_path / f"r{len(runs)}", runs[-1], design=opts.design)
 
-    opts = dataclasses.replace(
-        Options("jmh", "quick", "native,docker", results_dir=tmp_path), precision=0.00001, budget=7 * 20.0
-    )  # the same 7 repetitions as above in half the time: a duet's two 20 s steps run at once
+    opts = Options("jmh", "quick", "native,docker", results_dir=tmp_path)
     opts.design = "duet"
-    precision.two_stage(opts, run, [].append)
+    # the same 7 repetitions as above in half the time: a duet's two 20 s steps run at once
+    precision.two_stage(opts, precision.Target(0.00001, budget=7 * 20.0), run, [].append)
     assert runs == [5, 2]
 
 
@@ -78,7 +74,7 @@ def test_precision_without_the_analysis_extra_says_to_install_it_before_the_pilo
         "from pirex.runner.run import Options\n"
         "pilots = []\n"
         "try:\n"
-        "    precision.two_stage(Options('jmh', precision=0.01), pilots.append, print)\n"
+        "    precision.two_stage(Options('jmh'), precision.Target(0.01), pilots.append, print)\n"
         "except PirexError as e:\n"
         "    print('refused:', e, 'pilots:', len(pilots))\n"
     )

@@ -96,11 +96,11 @@ def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
     return max(plans, key=lambda p: p.n)
 
 
-def two_stage(opts, run: Callable, echo: Callable[[str], None]) -> list[Path]:
-    """Pilot, plan, second stage; `run` is the runner's run(Options)."""
+def two_stage(opts, target: Target, run: Callable, echo: Callable[[str], None]) -> list[Path]:
+    """Pilot, plan, second stage toward `target` (--precision, --confidence, --budget: what reproduce owns, not the
+    run's options); `run` is the runner's run(Options)."""
     exp = experiment.load(opts.experiment)
     _analysis("precision")  # before the pilot runs: without it, its numbers could not be used
-    target = Target(opts.precision, opts.confidence, opts.budget)
     pilot = run(opts)
     p = plan(exp, pilot, target)
     echo(f"precision plan (from the pilot {pilot.name}): {p.text()}")

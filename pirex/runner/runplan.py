@@ -39,9 +39,6 @@ class Options:
     trace: bool = False  # ftrace around each step, as the experiment declares (fork)
     soak: str | None = None  # a deployment's driver holds the load this long (Locust --run-time, e.g. 10m)
     allow_concurrent: bool = False  # run even while another measuring run holds this host (lock.py)
-    precision: float | None = None  # --precision: the ratio's relative half-width a two-stage run aims at
-    confidence: float = 0.95
-    budget: float | None = None  # seconds
     cases: tuple[str, ...] | None = None  # with matrix: only these of its cases (all when None)
     cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
     work_dir: Path | None = None  # the workload's /work on this host directory (a storage device's mount), any variant

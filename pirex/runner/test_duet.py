@@ -560,7 +560,6 @@ def test_jmh_run_values_carry_the_half_and_the_ratio_table_shows_its_effect(tmp_
 def test_a_duet_pilots_second_stage_is_planned_from_the_model_and_continues_the_alternation(tmp_path):
     """--precision on a duet: Stein's n from the model's residual sd (the half's 2 % left out of it), even, and the
     second bundle starts on the half the pilot would have used next: 5 + 3 repetitions, 4 on each half."""
-    import dataclasses
 
     from pirex.reproduce import two_stage as precision
 
@@ -571,10 +570,10 @@ def test_a_duet_pilots_second_stage_is_planned_from_the_model_and_continues_the_
         reps = (opts.overrides or {}).get("repetitions", 5)
         return _jmh_duet(tmp_path / f"r{len(runs)}", reps, opts.duet_first, seed=len(runs))
 
-    opts = dataclasses.replace(Options("jmh", "quick", "native,docker", results_dir=tmp_path), precision=0.003)
+    opts = Options("jmh", "quick", "native,docker", results_dir=tmp_path)
     opts.design = "duet"
     lines: list[str] = []
-    bundles = precision.two_stage(opts, run, lines.append)
+    bundles = precision.two_stage(opts, precision.Target(0.003), run, lines.append)
     plan = precision.plan(experiment.load("jmh"), bundles[0], precision.Target(0.003))
     assert plan.n % 2 == 0 and plan.n < 20, lines  # unmodelled, the 2 % half would ask for hundreds
     assert runs[1].duet_first == 5 and runs[1].overrides["repetitions"] == plan.n - 5
