@@ -102,7 +102,7 @@ class Servers:
 
     def __enter__(self) -> Servers:
         try:
-            if any(not v.is_native and not v.host_network for v in self.by_name.values()):
+            if any(v.bridged for v in self.by_name.values()):
                 leftovers.note("network", name=self.network)
                 proc.run(["docker", "network", "create", *leftovers.docker_args(), self.network], timeout=120)
                 self._stack.callback(proc.run, ["docker", "network", "rm", self.network], timeout=120, check=False)
@@ -193,7 +193,7 @@ class Servers:
         where they are: <role>_host and <role>_port as the roles reach each other, <role>_url where
         this host reaches a role with a health path. All stop on every exit path, their logs and how
         they ran in out/."""
-        bridged = not v.is_native and not v.host_network
+        bridged = v.bridged
         roles = [r for r in self.dep.roles.values() if only is None or r.name in only]
         where: dict = {}
         for r in roles:

@@ -45,6 +45,12 @@ class Variant:
     def is_native(self) -> bool:
         return (self.runs_as or self.name) == "native"
 
+    @property
+    def bridged(self) -> bool:
+        """In a container on a Docker network of its own (not native, not --network host): its servers are reached
+        by name on that network, and published to this host."""
+        return not self.is_native and not self.host_network
+
     def with_privileges(self, priv: Privileges) -> Variant:
         if not (priv.root or priv.capabilities or priv.unmask_proc):
             return self
@@ -73,7 +79,7 @@ class Variant:
 
     def host_address(self, bridge_gateway: str) -> str:
         """Where this variant reaches a service on this host (B6's sink)."""
-        return LOOPBACK if self.is_native or self.host_network else bridge_gateway
+        return bridge_gateway if self.bridged else LOOPBACK
 
     def describe(self) -> dict:
         """What the bundle records about how this variant ran."""
