@@ -72,11 +72,17 @@ class Swap:
             self.run(["swapoff", *areas])
 
     def on(self, areas: Sequence[str], priorities: Mapping[str, int] | None = None) -> None:
-        """The areas not active now back on, each at its recorded priority (none recorded: the kernel's)."""
-        active = self.read()
+        """The areas not active now back on, each at its recorded priority (none recorded: the kernel's). Every area
+        is tried; the ones that failed are named together afterwards."""
+        active, failed = self.read(), []
         for area in areas:
             if area not in active:
-                self.run(swapon_args(area, (priorities or {}).get(area)))
+                try:
+                    self.run(swapon_args(area, (priorities or {}).get(area)))
+                except PirexError as e:
+                    failed.append(f"{area}: {str(e).splitlines()[0]}")
+        if failed:
+            raise PirexError("could not turn swap back on: " + "; ".join(failed))
 
     def record(self, was: Mapping[str, int]) -> dict[str, Any]:
         return {"areas": list(was), "priorities": dict(was)}

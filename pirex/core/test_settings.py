@@ -64,3 +64,18 @@ def test_the_governor_files_in_cpu_order(tmp_path):
     (tmp_path / "cpufreq").mkdir()  # not a CPU
     (tmp_path / "cpu3").mkdir()  # a CPU without cpufreq
     assert [f.parent.parent.name for f in settings.governor_files(tmp_path)] == ["cpu0", "cpu2", "cpu10"]
+
+
+def test_every_swap_area_is_tried_and_the_failed_ones_named_together(tmp_path):
+    swaps = tmp_path / "swaps"
+    swaps.write_text(HEADER)
+    ran = []
+
+    def run(args):
+        ran.append(args[-1])
+        if args[-1] == "/a":
+            raise PirexError("swapon /a: Invalid argument\nmore")
+
+    with pytest.raises(PirexError, match=r"^could not turn swap back on: /a: swapon /a: Invalid argument$"):
+        settings.Swap(swaps, run=run).on(["/a", "/b"])
+    assert ran == ["/a", "/b"]

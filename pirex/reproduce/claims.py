@@ -525,7 +525,7 @@ STORAGE_KINDS = ("sd-card", "emmc", "usb", "nvme", "virtio", "other")  # pirex.c
 def _agreement(c: dict, path: Path, where: str, base: dict) -> Claim:
     """A claim that the devices (storages) agree on each of its metrics: rule equivalent with a margin."""
     metrics = c["metrics"]  # a non-empty list of names, and no ratio, sides or crossover beside it (the schema)
-    if rules.REGISTRY.get(c.get("rule")) is not rules.EQUIVALENT:
+    if c.get("rule") != rules.EQUIVALENT.name:
         raise _fail(path, f"{where}.rule", "equivalent (the devices agree within the margin)", c.get("rule"))
     margin = c.get("margin")  # a fraction in (0, 1) where it is given (the schema)
     if margin is None:

@@ -1,7 +1,7 @@
 """The rules a claim is judged by, one class each: its band, its regions (holds, differs, neither), where they meet
 (the edges a plan measures its distance to), the "differs" region as one-sided pieces for its p-value, and its
-wording in a verdict's reason and the report. claims.py reads a claim's rule by name from REGISTRY; verdict.py,
-report.py and budget.py ask the claim's rule (Claim.rules) and never switch on its name. A new rule is one class
+wording in a verdict's reason and the report. claims.py reads a claim's rule by name from REGISTRY; verdict.py and
+report.py ask the claim's rule (Claim.rule_kind) and never switch on its name. A new rule is one class
 here, registered, and its name in claims.schema.json's description.
 
 Every rule is three disjoint regions of the interval (../shared/STATISTICS.md, "Rules as regions"; the table in

@@ -107,6 +107,11 @@ def _write(tmp_path, change):
         (lambda d: d["needs"]["spass-meter"].update(glob="/opt/*.jar"), r"needs.spass-meter.glob: expected a path"),
         (lambda d: d["claims"][1].update(id="t1-b1-docker"), r"claims\[1\].id: expected an id not used"),
         (lambda d: d["claims"][0].update(colour="red"), r"claims\[0\]: expected keys among"),
+        (lambda d: d["claims"][0].update(rule=["direction"]), r"\(t1-b1-docker\).rule: expected one of"),
+        (
+            lambda d: _claim_of(d, "t1-devices-agree").update(rule=["equivalent"]),
+            r"\(t1-devices-agree\).rule: expected equivalent \(the devices agree",
+        ),
         (
             lambda d: _claim_of(d, "t2-kieker-docker").update(tolerance=0),
             r"\(t2-kieker-docker\).tolerance: expected a fraction",

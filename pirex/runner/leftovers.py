@@ -397,11 +397,19 @@ def reap(found: list[Leftover]) -> list[str]:
                 _reap_one(left)
                 break
             except (OSError, PirexError) as e:
-                if not _still_there(left.entry):
+                if _gone(left):
                     break
                 if attempt == 2:
                     failed.append(f"{left}: {e}")
     return failed
+
+
+def _gone(left: Leftover) -> bool:
+    """Whether what failed to be removed went meanwhile: a mount by its mounts alone (_still_there leaves one in use
+    by another chroot alone, which a failed unmount must not hide)."""
+    if left.kind == "mount":
+        return not _mounts_under(Path(left.entry["root"]))
+    return not _still_there(left.entry)
 
 
 def _reap_one(left: Leftover) -> None:
