@@ -25,7 +25,7 @@ from pirex.runner import leftovers
 log = logging.getLogger(__name__)
 
 CPU = Path("/sys/devices/system/cpu")
-SWAPS = Path("/proc/swaps")
+SWAPS = settings.SWAPS
 
 
 def online_cpus() -> set[int]:

@@ -389,10 +389,8 @@ def reap(found: list[Leftover]) -> list[str]:
     }
     failed = []
     for left in sorted(found, key=lambda x: order.get(x.kind, 99)):
-        for attempt in (
-            1,
-            2,
-        ):  # what is removed may be ending by itself meanwhile: an error then is a race, not a failure
+        # what is removed may be ending by itself meanwhile: an error then is a race, not a failure
+        for attempt in (1, 2):
             try:
                 _reap_one(left)
                 break
