@@ -21,7 +21,7 @@ from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings, sources
 from pirex.images import platforms as plat
 from pirex.runner import deployment_bundle, leftovers, outputs
-from pirex.runner.deployment import SECRET, masked
+from pirex.runner.executors import SECRET, masked
 
 log = logging.getLogger(__name__)
 

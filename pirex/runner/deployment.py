@@ -21,7 +21,6 @@ import logging
 import os
 import re
 import socket
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -33,16 +32,15 @@ from pirex.core import proc
 from pirex.core.bundle import Bundle
 from pirex.core.errors import PirexError
 from pirex.core.experiment import Deployment, Role, Setup, render
-from pirex.runner import leftovers, native, samplers, variants
+from pirex.runner import executors, leftovers, samplers, variants
 from pirex.runner.container import ContainerSpec, run_labels
+from pirex.runner.executors import Started
 
 log = logging.getLogger(__name__)
 
 DRIVER = variants.Variant("driver", host_network=True)  # the same for every variant
 LOOPBACK = "127.0.0.1"
 READY_TIMEOUT = 300  # a database recovering or a JVM starting on a Pi 3 is ready well within this
-STOP_GRACE = 60  # seconds between SIGTERM and SIGKILL: PostgreSQL's shutdown checkpoint, Tomcat's graceful stop
-SECRET = re.compile(r"PASSWORD|SECRET|TOKEN", re.I)  # settings whose values no record shows
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -53,31 +51,6 @@ def free_port(host: str = LOOPBACK) -> int:
 
 def environment(role: Role, values: dict) -> dict[str, str]:
     return dict(zip(role.environment, render(tuple(role.environment.values()), values), strict=True))
-
-
-class Started:
-    """A role's server, running in the background: its log, whether it still runs, its pid."""
-
-    def __init__(self, name: str, log_path: Path, popen: subprocess.Popen | None = None, container: str = ""):
-        self.name, self.log_path, self.popen, self.container = name, log_path, popen, container
-
-    def logs(self) -> str:
-        if self.container:
-            r = proc.run(["docker", "logs", self.container], timeout=60, check=False)
-            return r.stdout + r.stderr
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def running(self) -> bool:
-        if self.popen is not None:
-            return self.popen.poll() is None
-        r = proc.run(["docker", "inspect", "-f", "{{.State.Running}}", self.container], timeout=60, check=False)
-        return r.stdout.strip() == "true"
-
-    def pid(self) -> int | None:
-        if self.popen is not None:
-            return self.popen.pid
-        r = proc.run(["docker", "inspect", "-f", "{{.State.Pid}}", self.container], timeout=60, check=False)
-        return int(r.stdout.strip()) if r.ok and r.stdout.strip().isdigit() else None
 
 
 class Servers:
@@ -164,23 +137,7 @@ class Servers:
     def _run_to_end(
         self, v: variants.Variant, image: dict, argv: list[str], env: dict, name: str, timeout: float
     ) -> proc.Result:
-        if v.is_native:
-            return run_native(image["reference"], argv, env, timeout)
-        spec = ContainerSpec(
-            image["reference"],
-            tuple(argv),
-            rm=True,
-            name=name,
-            labels=run_labels(),
-            platform=image["platform"],
-            network=self._network(v),
-            env=tuple(env.items()),
-        )
-        leftovers.note("container", name=name)
-        try:
-            return proc.run(spec.argv(), timeout=timeout, check=False)
-        finally:
-            proc.run(["docker", "rm", "-f", name], timeout=120, check=False)
+        return v.executor.to_end(image, argv, env, name, timeout, self._network(v))
 
     def _network(self, v: variants.Variant) -> str:
         return "host" if v.host_network else self.network
@@ -233,54 +190,15 @@ class Servers:
         name, image = role.name, self.images[role.image]
         argv = render(role.command, values)
         env = environment(role, values)
-        log_path = out / f"{name}.log"
-        if v.is_native:
-            how[name] = {
-                "runs": "chroot into the image's exported files",
-                "argv": argv,
-                "image": image["reference"],
-                "listens": f"{LOOPBACK}:{values['port']}",
-            }
-            return start_native(stack, name, image["reference"], argv, env, binds, log_path)
-        container = f"{self.prefix}-{name}"
-        spec = ContainerSpec(
-            image["reference"],
-            tuple(argv),
-            detach=True,
-            name=container,
-            labels=run_labels(),
-            platform=image["platform"],
-            extra=tuple(v.docker_args),
-            network=self._network(v),
-            network_alias=None if v.host_network else name,
+        where = executors.Serving(
+            f"{self.prefix}-{name}",
+            self._network(v),
+            alias=None if v.host_network else name,
             publish=f"{LOOPBACK}:{publish[0]}:{publish[1]}" if publish else None,
-            volumes=tuple(binds.items()),
-            env=tuple(env.items()),
+            address=f"{LOOPBACK}:{values['port']}",
         )
-        cmd = spec.argv()
-        proc.run(["docker", "rm", "-f", container], timeout=120, check=False)  # left by a killed run
-        leftovers.note("container", name=container)
-        stack.callback(_stop_container, container, log_path)
-        proc.run(cmd, timeout=300, what=f"starting the {name} container")
-        how[name] = {
-            "runs": "docker run",
-            "docker_args": [_masked(a) for a in cmd[2 : -1 - len(spec.command)]],  # between `docker run` and the image
-            "image": image["reference"],
-            "argv": argv,
-        }
-        return Started(name, log_path, container=container)
-
-
-def run_native(reference: str, argv: list[str], env: dict[str, str], timeout: float) -> proc.Result:
-    """A command run to its end chroot-ed into the image's exported files (its mounts undone after)."""
-    root, config = native.rootfs(reference)
-    with native.mounted(root, {}):
-        return proc.run(
-            native.command(root, config, argv, env),
-            timeout=timeout,
-            check=False,
-            started=lambda pid: leftovers.note_process(pid, f"native {argv[0]}"),
-        )
+        started, how[name] = v.executor.serve(stack, name, image, argv, env, binds, out / f"{name}.log", where)
+        return started
 
 
 def setup_result(r: proc.Result, log_path: Path, setup: Setup) -> dict[str, str]:
@@ -292,11 +210,6 @@ def setup_result(r: proc.Result, log_path: Path, setup: Setup) -> dict[str, str]
     program = re.escape(Path(setup.command[0]).name)
     found = re.findall(rf"{program}: (status=\S+(?: \w+=\S+)*)", r.stdout + r.stderr)
     return dict(kv.split("=", 1) for kv in found[-1].split()) if found else {}
-
-
-def masked(env: dict[str, str]) -> dict[str, str]:
-    """Settings as recorded: a secret's value shows "(set)"."""
-    return {k: ("(set)" if SECRET.search(k) else v) for k, v in env.items()}
 
 
 def prepare_data_dir(data: Path, db_image: str) -> None:
@@ -319,28 +232,6 @@ def image_user(reference: str) -> str:
     spec = ContainerSpec(reference, ("-c", 'echo "$(id -u):$(id -g)"'), rm=True, labels=run_labels(), entrypoint="sh")
     r = proc.run(spec.argv(), timeout=300)
     return r.stdout.strip()
-
-
-def start_native(
-    stack: ExitStack,
-    name: str,
-    reference: str,
-    argv: list[str],
-    env: dict[str, str],
-    binds: dict[Path, str],
-    log_path: Path,
-) -> Started:
-    """A role's server chroot-ed into its image's exported files, in its own process group; stopped
-    (SIGTERM, then SIGKILL after STOP_GRACE) and its mounts undone when the stack closes."""
-    root, config = native.rootfs(reference)
-    stack.enter_context(native.mounted(root, binds))
-    logf = stack.enter_context(open(log_path, "wb"))
-    p = proc.start(
-        native.command(root, config, argv, env), stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-    )
-    stack.callback(proc.stop_group, p, STOP_GRACE)
-    leftovers.note_process(p.pid, f"native {name}")
-    return Started(name, log_path, popen=p)
 
 
 def wait_line(s: Started, line: str, timeout: float = READY_TIMEOUT) -> None:
@@ -391,19 +282,5 @@ def wait_healthy(url: str, timeout: float, running=lambda: True) -> str | None:
     return f"{last} (the process has stopped)" if stopped else last
 
 
-def _stop_container(name: str, log_path: Path) -> None:
-    proc.run(["docker", "stop", "-t", str(STOP_GRACE), name], timeout=STOP_GRACE + 60, check=False)
-    r = proc.run(["docker", "logs", name], timeout=60, check=False)
-    if r.ok:
-        log_path.write_text(r.stdout + r.stderr)
-    proc.run(["docker", "rm", "-f", name], timeout=120, check=False)
-
-
 def _tail(text: str, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
-
-
-def _masked(arg: str) -> str:
-    """A docker run argument as recorded: an environment setting of a secret shows "(set)", not its value."""
-    key, sep, _ = arg.partition("=")
-    return f"{key}=(set)" if sep and SECRET.search(key) and "-" not in key else arg

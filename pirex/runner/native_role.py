@@ -34,7 +34,7 @@ from pirex.core.bundle import utcnow
 from pirex.core.errors import PirexError
 from pirex.core.experiment_deployment import Deployment, Role
 from pirex.images import settings
-from pirex.runner import compose, deployment, leftovers, native, samplers
+from pirex.runner import compose, deployment, executors, leftovers, native, samplers
 
 HEALTH_TIMEOUT = 180  # seconds: a clear error, not a hang, when the database stays away
 
@@ -48,7 +48,7 @@ def _settings(exp: experiment.Experiment, role: str, env: dict[str, str]) -> dic
     profile's), every role's host and port; a missing or malformed setting named."""
     dep = exp.deployment
     values = settings.parameters(exp, env, env.get("PROFILE", "quick"))
-    needed = ["PIREX_TAG"] + [n.upper() for n in exp.declared if deployment.SECRET.search(n)]
+    needed = ["PIREX_TAG"] + [n.upper() for n in exp.declared if executors.SECRET.search(n)]
     used = experiment.placeholders(dep.roles[role].command + tuple(dep.roles[role].environment.values()))
     needed += [f"{r.upper()}_HOST" for r in dep.roles if r != role and f"{r}_host" in used]
     for name in needed:
@@ -160,7 +160,7 @@ def _stop_pid(pid: int) -> None:
             os.waitpid(pid, os.WNOHANG)  # our own child when started by this process (tests)
         return not _alive(pid)
 
-    if not proc.wait_until(gone, 2 * deployment.STOP_GRACE + 60, 0.5):
+    if not proc.wait_until(gone, 2 * executors.STOP_GRACE + 60, 0.5):
         os.killpg(pid, signal.SIGKILL)
 
 
@@ -189,7 +189,7 @@ def serve(experiment_id: str, role: str, env_file: Path) -> None:
         "role": role,
         "variant": "native",
         "settings": str(env_file.resolve()),
-        "environment": deployment.masked(env),
+        "environment": executors.masked(env),
         "started": utcnow().isoformat(),
         "images": {},
     }
@@ -232,7 +232,7 @@ def _serve(
             deployment.prepare_data_dir(data, image["reference"])
         binds = {data: role.data}
     argv = experiment.render(role.command, role_values)
-    server = deployment.start_native(
+    server = executors.start_native(
         stack, role.name, image["reference"], argv, role_env, binds, out / f"{role.name}.log"
     )
     ran["listens"] = f"*:{port}"
@@ -251,7 +251,7 @@ def _serve(
         setup_image = _image(env, runs_in.image)
         setup_values = {**values, f"{role.name}_host": deployment.LOOPBACK, f"{role.name}_port": port, "port": 0}
         started = time.monotonic()
-        r = deployment.run_native(
+        r = executors.run_native(
             setup_image["reference"],
             experiment.render(setup.command, setup_values),
             deployment.environment(runs_in, setup_values),

@@ -15,6 +15,7 @@ import shlex
 import socket
 import struct
 import time
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
@@ -280,25 +281,20 @@ def _duet_repetition(
     together, with each step's CPUs, start and end, or not at all."""
     image = bundle.images[exp.image]
     rep = group[0]["repetition"]
-    natives = [s["variant"] for s in group if by_name[s["variant"]].is_native]
-    if natives:  # the image's export made once, before the sides start (they would both make it)
-        root = native.rootfs(image["reference"])[0]
+    kinds = Counter(by_name[s["variant"]].executor.kind for s in group)
     with bundle.steps_together([(s["variant"], rep) for s in group]) as dirs:
         jobs, prepare = {}, {}
         for s in group:
             name = s["variant"]
             v = dataclasses.replace(by_name[name], cpus=s["cpus"])
-            workdir = workdir_host / name  # a side's own (--work-dir, docker-bind-workdir)
-            if len(natives) > 1 and v.is_native:  # two sides in one exported root: each its own mounts, /tmp, /work
-                v = dataclasses.replace(v, bind_workdir=True)
-                binds = {workdir_host / f"{name}-tmp": root / "tmp"}
-                prepare[name] = lambda binds=binds: duet.own_mounts(binds)
-            values = runplan.step_values(exp, s.get("params") or bundle.parameters, v, rep, gateway)
-            argv = experiment.render(exp.command, values)
-            container = f"pirex-{bundle.run_id}-{name}-{rep}"
-            if not v.is_native:
-                leftovers.note("container", name=container)  # before the side starts: its own note may be lost
-            jobs[name] = lambda v=v, argv=argv, out=dirs[(name, rep)], w=workdir, c=container: variants.run_step(
+            c = f"pirex-{bundle.run_id}-{name}-{rep}"
+            # before the sides start: a native side's export (shared), what each side needs of its own
+            executor, prepare[name] = v.executor.beside(kinds[v.executor.kind], image, workdir_host, name, c)
+            v = executor.variant
+            argv = experiment.render(
+                exp.command, runplan.step_values(exp, s.get("params") or bundle.parameters, v, rep, gateway)
+            )
+            jobs[name] = lambda v=v, argv=argv, out=dirs[(name, rep)], w=workdir_host / name, c=c: variants.run_step(
                 v, image["reference"], argv, out, w, STEP_TIMEOUT, c, image["platform"]
             )
         irq = machine.interrupts()

@@ -31,7 +31,7 @@ from pirex.core.bundle import Bundle, sha256
 from pirex.core.errors import PirexError
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings
-from pirex.runner import deployment, deployment_bundle, leftovers, lock, outputs, samplers
+from pirex.runner import deployment_bundle, executors, leftovers, lock, outputs, samplers
 
 log = logging.getLogger(__name__)
 
@@ -431,7 +431,7 @@ def _run_stages(
                 "deployment": "docker swarm stack",
                 "node": n["id"],
                 "hostname": n["hostname"],
-                "environment": deployment.masked({**env, "NETWORK_MODE": "host" if network == "host" else "overlay"}),
+                "environment": executors.masked({**env, "NETWORK_MODE": "host" if network == "host" else "overlay"}),
             },
         )
     *first, last = sw.stages

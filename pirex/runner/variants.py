@@ -1,7 +1,7 @@
 """How one step runs under each variant. The same image, the same command, the same user; what
 differs is exactly what the variant names.
 
-  native                     the image's own files via chroot on the host disk (native.py)
+  native                     the image's own files via chroot on the host disk (native.py, executors.Native)
   docker                     a default `docker run` (bridge network, overlayfs, seccomp profile)
   docker-host-network        ... with --network host (no bridge, no NAT)
   docker-bind-workdir        ... with the working directory bind-mounted from the host disk
@@ -14,16 +14,13 @@ as working directory, parameters; machine-wide settings (governor, swap) are hos
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pirex.core import proc
-from pirex.core.bundle import STDOUT, STDOUT_TIMES
 from pirex.core.errors import PirexError
 from pirex.core.experiment import Case, Privileges, aa_base
-from pirex.runner import faults, leftovers, native
-from pirex.runner.container import ContainerSpec, run_labels
+from pirex.runner import executors
+from pirex.runner.executors import StepRun
 
 LOOPBACK = "127.0.0.1"
 
@@ -71,7 +68,7 @@ class Variant:
         return replace(
             self,
             name=case.name,
-            runs_as="native" if self.is_native else "docker",
+            runs_as=self.executor.kind,
             cpus=case.cpus,
             ram_workdir_mb=case.ram_workdir_mb,
             parameters=dict(case.set),
@@ -81,15 +78,14 @@ class Variant:
         """Where this variant reaches a service on this host (B6's sink)."""
         return bridge_gateway if self.bridged else LOOPBACK
 
+    @property
+    def executor(self) -> executors.Executor:
+        """What runs this variant's processes: the one place that chooses between native and Docker."""
+        return (executors.Native if self.is_native else executors.Docker)(self)
+
     def describe(self) -> dict:
         """What the bundle records about how this variant ran."""
-        if self.is_native:
-            d = {"runs": "chroot into the image's exported filesystem, outside any container"}
-            d |= {"user": self.user} if self.user else {}
-            d |= {"taskset": self.cpus} if self.cpus else {}
-            d |= {"workdir": f"tmpfs of {self.ram_workdir_mb} MB"} if self.ram_workdir_mb else {}
-        else:
-            d = {"runs": "docker run", "extra_docker_args": self.extra_docker_args()}
+        d = self.executor.describe()
         if self.parameters:
             d["parameters"] = self.parameters
         if self.granted:
@@ -126,13 +122,6 @@ def by_name(name: str) -> Variant:
     return known[name]
 
 
-@dataclass
-class StepRun:
-    argv: list[str]
-    returncode: int
-    seconds: float
-
-
 def run_step(
     variant: Variant,
     image_ref: str,
@@ -144,67 +133,5 @@ def run_step(
     platform: str | None = None,
 ) -> StepRun:
     """Run argv once under variant; outputs to outdir (seen as /results), stdout/stderr beside them."""
-    outdir.chmod(0o777)  # the image's user writes there
-    if variant.is_native:
-        root, config = native.rootfs(image_ref)
-        if variant.user:
-            config = {**config, "User": variant.user}
-        tmpfs = {"/work": variant.ram_workdir_mb} if variant.ram_workdir_mb else {}
-        binds = {outdir: "/results"}
-        if variant.bind_workdir:  # the work directory on a given storage device, as docker's -v does it
-            workdir.mkdir(parents=True, exist_ok=True)
-            workdir.chmod(0o777)
-            binds[workdir] = "/work"
-        with native.mounted(root, binds, tmpfs):
-            cmd = native.command(root, config, argv, {})
-            if variant.cpus:
-                cmd = ["taskset", "-c", variant.cpus, *cmd]
-            what = f"native {variant.name}"
-            return _timed(cmd, outdir, timeout, started=lambda pid: leftovers.note_process(pid, what))
-    # no --rm: the container is inspected (killed? OOM?) and removed below, on every exit path
-    spec = ContainerSpec(
-        image_ref,
-        tuple(argv),
-        name=container_name,
-        labels=run_labels(),
-        results=outdir,
-        platform=platform or None,
-        extra=tuple(variant.extra_docker_args(workdir)),
-    )
-    if variant.bind_workdir:
-        workdir.mkdir(parents=True, exist_ok=True)
-        workdir.chmod(0o777)
-    leftovers.note("container", name=container_name)
-    try:
-        r = _timed(spec.argv(), outdir, timeout)
-        _explain_end(r, container_name, outdir)
-        return r
-    finally:  # a killed client leaves its container running: remove it on every exit path
-        proc.run(["docker", "rm", "-f", container_name], timeout=120, check=False)
-
-
-def _explain_end(r: StepRun, container: str, outdir: Path) -> None:
-    """A container ended by something outside the workload (docker kill, the OOM killer, the daemon
-    gone): say so at the end of stderr.txt, where the runner's error message quotes it."""
-    if r.returncode == 0:
-        return
-    stderr = (outdir / "stderr.txt").read_text(errors="replace")
-    if faults.docker_down(stderr):
-        why = "the Docker daemon stopped answering: start it again, then resume the run"
-    else:
-        state = proc.run(["docker", "inspect", "-f", "{{.State.OOMKilled}}", container], timeout=60, check=False)
-        why = faults.container_end(r.returncode, state.stdout.strip() == "true" if state.ok else None)
-    if why:
-        with open(outdir / "stderr.txt", "a") as f:
-            f.write(f"\npirex: {why}\n")
-
-
-def _timed(cmd: list[str], outdir: Path, timeout: float, started=None) -> StepRun:
-    start = time.monotonic()  # monotonic: a step's duration survives the wall clock jumping
-    r = proc.run(cmd, timeout=timeout, check=False, started=started, stamp_lines=True)
-    seconds = time.monotonic() - start
-    (outdir / STDOUT).write_text(r.stdout)
-    (outdir / "stderr.txt").write_text(r.stderr)
-    # when each line arrived: a benchmark's iterations in time, to pair those of a duet's two sides that overlapped
-    (outdir / STDOUT_TIMES).write_text("".join(f"{t:.3f}\n" for t in r.stdout_times or []))
-    return StepRun(cmd, r.returncode, seconds)
+    image = {"reference": image_ref, "platform": platform}
+    return variant.executor.step(image, argv, outdir, workdir, timeout, container_name)
