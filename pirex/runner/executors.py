@@ -146,12 +146,27 @@ class Native(Executor):
             return _timed(cmd, outdir, timeout, started=lambda pid: leftovers.note_process(pid, what))
 
     def to_end(self, image, argv, env, name, timeout, network):
-        return run_native(image["reference"], argv, env, timeout)
+        root, config = native.rootfs(image["reference"])
+        with native.mounted(root, {}):  # undone after
+            return proc.run(
+                native.command(root, config, argv, env),
+                timeout=timeout,
+                check=False,
+                started=lambda pid: leftovers.note_process(pid, f"native {argv[0]}"),
+            )
 
     def serve(self, stack, name, image, argv, env, binds, log_path, where):
+        """In its own process group; stopped (SIGTERM, then SIGKILL after STOP_GRACE) and its mounts undone when
+        the stack closes."""
+        root, config = native.rootfs(image["reference"])
+        stack.enter_context(native.mounted(root, binds))
+        logf = stack.enter_context(open(log_path, "wb"))
+        cmd = native.command(root, config, argv, env)
+        p = proc.start(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        stack.callback(proc.stop_group, p, STOP_GRACE)
+        leftovers.note_process(p.pid, f"native {name}")
         how = {"runs": "chroot into the image's exported files", "argv": argv, "image": image["reference"]}
-        how["listens"] = where.address
-        return start_native(stack, name, image["reference"], argv, env, binds, log_path), how
+        return Started(name, log_path, popen=p), how | {"listens": where.address}
 
     def describe(self):
         v = self.variant
@@ -247,40 +262,6 @@ class Docker(Executor):
     def beside(self, kin, image, own, name, container):
         leftovers.note("container", name=container)  # before the side starts: the side's own note may be lost
         return self, None
-
-
-def run_native(reference: str, argv: list[str], env: dict[str, str], timeout: float) -> proc.Result:
-    """A command run to its end chroot-ed into the image's exported files (its mounts undone after)."""
-    root, config = native.rootfs(reference)
-    with native.mounted(root, {}):
-        return proc.run(
-            native.command(root, config, argv, env),
-            timeout=timeout,
-            check=False,
-            started=lambda pid: leftovers.note_process(pid, f"native {argv[0]}"),
-        )
-
-
-def start_native(
-    stack: ExitStack,
-    name: str,
-    reference: str,
-    argv: list[str],
-    env: dict[str, str],
-    binds: dict[Path, str],
-    log_path: Path,
-) -> Started:
-    """A role's server chroot-ed into its image's exported files, in its own process group; stopped
-    (SIGTERM, then SIGKILL after STOP_GRACE) and its mounts undone when the stack closes."""
-    root, config = native.rootfs(reference)
-    stack.enter_context(native.mounted(root, binds))
-    logf = stack.enter_context(open(log_path, "wb"))
-    p = proc.start(
-        native.command(root, config, argv, env), stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-    )
-    stack.callback(proc.stop_group, p, STOP_GRACE)
-    leftovers.note_process(p.pid, f"native {name}")
-    return Started(name, log_path, popen=p)
 
 
 def masked(env: dict[str, str]) -> dict[str, str]:

@@ -34,8 +34,9 @@ from pirex.core.bundle import utcnow
 from pirex.core.errors import PirexError
 from pirex.core.experiment_deployment import Deployment, Role
 from pirex.images import settings
-from pirex.runner import compose, deployment, executors, leftovers, native, samplers
+from pirex.runner import compose, deployment, executors, leftovers, native, samplers, variants
 
+NATIVE = variants.by_name("native").executor  # a role run here as the native variant runs its servers
 HEALTH_TIMEOUT = 180  # seconds: a clear error, not a hang, when the database stays away
 
 
@@ -232,10 +233,9 @@ def _serve(
             deployment.prepare_data_dir(data, image["reference"])
         binds = {data: role.data}
     argv = experiment.render(role.command, role_values)
-    server = executors.start_native(
-        stack, role.name, image["reference"], argv, role_env, binds, out / f"{role.name}.log"
-    )
-    ran["listens"] = f"*:{port}"
+    where = executors.Serving("", "", address=f"*:{port}")
+    server, how = NATIVE.serve(stack, role.name, image, argv, role_env, binds, out / f"{role.name}.log", where)
+    ran["listens"] = how["listens"]
     ran["images"] = {role.name: image}
     ran["argv"] = argv
     if role.health:
@@ -250,13 +250,10 @@ def _serve(
         runs_in = dep.roles[setup.runs_in]
         setup_image = _image(env, runs_in.image)
         setup_values = {**values, f"{role.name}_host": deployment.LOOPBACK, f"{role.name}_port": port, "port": 0}
+        setup_argv = experiment.render(setup.command, setup_values)
+        setup_env = deployment.environment(runs_in, setup_values)
         started = time.monotonic()
-        r = executors.run_native(
-            setup_image["reference"],
-            experiment.render(setup.command, setup_values),
-            deployment.environment(runs_in, setup_values),
-            setup.timeout_s,
-        )
+        r = NATIVE.to_end(setup_image, setup_argv, setup_env, "setup", setup.timeout_s, "host")
         result = deployment.setup_result(r, out / "setup.log", setup)
         ran["load"] = {
             "wall_seconds": round(time.monotonic() - started, 3),
