@@ -258,12 +258,6 @@ def _per_resample(low: np.ndarray, high: np.ndarray) -> np.ndarray:
         return np.where(ok.sum(axis=1) > 0, hit / ok.sum(axis=1), np.nan)
 
 
-def size_for(sizes, n: int) -> int:
-    """The calibrated size a verdict on n repetitions is held to: the largest at most n, else the smallest."""
-    sizes = sorted(sizes)
-    return max([s for s in sizes if s <= n] or sizes[:1])
-
-
 def method_of(interval_method: str) -> str:
     """The calibration's name of an Interval's method: both count intervals are its rate ratio."""
     return RATE if interval_method in ("poisson-exact", "quasi-poisson") else interval_method

@@ -363,7 +363,6 @@ class Result:
     warmup: list[int]  # per run
     incomplete_runs: int
     in_flight: int = 0  # sent but unanswered when a --soak run's clock stopped: counted apart, not failed
-    run_keys: tuple = ()  # per run_means entry: (run, repetition), what pairs it with another configuration's run
 
     @property
     def key(self) -> Key:
@@ -424,7 +423,6 @@ def analyse(runs: Iterable[Run]) -> list[Result]:
                 [o.warmup for o in ors],
                 sum(1 for r, _ in items if r.complete is False),
                 sum(o.in_flight for o in ors),
-                tuple((r.run, r.repetition) for r, o in items if o.steady.size),
             )
         )
     return sorted(out, key=_order)

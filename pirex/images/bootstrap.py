@@ -58,7 +58,6 @@ EATMYDATA_HOOK = "--hook-dir=/usr/share/mmdebstrap/hooks/eatmydata"
 MMDEBSTRAP_TIMEOUT = 1800
 # Raspberry Pi OS adds its own archive with a Debian-like path; its keyring is not in a Debian rootfs.
 FOREIGN = re.compile(r"raspberrypi|raspbian", re.I)
-ONE_LINE = re.compile(r"^\s*deb\s+(?:\[(?P<opts>[^]]*)\]\s+)?(?P<uri>\S+)\s+(?P<suite>\S+)\s+(?P<comps>.*)$")
 ROLE_BUILD_TIMEOUT = 3600
 
 

@@ -375,11 +375,6 @@ def advice(p: budget.Pending, design: budget.Design, per_repetition: float, resu
     )
 
 
-def _experiment_of(key: str) -> str:
-    """The experiment of a need's key: "moobench[fluctuation]@quick" -> "moobench"."""
-    return key.split("@")[0].split("[")[0]
-
-
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 

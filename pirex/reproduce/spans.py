@@ -7,9 +7,7 @@ host name and the board's or installation's id: never the folder) or by the stor
   repetition means (pirex.analysis.across.agree), with the variance decomposed into a device (storage) level on
   top of the repetition level;
 - a ratio between two sides (`sides`: the Pi against the server, the USB disk against the SD card), unpaired
-  (runs on two machines share no rounds), judged by the claim's rule; with `crossover`, per size.
-
-The groups of one-machine claims are the same: judged_per_device gives each device its own verdict."""
+  (runs on two machines share no rounds), judged by the claim's rule; with `crossover`, per size."""
 
 from __future__ import annotations
 
@@ -232,10 +230,3 @@ def _per_size(
     if verdicts and all(v == HOLDS for v in verdicts):
         return Verdict(claim, HOLDS, reason, None, indicative)
     return Verdict(claim, INCONCLUSIVE, reason, None, indicative)
-
-
-def judged_per_device(
-    claim: Claim, found: list[Group], judge_one: Callable[[Claim, list[Path]], Verdict]
-) -> list[Verdict]:
-    """A claim on one machine, judged on each device's bundles on its own: one verdict per device."""
-    return [dataclasses.replace(judge_one(claim, list(g.bundles)), device=g.name) for g in found]
