@@ -66,6 +66,15 @@ def start(state: ReproductionState, seconds: float, earlier: Budget | None) -> B
     return entry
 
 
+def count(entry: Budget, seconds: float, round_: bool) -> None:
+    """Seconds a run took, into the budget's account: the pilot's, or a round's."""
+    entry.spent = round(entry.spent + seconds, 1)
+    if round_:
+        entry.rounds_spent = round(entry.rounds_spent + seconds, 1)
+    else:
+        entry.pilot = round(entry.pilot + seconds, 1)
+
+
 def save(entry: Budget, design: budget.Design) -> None:
     entry.design = json.loads(design.to_json())
 
@@ -293,12 +302,11 @@ def spend(
             except PirexError as e:
                 broken.add(run)
                 echo(f"reproduce: extending {run} failed: {str(e).splitlines()[0]}")
-            finally:
-                took = monotonic() - started
-                left -= took
-                entry.spent = round(entry.spent + took, 1)
-                entry.rounds_spent = round(entry.rounds_spent + took, 1)
-                checkpoint()
+            # counted once it ended or failed; one stopped (Ctrl-C, SIGKILL) is counted by the resume, from its steps
+            took = monotonic() - started
+            left -= took
+            count(entry, took, round_=True)
+            checkpoint()
     return left, None
 
 

@@ -292,7 +292,7 @@ def _find_bundles(r: _Reproduction) -> None:
 def _new_state(r: _Reproduction) -> ReproductionState:
     """This attempt's state: what was asked, and what earlier attempts ran, took and left unfinished."""
     opts, state, needs = r.opts, r.previous, r.needs
-    attempts, partial = _earlier_attempts(state, needs, opts.results_dir, r.here)
+    attempts, partial, extended = _earlier_attempts(state, needs, opts.results_dir, r.here)
     return ReproductionState(
         papers=[str(p.path) if p.path.parent.parent != PAPERS else p.id for p in r.papers],
         level=opts.level,
@@ -319,6 +319,7 @@ def _new_state(r: _Reproduction) -> ReproductionState:
         ran=state.ran,
         attempts=[*attempts, {"started": round(time(), 1), "ended": round(time(), 1)}],
         partial=partial,  # seconds a run spent in attempts killed before it finished
+        extended=extended,  # seconds each need's extensions took, in every attempt
         running=None,  # the run under way, and when it started: what a killed attempt leaves behind
     )
 
@@ -348,10 +349,24 @@ def _start_budget(r: _Reproduction, echo) -> None:
             state.budget = previous.budget
         if opts.budget and (r.given or opts.reuse_only):
             echo("budget: nothing runs here (--bundles or --reuse-only): --budget is not used")
+    _count_killed(r)
     r.reading = (
         budgeted.Reading(design, opts.confidence, opts.precision, calibrations=r.calibrations) if design else None
     )
     r.left = opts.budget  # the rounds' (the pilot runs before it); with --inventory a cap on the runs in all
+
+
+def _count_killed(r: _Reproduction) -> None:
+    """The seconds of the run an earlier attempt was killed in (from its start to its last step, _earlier_attempts)
+    into the budget's account, which that attempt could not save: a round's extension, or the pilot's run."""
+    running, entry = r.previous.running, r.state.budget
+    if running is None or entry is None:
+        return
+    if running.extends:
+        lost = (r.state.extended or {}).get(running.key, 0.0) - (r.previous.extended or {}).get(running.key, 0.0)
+    else:
+        lost = r.state.partial.get(running.key, 0.0) - r.previous.partial.get(running.key, 0.0)
+    budgeted.count(entry, max(lost, 0.0), round_=bool(running.extends))
 
 
 def _run_needs(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], echo) -> None:
@@ -378,13 +393,11 @@ def _run_needs(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], 
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
-        finally:
-            took = monotonic() - started
-            if entry is not None:
-                entry.spent = round(entry.spent + took, 1)
-                entry.pilot = round(entry.pilot + took, 1)
-            elif r.left is not None:
-                r.left -= took
+        took = monotonic() - started  # a run stopped (Ctrl-C, SIGKILL) is counted by the resume (_count_killed)
+        if entry is not None:
+            budgeted.count(entry, took, round_=False)
+        elif r.left is not None:
+            r.left -= took
         state.running = None
         if n.bundles:
             state.ran[n.key] = round(took + state.partial.pop(n.key, 0.0), 1)
@@ -420,12 +433,10 @@ def _finish_extensions(r: _Reproduction, extend: Callable[[plan.Need, int, int],
                 extend(n, int(bundle_mod.Bundle.open(b).param("repetitions")), before)  # the runner resumes it
             except PirexError as e:
                 echo(f"reproduce: finishing {b.name} failed: {str(e).splitlines()[0]}")
-            finally:
-                if r.entry is not None and r.left is not None:
-                    took = monotonic() - started
-                    r.left -= took
-                    r.entry.spent = round(r.entry.spent + took, 1)
-                    r.entry.rounds_spent = round(r.entry.rounds_spent + took, 1)
+            if r.entry is not None and r.left is not None:
+                took = monotonic() - started
+                r.left -= took
+                budgeted.count(r.entry, took, round_=True)
 
 
 def _extend(
@@ -628,20 +639,26 @@ def _check_experiments(names: list[str]) -> None:
 
 def _earlier_attempts(
     state: ReproductionState, needs: list[plan.Need], results_dir: Path, here: dict
-) -> tuple[list, dict]:
+) -> tuple[list, dict, dict | None]:
     """A resumed reproduction's earlier attempts (started, ended: epoch seconds), and the seconds each run they
-    left unfinished had taken. A killed attempt saved its state last when its run started; it lasted at least
-    until the last step that run completed in the bundle it left (the one the runner resumes)."""
+    left unfinished had taken: a need's own run (partial), or a budget round's extension (extended, beside the
+    seconds of the extensions that finished). A killed attempt saved its state last when its run started; it
+    lasted at least until the last step that run completed in the bundle it left (the one the runner resumes)."""
     attempts = [dict(a) for a in state.attempts]
     partial = dict(state.partial)
+    extended = dict(state.extended) if state.extended is not None else None
     running = state.running
     if running and attempts:
         need = next((n for n in needs if n.key == running.key), None)
         last = _last_step_end(need, results_dir, here, running.extends) if need else None
         attempts[-1]["ended"] = max(attempts[-1]["ended"], last or 0.0)
-        key = running.key
-        partial[key] = partial.get(key, 0.0) + max(attempts[-1]["ended"] - running.started, 0.0)
-    return attempts, partial
+        key, lost = running.key, max(attempts[-1]["ended"] - running.started, 0.0)
+        if running.extends:
+            extended = extended or {}
+            extended[key] = round(extended.get(key, 0.0) + lost, 1)
+        else:
+            partial[key] = partial.get(key, 0.0) + lost
+    return attempts, partial, extended
 
 
 def _last_step_end(need: plan.Need, results_dir: Path, here: dict, extends: str | None = None) -> float | None:

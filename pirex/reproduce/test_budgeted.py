@@ -177,6 +177,30 @@ def test_an_extension_finished_but_not_saved_when_killed_is_judged_after_the_res
     assert sorted(judged) == every  # the orphaned extension adopted, none run twice
 
 
+def test_a_round_killed_by_sigkill_is_counted_once_by_the_resume_from_its_steps(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    lab = Lab(results, monkeypatch)
+    lab.kill_after = 1  # the first extension's steps all ran; then the kill: nothing after it runs or saves
+    with pytest.raises(KeyboardInterrupt):
+        reproduction.reproduce(_opts(results, budget=1800.0), lab, echo=lambda *_: None)
+    (out,) = (results / "reproduce").iterdir()
+    killed = _state(out)
+    assert killed.running.extends and killed.budget.pilot == 5 * 2 * SECONDS_PER_STEP
+    assert killed.budget.rounds_spent == 0  # what the killed round took: not saved by it, counted by the resume
+    # its last step ended 120 s after it started (the bundle's steps say so: epoch seconds)
+    monkeypatch.setattr(reproduction, "_last_step_end", lambda *a, **kw: killed.running.started + 120.0)
+    lab.kill_after = None
+    ran_before = len(lab.ran)
+    reproduction.reproduce(_opts(results, budget=600.0, resume=out), lab, echo=lambda *_: None)
+    after = _state(out)
+    entry = after.budget
+    this_attempt = sum(r * 2 * SECONDS_PER_STEP for _, r, _ in lab.ran[ran_before:])
+    assert entry.rounds_spent == pytest.approx(120.0 + this_attempt, abs=0.2)  # the killed round's seconds, once
+    assert entry.spent == pytest.approx(entry.pilot + entry.rounds_spent, abs=0.2)
+    assert entry.pilot == killed.budget.pilot and "jmh@quick" not in after.partial  # not the pilot's
+    assert after.extended["jmh@quick"] == pytest.approx(120.0 + this_attempt, abs=0.2)
+
+
 def test_an_undecided_claim_says_how_many_more_at_the_next_looks_level_and_its_chance():
     design = budget.Design()
     claim = next(c for c in claims.load("icpe18").claims if c.id == "t1-b1-docker")
