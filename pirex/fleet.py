@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pirex.core import bundle as B
 from pirex.core import experiment, proc
+from pirex.core.bundle_files import write_json
 from pirex.core.errors import PirexError
 from pirex.core.fleetrun import (
     FAILED,
@@ -227,7 +228,7 @@ def run(req: Request, say: Callable[[str], None] = print, resume: Path | None = 
     write_manifest(fleet_dir, doc)
     work = fleet_dir / WORK
     vars_file, status = work / "vars.json", work / f"status-{attempt}.json"
-    vars_file.write_text(json.dumps(playbook_vars(req, fleet_dir, fleet_dir.name, images_of(exp)), indent=2) + "\n")
+    write_json(vars_file, playbook_vars(req, fleet_dir, fleet_dir.name, images_of(exp)))
     mode = "one host at a time" if req.serial else "all hosts at once"
     say(f"fleet run {fleet_dir} ({exp.id}, {req.profile}, {mode}): {', '.join(todo)}")
     started = time.monotonic()

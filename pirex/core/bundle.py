@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pirex.core import flock
-from pirex.core.bundle_files import damaged, read_json, read_text, reading
+from pirex.core.bundle_files import damaged, read_json, read_text, reading, write_json
 from pirex.core.bundle_files import read_csv as read_csv  # the analysis reads its CSV files through pirex.core.bundle
 from pirex.core.bundle_format import (
     COMPLETE,
@@ -290,7 +290,7 @@ class Step:
 def write_step_info(out: Path, argv: list[str], returncode: int, seconds: float) -> None:
     """step.json in a step's folder being written (inside Bundle.step)."""
     doc = {"schema_version": STEP_SCHEMA_VERSION, "argv": argv, "returncode": returncode, "seconds": round(seconds, 3)}
-    (out / STEP_INFO).write_text(json.dumps(doc, indent=2) + "\n")
+    write_json(out / STEP_INFO, doc)
 
 
 class Bundle:

@@ -1,6 +1,7 @@
 """Reading a file of a result bundle or run folder (jmh.json, requests.csv, stdout.txt...): every decode error,
 missing key or wrong type becomes one PirexError naming the file and what to do. pirex/core/bundle.py reads a
-bundle's own files (run.json, step.json, machine.json) through these; the analysis reads its outputs with them."""
+bundle's own files (run.json, step.json, machine.json) through these; the analysis reads its outputs with them.
+A record pirex writes into a run folder (a step's, a role's, a deployment's) is written as JSON by write_json."""
 
 from __future__ import annotations
 
@@ -52,6 +53,11 @@ def reading(path: Path) -> Iterator[None]:
         raise damaged(path, f"has no {short(e)}") from None
     except (ValueError, TypeError, IndexError, AttributeError) as e:
         raise damaged(path, f"is not as expected ({short(e)})") from None
+
+
+def write_json(path: Path, doc: Any) -> None:
+    """A record as every run folder holds it: indented JSON ending in a newline."""
+    path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 def read_text(path: Path) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pirex.core import experiment, machine, proc
 from pirex.core.bundle import sha256
+from pirex.core.bundle_files import write_json
 from pirex.core.errors import PirexError
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings, sources
@@ -79,19 +80,16 @@ def run(
                 "PIREX_IMAGES": f"{localregistry.HOST}/{publish.LOCAL_NAMESPACE}",
                 "RESULTS_DIR": str(step.resolve()),
             }
-            (out / "compose.json").write_text(
-                json.dumps(
-                    {
-                        "compose_file": str(file.relative_to(REPO)),
-                        "compose_file_sha256": sha256(file),
-                        "images": refs,
-                        "environment": masked(env),
-                        "profile": profile,
-                        "deployment": "docker (one host, compose network)",
-                    },
-                    indent=2,
-                )
-                + "\n"
+            write_json(
+                out / "compose.json",
+                {
+                    "compose_file": str(file.relative_to(REPO)),
+                    "compose_file_sha256": sha256(file),
+                    "images": refs,
+                    "environment": masked(env),
+                    "profile": profile,
+                    "deployment": "docker (one host, compose network)",
+                },
             )
             _up(exp, file, out, env, timeout or _timeout(profile))
             if why := outputs.problem(exp.outputs, step):
@@ -190,7 +188,7 @@ def role(experiment_id: str, name: str, env_file: Path, down: bool = False, time
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)  # the driver runs as the image's user
     record = {"role": name, "before": machine.record(out)}
-    (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
+    write_json(out / f"machine-{name}.json", record)
     args = ["up", "--exit-code-from", DRIVER] if name == DRIVER else ["up", "-d", "--wait"]
     r = None
     try:
@@ -204,21 +202,18 @@ def role(experiment_id: str, name: str, env_file: Path, down: bool = False, time
             proc.run([*base, "down", "--timeout", "30"], timeout=300, check=False, env=full)
     if name == DRIVER:
         record["after"] = machine.record(out)
-        (out / f"machine-{name}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (out / f"compose-{name}.json").write_text(
-        json.dumps(
-            {
-                "role": name,
-                "compose_file": str(file.relative_to(REPO)),
-                "compose_file_sha256": sha256(file),
-                "environment": masked(full),
-                "images": used,
-                "command": args,
-                "exit_code": r.returncode,
-            },
-            indent=2,
-        )
-        + "\n"
+        write_json(out / f"machine-{name}.json", record)
+    write_json(
+        out / f"compose-{name}.json",
+        {
+            "role": name,
+            "compose_file": str(file.relative_to(REPO)),
+            "compose_file_sha256": sha256(file),
+            "environment": masked(full),
+            "images": used,
+            "command": args,
+            "exit_code": r.returncode,
+        },
     )
     (out / f"compose-{name}.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:

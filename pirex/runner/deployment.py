@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pirex.core import proc
 from pirex.core.bundle import Bundle
+from pirex.core.bundle_files import write_json
 from pirex.core.errors import PirexError
 from pirex.core.experiment import Deployment, Role, Setup, render
 from pirex.runner import executors, leftovers, samplers, variants
@@ -130,7 +131,7 @@ class Servers:
                 **result,
             }
         )
-        (self.bundle.path / f"{setup.record}.json").write_text(json.dumps({"loads": loads}, indent=2) + "\n")
+        write_json(self.bundle.path / f"{setup.record}.json", {"loads": loads})
         said = ", ".join(f"{k} {v}" for k, v in result.items())
         print(f"{setup.what}: {said or 'done'} in {seconds:.1f} s (once per run, shared by every variant)", flush=True)
 
@@ -159,7 +160,7 @@ class Servers:
         urls = {}
         how: dict = {"variant": v.name}
         with ExitStack() as stack:
-            stack.callback(lambda: (out / "deployment.json").write_text(json.dumps(how, indent=2) + "\n"))
+            stack.callback(lambda: write_json(out / "deployment.json", how))
             for r in roles:
                 port = where[f"{r.name}_port"]
                 values = {**self.params, **where, "port": port, "listen": "*" if bridged else LOOPBACK}

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pirex.core import experiment, machine, proc
 from pirex.core.bundle import utcnow
+from pirex.core.bundle_files import write_json
 from pirex.core.errors import PirexError
 from pirex.core.experiment_deployment import Deployment, Role
 from pirex.images import settings
@@ -197,20 +198,20 @@ def serve(experiment_id: str, role: str, env_file: Path) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
     record = {"role": role, "variant": "native", "before": machine.record(out)}
-    (out / f"machine-{role}.json").write_text(json.dumps(record, indent=2) + "\n")
+    write_json(out / f"machine-{role}.json", record)
     with ExitStack() as stack:
         # its servers and mounts recorded: a SIGKILL leaves them to `pirex doctor --reap`
         stack.enter_context(leftovers.Owner(f"native-{role}-{os.getpid()}"))
         _serve(stack, exp, exp.deployment.roles[role], env, values, out, ran)
         ran["state"] = "serving"
-        files["json"].write_text(json.dumps(ran, indent=2) + "\n")
+        write_json(files["json"], ran)
         print(f"{role}: serving natively; stop with `pirex compose {exp.id} --role {role} --down`", flush=True)
         while not stopping.wait(1):
             pass
         print(f"{role}: stopping", flush=True)
     ran["state"] = "stopped"
     ran["stopped"] = utcnow().isoformat()
-    files["json"].write_text(json.dumps(ran, indent=2) + "\n")
+    write_json(files["json"], ran)
 
 
 def _serve(

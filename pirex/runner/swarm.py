@@ -28,6 +28,7 @@ import yaml
 
 from pirex.core import experiment, machine, proc
 from pirex.core.bundle import Bundle, sha256
+from pirex.core.bundle_files import write_json
 from pirex.core.errors import PirexError
 from pirex.core.paths import REPO
 from pirex.images import localregistry, publish, settings
@@ -308,7 +309,7 @@ class Stack:
         for s in self.deployed:
             (self.out / "stack" / f"{s}.log").write_text(self.logs(s))
         tasks = {s: self.tasks(s) for s in self.deployed}
-        (self.out / "stack" / "tasks.json").write_text(json.dumps(tasks, indent=2) + "\n")
+        write_json(self.out / "stack" / "tasks.json", tasks)
 
     def remove(self) -> None:
         """docker stack rm, then until its services and tasks are gone (rm returns at once); the
@@ -335,10 +336,6 @@ def _overlay(create: bool) -> None:
             _docker("network", "create", "--driver", "overlay", "--attachable", OVERLAY)
     else:
         _docker("network", "rm", OVERLAY, check=False)
-
-
-def _write(path: Path, doc: dict) -> None:
-    path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 def run(
@@ -371,7 +368,7 @@ def run(
         out = bundle.path  # records, stage files, logs; the driver's results go into the step
         bundle.write_machine(before=machine.record(out))
         reader = write_reader(out / "machine-reader.pyz")
-        _write(out / "nodes.json", {"nodes": all_nodes, "placement": {r: n["id"] for r, n in roles.items()}})
+        write_json(out / "nodes.json", {"nodes": all_nodes, "placement": {r: n["id"] for r, n in roles.items()}})
         with deployment_bundle.driver_step(bundle) as step, lock.measuring():
             hosts = {r: n["address"] for r, n in roles.items()}
             env = environment(exp, profile, sets, network, tag, images, step, reader, hosts)
@@ -419,10 +416,10 @@ def _run_stages(
     if missing:
         raise PirexError(f"no machine record from node(s) {', '.join(missing)}: see {out / 'stack' / f'{record}.log'}")
     for n in all_nodes:
-        _write(out / f"machine-node-{n['id'][:12]}.json", {"node": n, "before": records[n["id"]]})
+        write_json(out / f"machine-node-{n['id'][:12]}.json", {"node": n, "before": records[n["id"]]})
     for role, n in roles.items():
-        _write(out / f"machine-{role}.json", {"role": role, "node": n, "before": records[n["id"]]})
-        _write(
+        write_json(out / f"machine-{role}.json", {"role": role, "node": n, "before": records[n["id"]]})
+        write_json(
             out / f"compose-{role}.json",
             {
                 "role": role,
