@@ -324,8 +324,14 @@ def placement(run_dir: Path) -> str | None:
 
 
 def _how_role_ran(run_dir: Path, role: str) -> str:
-    """native, or docker with its network, from the newer of the role's records (native-<role>.json written by
-    `--native`, compose-<role>.json by docker compose) when a folder saw both."""
+    """native, or docker with its network, as the role's machine record says (machine-<role>.json: its variant
+    and network); a record from before it said so: the newer of the role's records (native-<role>.json written
+    by `--native`, compose-<role>.json by docker compose) when a folder saw both."""
+    said = read_json(run_dir / f"machine-{role}.json", dict)
+    if said.get("variant") == "native":
+        return "native"
+    if said.get("variant") == "docker":
+        return f"docker ({_NETWORKS.get(said.get('network'), 'bridge')})"
     found = [f for f in (run_dir / f"native-{role}.json", run_dir / f"compose-{role}.json") if f.exists()]
     if not found:
         return "docker (bridge)"
@@ -333,8 +339,10 @@ def _how_role_ran(run_dir: Path, role: str) -> str:
     if newest.name.startswith("native-"):
         return "native"
     env = read_json(newest, dict).get("environment") or {}
-    network = {"host": "host network", "overlay": "overlay network"}.get(env.get("NETWORK_MODE"), "bridge")
-    return f"docker ({network})"
+    return f"docker ({_NETWORKS.get(env.get('NETWORK_MODE'), 'bridge')})"
+
+
+_NETWORKS = {"host": "host network", "overlay": "overlay network"}
 
 
 # --- statistics ----------------------------------------------------------------------------------------------------

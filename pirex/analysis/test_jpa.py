@@ -261,6 +261,19 @@ def test_placement_names_hosts_and_how_each_role_ran(tmp_path):
     assert jpa.placement(tmp_path).endswith(", web docker (host network), db native")
 
 
+def test_placement_takes_how_a_role_ran_from_its_machine_record_whatever_the_files_times(tmp_path):
+    """A folder copied from the hosts (new modification times) names each role as its own record says."""
+    for role, host, how in (
+        ("web", "pi-a", {"variant": "docker", "network": "host"}),
+        ("db", "pi-b", {"variant": "native"}),
+    ):
+        record = {"role": role, **how, "before": {**MACHINE, "hostname": host}}
+        (tmp_path / f"machine-{role}.json").write_text(json.dumps(record))
+    (tmp_path / "native-web.json").write_text(json.dumps({"role": "web"}))  # an earlier native run of the web role
+    (tmp_path / "compose-db.json").write_text(json.dumps({"role": "db", "environment": {"NETWORK_MODE": "host"}}))
+    assert jpa.placement(tmp_path).endswith(", web docker (host network), db native")
+
+
 def test_requests_in_flight_when_a_soak_stops_are_counted_apart(tmp_path):
     lines = [HEADER]
     for seq, v in ((1, 1e6), (2, 1e6), (3, 100.0), (4, 102.0)):

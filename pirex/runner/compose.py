@@ -187,7 +187,9 @@ def role(experiment_id: str, name: str, env_file: Path, down: bool = False, time
     out = results_dir_of(experiment_id, env)
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)  # the driver runs as the image's user
-    record = {"role": name, "before": machine.record(out)}
+    # how the role ran, in the record the analysis reads (pirex.analysis.jpa.placement), not told by the files' times
+    record = {"role": name, "variant": "docker", "network": full.get("NETWORK_MODE") or "bridge"}
+    record["before"] = machine.record(out)
     write_json(out / f"machine-{name}.json", record)
     args = ["up", "--exit-code-from", DRIVER] if name == DRIVER else ["up", "-d", "--wait"]
     r = None

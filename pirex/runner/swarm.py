@@ -418,7 +418,8 @@ def _run_stages(
     for n in all_nodes:
         write_json(out / f"machine-node-{n['id'][:12]}.json", {"node": n, "before": records[n["id"]]})
     for role, n in roles.items():
-        write_json(out / f"machine-{role}.json", {"role": role, "node": n, "before": records[n["id"]]})
+        how = {"variant": "docker", "network": "host" if network == "host" else "overlay"}
+        write_json(out / f"machine-{role}.json", {"role": role, **how, "node": n, "before": records[n["id"]]})
         write_json(
             out / f"compose-{role}.json",
             {
