@@ -116,23 +116,23 @@ def run(
     for exp_id in ids:
         opts = runner.Options(
             exp_id,
-            profile,
-            variants,
-            order,
-            seed,
-            results_dir,
-            tag or git_version()[0],
-            overrides[exp_id],
-            force,
-            platform_,
-            matrix,
-            trace,
-            soak,
-            allow_concurrent,
+            profile=profile,
+            variants=variants,
+            order=order,
+            seed=seed,
+            results_dir=results_dir,
+            tag=tag or git_version()[0],
+            overrides=overrides[exp_id],
+            force=force,
+            platform=platform_,
+            matrix=matrix,
+            trace=trace,
+            soak=soak,
+            allow_concurrent=allow_concurrent,
+            cases=tuple(c.strip() for c in cases.split(",") if c.strip()) if cases else None,
+            cpus=cpus,
+            design=design,
         )
-        opts.cases = tuple(c.strip() for c in cases.split(",") if c.strip()) if cases else None
-        opts.cpus = cpus
-        opts.design = design
         if precision is None:
             runner.run(opts)
             continue
