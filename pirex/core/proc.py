@@ -1,5 +1,10 @@
 """Running external processes: always under a timeout, always cleaned up, with retries for
-network steps. Every docker, buildx, mmdebstrap or daemon call of pirex goes through here."""
+network steps. Every docker, buildx, mmdebstrap or daemon call of pirex goes through here.
+
+Process groups, threads and start times are read from Linux's /proc here, not with psutil: the runner's own
+dependencies are pure Python (click, jsonschema below 4.18, PyYAML), so that it installs on a 32-bit Pi from PyPI
+without a compiler or from Debian's packages alone (scripts/venv.sh), and PyPI has no armv7 wheel of psutil. The
+retry is one loop for the one policy pirex has (PirexError, linear back-off), not a fourth dependency (tenacity)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,10 @@ Import checks every blob's digest, checks each manifest list against registry.ya
 machine's platform into the local registry (127.0.0.1:5000), where the runner takes its images from:
 the platform manifest under pirex/<image>:<tag>, and the manifest list as a blob beside it, so the
 runner also finds the published image by registry.yaml's digest (pirex.images.sources).
+
+Not `skopeo copy` to an oci-archive: skopeo (Debian bookworm's 1.9) copies one platform of an image or all of them
+(--multi-arch system|all|index-only), where the archive holds the chosen platforms under the published list kept byte
+for byte, and the import puts one platform under the tag with the list as a blob beside it.
 """
 
 from __future__ import annotations

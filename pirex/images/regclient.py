@@ -1,6 +1,8 @@
 """Reading images from a registry without pulling them: manifest lists, per-platform
 manifests, configs and layer sizes. Anonymous plain HTTP, which is what the local registry
-serves; remote registries are reached through docker/buildx, which hold the credentials."""
+serves; remote registries are reached through docker/buildx, which hold the credentials.
+Not skopeo (which host-setup installs): a manifest or a blob read in the runner's own process, where `skopeo
+inspect --raw` would be a process per read and a tool the runner on a Pi does not otherwise need."""
 
 from __future__ import annotations
 

@@ -122,7 +122,9 @@ def _timeout(profile: str) -> float:
 
 
 def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines as docker compose reads them (comments, blank lines, optional quotes)."""
+    """KEY=VALUE lines as docker compose reads them (comments, blank lines, optional quotes). Not `docker compose
+    --env-file F config`: that prints a compose file with the values it uses, without the keys no compose file names
+    (the native role's own, e.g. DB_DATA_DIR)."""
     out = {}
     try:
         text = path.read_text()
