@@ -16,12 +16,29 @@ VIEW_HELP = "A view of the experiment: the tables of one of its matrices (mooben
 OUT_HELP = "Where the files go (default: <results-dir>/{}/<experiment>[-<view>])."
 
 
+def reading_bundles(out: str | None = None):
+    """A command's EXPERIMENT, BUNDLES, --view and --results-dir (and --out for what it writes: tables, figures)."""
+    given = [
+        click.argument("experiment_id", metavar="EXPERIMENT"),
+        click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True)),
+        click.option("--view", default=None, help=VIEW_HELP),
+        click.option(
+            "--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True
+        ),
+    ]
+    if out:
+        given.append(click.option("--out", type=click.Path(path_type=Path), default=None, help=OUT_HELP.format(out)))
+
+    def decorate(f):
+        for d in reversed(given):  # as if written above f in this order
+            f = d(f)
+        return f
+
+    return decorate
+
+
 @click.command()
-@click.argument("experiment_id", metavar="EXPERIMENT")
-@click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
-@click.option("--view", default=None, help=VIEW_HELP)
-@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), default=None, help=OUT_HELP.format("tables"))
+@reading_bundles("tables")
 def table(experiment_id: str, bundles, view: str | None, results_dir: Path, out: Path | None) -> None:
     """The experiment's tables from bundles (default: the newest), as Markdown; CSV and LaTeX beside.
 
@@ -31,11 +48,7 @@ def table(experiment_id: str, bundles, view: str | None, results_dir: Path, out:
 
 
 @click.command()
-@click.argument("experiment_id", metavar="EXPERIMENT")
-@click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
-@click.option("--view", default=None, help=VIEW_HELP)
-@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), default=None, help=OUT_HELP.format("figures"))
+@reading_bundles("figures")
 def plot(experiment_id: str, bundles, view: str | None, results_dir: Path, out: Path | None) -> None:
     """The papers' figures from bundles (default: the newest), as PNG and SVG (fork: give a Pi's
     and a server's bundle to compare them)."""
@@ -54,10 +67,7 @@ def plot(experiment_id: str, bundles, view: str | None, results_dir: Path, out: 
 
 
 @click.command()
-@click.argument("experiment_id", metavar="EXPERIMENT")
-@click.argument("bundles", nargs=-1, type=click.Path(path_type=Path, exists=True))
-@click.option("--view", default=None, help=VIEW_HELP)
-@click.option("--results-dir", type=click.Path(path_type=Path), default=paths.REPO / "results", show_default=True)
+@reading_bundles()
 def compare(experiment_id: str, bundles, view: str | None, results_dir: Path) -> None:
     """Our results beside the published ones: the papers' claims on this experiment judged on the
     bundles (analysis/<paper>/claims.yaml), the verdicts `pirex reproduce` gives."""
