@@ -75,6 +75,19 @@ def count(entry: Budget, seconds: float, round_: bool) -> None:
         entry.pilot = round(entry.pilot + seconds, 1)
 
 
+def count_killed(previous: ReproductionState, state: ReproductionState) -> None:
+    """The seconds of the run an earlier attempt was killed in (from its start to its last step: reproduction's
+    _earlier_attempts) into the budget's account, which that attempt could not save: a round's, or the pilot's."""
+    running, entry = previous.running, state.budget
+    if running is None or entry is None:
+        return
+    if running.extends:
+        lost = (state.extended or {}).get(running.key, 0.0) - (previous.extended or {}).get(running.key, 0.0)
+    else:
+        lost = state.partial.get(running.key, 0.0) - previous.partial.get(running.key, 0.0)
+    count(entry, max(lost, 0.0), round_=bool(running.extends))
+
+
 def save(entry: Budget, design: budget.Design) -> None:
     entry.design = json.loads(design.to_json())
 

@@ -349,24 +349,11 @@ def _start_budget(r: _Reproduction, echo) -> None:
             state.budget = previous.budget
         if opts.budget and (r.given or opts.reuse_only):
             echo("budget: nothing runs here (--bundles or --reuse-only): --budget is not used")
-    _count_killed(r)
+    budgeted.count_killed(r.previous, r.state)  # the run an earlier attempt was killed in
     r.reading = (
         budgeted.Reading(design, opts.confidence, opts.precision, calibrations=r.calibrations) if design else None
     )
     r.left = opts.budget  # the rounds' (the pilot runs before it); with --inventory a cap on the runs in all
-
-
-def _count_killed(r: _Reproduction) -> None:
-    """The seconds of the run an earlier attempt was killed in (from its start to its last step, _earlier_attempts)
-    into the budget's account, which that attempt could not save: a round's extension, or the pilot's run."""
-    running, entry = r.previous.running, r.state.budget
-    if running is None or entry is None:
-        return
-    if running.extends:
-        lost = (r.state.extended or {}).get(running.key, 0.0) - (r.previous.extended or {}).get(running.key, 0.0)
-    else:
-        lost = r.state.partial.get(running.key, 0.0) - r.previous.partial.get(running.key, 0.0)
-    budgeted.count(entry, max(lost, 0.0), round_=bool(running.extends))
 
 
 def _run_needs(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], echo) -> None:
@@ -393,7 +380,7 @@ def _run_needs(r: _Reproduction, run_one: Callable[[plan.Need, Options], Path], 
         except PirexError as e:
             failed[n.key] = str(e).splitlines()[0]
             echo(f"reproduce: {n.key} failed: {failed[n.key]}")
-        took = monotonic() - started  # a run stopped (Ctrl-C, SIGKILL) is counted by the resume (_count_killed)
+        took = monotonic() - started  # a run stopped (Ctrl-C, SIGKILL): the resume counts it
         if entry is not None:
             budgeted.count(entry, took, round_=False)
         elif r.left is not None:
@@ -640,25 +627,11 @@ def _check_experiments(names: list[str]) -> None:
 def _earlier_attempts(
     state: ReproductionState, needs: list[plan.Need], results_dir: Path, here: dict
 ) -> tuple[list, dict, dict | None]:
-    """A resumed reproduction's earlier attempts (started, ended: epoch seconds), and the seconds each run they
-    left unfinished had taken: a need's own run (partial), or a budget round's extension (extended, beside the
-    seconds of the extensions that finished). A killed attempt saved its state last when its run started; it
-    lasted at least until the last step that run completed in the bundle it left (the one the runner resumes)."""
-    attempts = [dict(a) for a in state.attempts]
-    partial = dict(state.partial)
-    extended = dict(state.extended) if state.extended is not None else None
+    """A resumed reproduction's earlier attempts and the seconds of the runs they left unfinished (taken_over): a
+    killed attempt saved its state last when its run started, which lasted until its bundle's last step at least."""
     running = state.running
-    if running and attempts:
-        need = next((n for n in needs if n.key == running.key), None)
-        last = _last_step_end(need, results_dir, here, running.extends) if need else None
-        attempts[-1]["ended"] = max(attempts[-1]["ended"], last or 0.0)
-        key, lost = running.key, max(attempts[-1]["ended"] - running.started, 0.0)
-        if running.extends:
-            extended = extended or {}
-            extended[key] = round(extended.get(key, 0.0) + lost, 1)
-        else:
-            partial[key] = partial.get(key, 0.0) + lost
-    return attempts, partial, extended
+    need = next((n for n in needs if running and n.key == running.key), None)
+    return state.taken_over(_last_step_end(need, results_dir, here, running.extends) if need else None)
 
 
 def _last_step_end(need: plan.Need, results_dir: Path, here: dict, extends: str | None = None) -> float | None:

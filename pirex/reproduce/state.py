@@ -254,6 +254,23 @@ class ReproductionState:
         """Every bundle the reproduction ran or reused, need after need, in the order saved (duplicates kept)."""
         return [b for bs in self.bundles.values() for b in bs]
 
+    def taken_over(self, last_step_end: float | None) -> tuple[list, dict, dict | None]:
+        """The attempts, and the seconds of unfinished runs, as a resumed reproduction takes them over: the run under
+        way when this attempt was killed had taken from its start until the last step it completed (last_step_end,
+        epoch seconds), counted to the need's own run (partial) or to its extensions (extended) for a budget's round;
+        the attempt lasted at least as long."""
+        attempts, partial = [dict(a) for a in self.attempts], dict(self.partial)
+        extended = dict(self.extended) if self.extended is not None else None
+        running = self.running
+        if running and attempts:
+            attempts[-1]["ended"] = max(attempts[-1]["ended"], last_step_end or 0.0)
+            key, lost = running.key, max(attempts[-1]["ended"] - running.started, 0.0)
+            if running.extends:
+                extended = {**(extended or {}), key: round((extended or {}).get(key, 0.0) + lost, 1)}
+            else:
+                partial[key] = partial.get(key, 0.0) + lost
+        return attempts, partial, extended
+
     def time_taken(self) -> float | None:
         """The reproduction's time: every attempt's, added up (None for a state from before attempts were kept)."""
         return sum(a["ended"] - a["started"] for a in self.attempts) if self.attempts else None
