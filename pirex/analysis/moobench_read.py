@@ -309,7 +309,7 @@ def run_notes(paths: Sequence[Path]) -> list[str]:
     for p in paths:
         b = Bundle.open(Path(p))
         info = b.run_info()
-        for case, why in (info.doc.get("skipped_variants") or {}).items():
+        for case, why in info.skipped_variants.items():
             out.append(f"Skipped in {p.name}: {case}: {why}.")
         for case, notes in info.notes.items():
             out.append(f"Note of {p.name}: {case}: {'; '.join(notes)}.")

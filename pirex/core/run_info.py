@@ -58,6 +58,22 @@ class RunInfo:
         return self.doc.get("deployment")
 
     @property
+    def extends(self) -> str | None:
+        """A later bundle of one plan (a budget's round, a precision second stage): "<plan>@<repetitions before>"."""
+        return self.doc.get("extends")
+
+    @property
+    def requested(self) -> dict | None:
+        """The parameters the run was asked for (before the profile's were filled in); None in older bundles."""
+        r = self.doc.get("requested")
+        return r if isinstance(r, dict) else None
+
+    @property
+    def skipped_variants(self) -> dict:
+        """Variants (a matrix's cases) the plan left out, each with why."""
+        return self.doc.get("skipped_variants") or {}
+
+    @property
     def cpus(self) -> str | None:
         return self.doc.get("cpus")
 

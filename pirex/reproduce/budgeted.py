@@ -192,7 +192,7 @@ class Reading:
 
     def _extends(self, bundle: Path) -> bool:
         if bundle.name not in self._extension:
-            self._extension[bundle.name] = bool(Bundle.open(bundle).run_info().doc.get("extends"))
+            self._extension[bundle.name] = bool(Bundle.open(bundle).run_info().extends)
         return self._extension[bundle.name]
 
     def _at(self, c: Claim, key: str, values, reps, index: int, indicative: bool) -> Verdict:

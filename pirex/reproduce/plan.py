@@ -415,11 +415,11 @@ def matching_bundles(
         run = _run_info(b)
         if run is None or run.matrix != need.view or run.work_dir != need.storage or run.deployment:
             continue  # another view, another storage device's work directory, or a deployment's one run
-        if run.doc.get("extends") != extends:
+        if run.extends != extends:
             continue
         if design_of(b) != need.design:
             continue  # a duet's steps ran on half of the CPUs, at once: they answer a duet, and only a duet
-        asked = run.doc.get("requested") or b.parameters  # older bundles: the resolved parameters
+        asked = run.requested or b.parameters  # older bundles: the resolved parameters
         if not _same_parameters(asked, wanted, exp.metrics_parameter):
             continue
         if not set(need.cases if need.view else need.variants) <= set(b.variants):
