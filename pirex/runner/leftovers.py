@@ -47,9 +47,9 @@ def native_dir() -> Path:
     return paths.cache_dir() / "native"
 
 
-# The runs this process is inside, innermost last: a module-level stack, not a ContextVar, because what a thread of
-# the run starts (a sampler, a duet side's helper) belongs to the run too, and Python 3.11's threads begin with an
-# empty context; a forked duet side inherits the stack with the rest of its memory.
+# The runs this process is inside, innermost last: a module-level stack, not a ContextVar, so that whatever thread
+# starts something for the run records it there (Python 3.11's threads begin with an empty context); a forked duet
+# side inherits the stack with the rest of its memory.
 _current: list[Owner] = []
 
 
