@@ -375,6 +375,11 @@ def continuation(
     return None
 
 
+def _a(n: int) -> str:
+    """The article before a percentage said aloud (0 to 100): an 8, an 11, an 18, an 80 %; a 9, a 100."""
+    return "an" if str(n).startswith("8") or n in (11, 18) else "a"
+
+
 def advice(p: budget.Pending, design: budget.Design, per_repetition: float, resume: str) -> str:
     """What would decide an undecided claim: at the level of the design's next look (the reserve's), the fewest
     repetitions with a 4 in 5 chance at its estimate and spread, their minutes and the --resume that keeps the
@@ -390,9 +395,10 @@ def advice(p: budget.Pending, design: budget.Design, per_repetition: float, resu
         )
     more = n - p.n
     minutes = max(1, math.ceil(more * per_repetition / 60))
+    said = f"{100 * chance:.0f}"
     return (
-        f"{head}: about {more} more repetitions, {n} in all and {minutes} min, would decide it with a "
-        f"{100 * chance:.0f} % chance at the next look's level of {100 * level:.2g} %: {resume} --budget {minutes}m"
+        f"{head}: about {more} more repetitions, {n} in all and {minutes} min, would decide it with {_a(int(said))} "
+        f"{said} % chance at the next look's level of {100 * level:.2g} %: {resume} --budget {minutes}m"
     )
 
 
