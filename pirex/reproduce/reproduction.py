@@ -783,7 +783,7 @@ def _plan_text(
         lines.append("  total to run: nothing (--reuse-only: judging the bundles there are)")
     else:
         lines.append(
-            f"  total to run: about {total / 60:.0f} min"
+            f"  total to run: about {total / 60:.1f} min"  # as the budget line says the pilot
             + (f" and {unknown} run{'s' * (unknown > 1)} of unknown duration" if unknown else "")
         )
     return "\n".join(lines)
