@@ -323,6 +323,9 @@ def placement(run_dir: Path) -> str | None:
     return f"web {host(records['web'])}, db {host(records['db'])}, {ran}"
 
 
+_NETWORKS = {"host": "host network", "overlay": "overlay network"}  # a role's network as the placement names it
+
+
 def _how_role_ran(run_dir: Path, role: str) -> str:
     """native, or docker with its network, as the role's machine record says (machine-<role>.json: its variant
     and network); a record from before it said so: the newer of the role's records (native-<role>.json written
@@ -340,9 +343,6 @@ def _how_role_ran(run_dir: Path, role: str) -> str:
         return "native"
     env = read_json(newest, dict).get("environment") or {}
     return f"docker ({_NETWORKS.get(env.get('NETWORK_MODE'), 'bridge')})"
-
-
-_NETWORKS = {"host": "host network", "overlay": "overlay network"}
 
 
 # --- statistics ----------------------------------------------------------------------------------------------------

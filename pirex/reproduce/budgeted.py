@@ -395,10 +395,10 @@ def advice(p: budget.Pending, design: budget.Design, per_repetition: float, resu
         )
     more = n - p.n
     minutes = max(1, math.ceil(more * per_repetition / 60))
-    said = f"{100 * chance:.0f}"
+    pct = round(100 * chance)
     return (
-        f"{head}: about {more} more repetitions, {n} in all and {minutes} min, would decide it with {_a(int(said))} "
-        f"{said} % chance at the next look's level of {100 * level:.2g} %: {resume} --budget {minutes}m"
+        f"{head}: about {more} more repetitions, {n} in all and {minutes} min, would decide it with {_a(pct)} "
+        f"{pct} % chance at the next look's level of {100 * level:.2g} %: {resume} --budget {minutes}m"
     )
 
 

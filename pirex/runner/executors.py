@@ -45,8 +45,8 @@ class Serving:
     own) under which name and what it publishes (host address:port:its port); natively the address it listens
     on, as the record shows it."""
 
-    container: str
-    network: str
+    container: str = ""
+    network: str = ""
     alias: str | None = None
     publish: str | None = None
     address: str = ""

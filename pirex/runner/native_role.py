@@ -234,7 +234,7 @@ def _serve(
             deployment.prepare_data_dir(data, image["reference"])
         binds = {data: role.data}
     argv = experiment.render(role.command, role_values)
-    where = executors.Serving("", "", address=f"*:{port}")
+    where = executors.Serving(address=f"*:{port}")
     server, how = NATIVE.serve(stack, role.name, image, argv, role_env, binds, out / f"{role.name}.log", where)
     ran["listens"] = how["listens"]
     ran["images"] = {role.name: image}
