@@ -244,7 +244,7 @@ def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
     problems = []
     if info.matrix:
         m = exp.matrices[info.matrix]
-        for name in sorted({s["variant"] for s in bundle.remaining_steps()}):
+        for name in sorted({s.variant for s in _todo(bundle)}):
             if why := host.unavailable_reason(m.resolved(name), base=host.base_of(m, name)):
                 problems.append(f"case {name}: {why}")
     if info.trace.get("enabled"):
@@ -254,45 +254,42 @@ def _recheck(bundle: Bundle, exp: experiment.Experiment) -> None:
     if any(experiment.aa_base(v) == "native" for v in bundle.variants) and (why := native.unavailable_reason()):
         problems.append(f"native: {why}")
     if bundle.design == "duet":
-        wanted = {c for s in bundle.remaining_steps() for c in cpuset.parse_cpus(s["cpus"])}
+        wanted = {c for s in _todo(bundle) for c in cpuset.parse_cpus(s.cpus)}
         if missing := sorted(wanted - host.online_cpus()):
             problems.append(f"the duet's CPUs {missing} are not online here (online: {sorted(host.online_cpus())})")
     if problems:
         raise PirexError(f"cannot resume {bundle.path} here: " + "; ".join(problems))
 
 
-def _repetitions(todo: list[dict]) -> list[list[dict]]:
-    """A duet's remaining steps by repetition, in plan order (a resumed bundle redoes whole repetitions)."""
-    groups: dict[int, list[dict]] = {}
-    for s in todo:
-        groups.setdefault(s["repetition"], []).append(s)
-    return list(groups.values())
+def _todo(bundle: Bundle) -> list[runplan.Step]:
+    """The planned steps the bundle has still to run, in plan order."""
+    return [runplan.Step.of(s) for s in bundle.remaining_steps()]
 
 
 def _duet_repetition(
     bundle: Bundle,
     exp: experiment.Experiment,
-    group: list[dict],
+    group: list[runplan.Step],
     by_name: dict[str, variants.Variant],
     gateway: str,
     workdir_host: Path,
-) -> None:
+) -> str:
     """One repetition of a duet: its steps at the same moment, each on its own CPUs (duet.run_together); recorded
-    together, with each step's CPUs, start and end, or not at all."""
+    together, with each step's CPUs, start and end, or not at all. Returns what it ran, said."""
     image = bundle.images[exp.image]
-    rep = group[0]["repetition"]
-    kinds = Counter(by_name[s["variant"]].executor.kind for s in group)
-    with bundle.steps_together([(s["variant"], rep) for s in group]) as dirs:
+    rep = group[0].repetition
+    kinds = Counter(by_name[s.variant].executor.kind for s in group)
+    with bundle.steps_together([s.key for s in group]) as dirs:
         jobs, prepare = {}, {}
         for s in group:
-            name = s["variant"]
-            v = dataclasses.replace(by_name[name], cpus=s["cpus"])
+            name = s.variant
+            v = dataclasses.replace(by_name[name], cpus=s.cpus)
             c = f"pirex-{bundle.run_id}-{name}-{rep}"
             # before the sides start: a native side's export (shared), what each side needs of its own
             executor, prepare[name] = v.executor.beside(kinds[v.executor.kind], image, workdir_host, name, c)
             v = executor.variant
             argv = experiment.render(
-                exp.command, runplan.step_values(exp, s.get("params") or bundle.parameters, v, rep, gateway)
+                exp.command, runplan.step_values(exp, s.params or bundle.parameters, v, rep, gateway)
             )
             jobs[name] = lambda v=v, argv=argv, out=dirs[(name, rep)], w=workdir_host / name, c=c: variants.run_step(
                 v, image["reference"], argv, out, w, STEP_TIMEOUT, c, image["platform"]
@@ -300,8 +297,9 @@ def _duet_repetition(
         irq = machine.interrupts()
         outcomes = duet.run_together(jobs, failed=lambda r: r.returncode != 0, prepare=prepare)
         irq_after = machine.interrupts()
-        for s in sorted(group, key=lambda s: _blame(outcomes[s["variant"]])):  # the side that failed speaks first
-            _duet_side(bundle, exp, s, outcomes[s["variant"]], dirs[(s["variant"], rep)], irq, irq_after)
+        for s in sorted(group, key=lambda s: _blame(outcomes[s.variant])):  # the side that failed speaks first
+            _duet_side(bundle, exp, s, outcomes[s.variant], dirs[s.key], irq, irq_after)
+    return f"duet repetition {rep}: {_sides(bundle, group)}"
 
 
 def _blame(o: duet.Outcome) -> int:
@@ -318,18 +316,23 @@ def _ran_text(argv) -> str:
 
 
 def _duet_side(
-    bundle: Bundle, exp: experiment.Experiment, step: dict, o: duet.Outcome, out: Path, irq: dict, irq_after: dict
+    bundle: Bundle,
+    exp: experiment.Experiment,
+    step: runplan.Step,
+    o: duet.Outcome,
+    out: Path,
+    irq: dict,
+    irq_after: dict,
 ) -> None:
     """One side's step as the interleaved design records it (step.json, interrupts.json, its outputs checked),
     with its CPUs and times in the manifest; PirexError (the repetition is not recorded) when it failed."""
-    name, rep = step["variant"], step["repetition"]
     if o.interrupted:
-        raise KeyboardInterrupt(f"the duet's {name} side was stopped ({o.message or o.error})")
+        raise KeyboardInterrupt(f"the duet's {step.variant} side was stopped ({o.message or o.error})")
     if o.error:
-        raise PirexError(f"{name} repetition {rep} (duet): {o.message or o.error}")
+        raise PirexError(f"{step} (duet): {o.message or o.error}")
     # the machine's interrupts during both sides; the repetition's records count only once every side's are made
-    _record_step(exp, out, o.value, irq, irq_after, f"{name} repetition {rep}", f" (duet, on CPUs {step['cpus']})")
-    bundle.record(name, rep, cpus=step["cpus"], start=o.start, end=o.end)
+    _record_step(exp, out, o.value, irq, irq_after, str(step), f" (duet, on CPUs {step.cpus})")
+    bundle.record(step.variant, step.repetition, cpus=step.cpus, start=o.start, end=o.end)
 
 
 def _record_step(
@@ -354,13 +357,13 @@ def _record_step(
         raise PirexError(f"{what}: {problem}")
 
 
-def _sides(bundle: Bundle, group: list[dict]) -> str:
+def _sides(bundle: Bundle, group: list[runplan.Step]) -> str:
     """`native on CPU 0 12.3 s, docker on CPU 1 12.5 s` for a completed duet repetition."""
     done = {(s["variant"], s["repetition"]): s for s in bundle.completed}
     parts = []
     for s in group:
-        c = done[(s["variant"], s["repetition"])]
-        parts.append(f"{s['variant']} on CPU {c['cpus']} {c['end'] - c['start']:.1f} s")
+        c = done[s.key]
+        parts.append(f"{s.variant} on CPU {c['cpus']} {c['end'] - c['start']:.1f} s")
     return ", ".join(parts)
 
 
@@ -369,9 +372,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
     images = bundle.images
     image = images[exp.image]
     params = bundle.parameters  # the run's, for its services; each step runs with its own from the plan
-    todo = bundle.remaining_steps()
     info = bundle.run_info()
-    m = exp.matrices[info.matrix] if info.matrix else None
     by_name = runplan.variants_of(exp, bundle.variants, info.matrix, info.runs_as, info.cpus)
     trace = info.trace
     if trace.get("enabled"):  # the workload writes markers into tracefs: give containers the same one
@@ -397,12 +398,7 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
                 site = stack.enter_context(
                     deployment.Servers(exp.deployment, images, params, bundle, workdir_host, by_name)
                 )
-            if bundle.design == "duet":
-                for i, group in enumerate(_repetitions(todo), 1):
-                    _duet_repetition(bundle, exp, group, by_name, gateway, workdir_host)
-                    print(f"[{i}/{len(todo) // 2}] duet repetition {group[0]['repetition']}: " + _sides(bundle, group))
-                todo = []
-            _in_order(bundle, exp, info, m, todo, by_name, site, gateway, workdir_host)
+            _run_steps(bundle, exp, info, by_name, site, gateway, workdir_host)
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM/SIGHUP through the CLI's handler
         faults.settle(bundle, PARTIAL)
         print(f"interrupted: {bundle.path} is partial; `pirex run --resume {bundle.path}` finishes it")
@@ -420,56 +416,70 @@ def _execute(bundle: Bundle, exp: experiment.Experiment) -> Path:
     return _finish(bundle)
 
 
-def _in_order(
+def _run_steps(
     bundle: Bundle,
     exp: experiment.Experiment,
     info: RunInfo,
-    m: experiment.Matrix | None,
-    todo: list[dict],
     by_name: dict[str, variants.Variant],
     site: deployment.Servers | None,
     gateway: str,
     workdir_host: Path,
 ) -> None:
-    """The steps one after another (all of them but a duet's), each in its bundle folder: the matrix case's host
-    settings, tracing and the deployment's servers around it, its outputs checked, the time left said."""
-    image = bundle.images[exp.image]
-    params = bundle.parameters
-    trace, soak = info.trace, info.soak
+    """The one run loop: the steps the bundle still has to run, a group at a time (runplan.groups: a duet's repetition
+    side by side, otherwise one step alone), each recorded by _record_step, the time left said."""
+    together = bundle.design == "duet"
+    m = exp.matrices[info.matrix] if info.matrix else None
+    todo = runplan.groups(_todo(bundle), together)
     started = time.monotonic()
-    for i, step in enumerate(todo, 1):
-        v = by_name[step["variant"]]
-        values = runplan.step_values(exp, step.get("params") or params, v, step["repetition"], gateway)
-        case = m.resolved(v.name) if m else None
-        with (
-            bundle.step(v.name, step["repetition"]) as out,
-            host.applied(case) if case else nullcontext(),
-            tracing.traced(trace["tracer"], trace["functions"], out / trace["output"])
-            if trace.get("enabled")
-            else nullcontext(),
-            site.deployed(v, out) if site else nullcontext({}) as served,
-        ):
-            argv = experiment.render(exp.command, {**values, **served}) + soak.get("driver_args", [])
-            name = f"pirex-{bundle.run_id}-{v.name}-{step['repetition']}"
-            irq = machine.interrupts()  # ICPE'18 Figure 3: interrupts during each step
-            r = variants.run_step(
-                deployment.DRIVER if site else v,
-                image["reference"],
-                argv,
-                out,
-                workdir_host,
-                STEP_TIMEOUT,
-                name,
-                image["platform"],
-            )
-            what = f"{v.name} repetition {step['repetition']}"
-            _record_step(exp, out, r, irq, machine.interrupts(), what, exit_codes=soak.get("exit_codes", [0]))
+    for i, group in enumerate(todo, 1):
+        if together:
+            said = _duet_repetition(bundle, exp, group, by_name, gateway, workdir_host)
+        else:
+            said = _alone(bundle, exp, info, m, group[0], by_name[group[0].variant], site, gateway, workdir_host)
         eta = (time.monotonic() - started) / i * (len(todo) - i)
-        print(
-            f"[{i}/{len(todo)}] {v.name} repetition {step['repetition']}: {r.seconds:.1f} s"
-            + (f", about {eta / 60:.1f} min left" if i < len(todo) else ""),
-            flush=True,
+        print(f"[{i}/{len(todo)}] {said}" + (f", about {eta / 60:.1f} min left" if i < len(todo) else ""), flush=True)
+
+
+def _alone(
+    bundle: Bundle,
+    exp: experiment.Experiment,
+    info: RunInfo,
+    m: experiment.Matrix | None,
+    step: runplan.Step,
+    v: variants.Variant,
+    site: deployment.Servers | None,
+    gateway: str,
+    workdir_host: Path,
+) -> str:
+    """One step in its bundle folder (every design's but a duet's): the matrix case's host settings, tracing and the
+    deployment's servers around it, its outputs checked. Returns what it ran, said."""
+    image = bundle.images[exp.image]
+    trace, soak = info.trace, info.soak
+    values = runplan.step_values(exp, step.params or bundle.parameters, v, step.repetition, gateway)
+    case = m.resolved(v.name) if m else None
+    with (
+        bundle.step(*step.key) as out,
+        host.applied(case) if case else nullcontext(),
+        tracing.traced(trace["tracer"], trace["functions"], out / trace["output"])
+        if trace.get("enabled")
+        else nullcontext(),
+        site.deployed(v, out) if site else nullcontext({}) as served,
+    ):
+        argv = experiment.render(exp.command, {**values, **served}) + soak.get("driver_args", [])
+        name = f"pirex-{bundle.run_id}-{v.name}-{step.repetition}"
+        irq = machine.interrupts()  # ICPE'18 Figure 3: interrupts during each step
+        r = variants.run_step(
+            deployment.DRIVER if site else v,
+            image["reference"],
+            argv,
+            out,
+            workdir_host,
+            STEP_TIMEOUT,
+            name,
+            image["platform"],
         )
+        _record_step(exp, out, r, irq, machine.interrupts(), str(step), exit_codes=soak.get("exit_codes", [0]))
+    return f"{step}: {r.seconds:.1f} s"
 
 
 def _finish(bundle: Bundle) -> Path:

@@ -78,6 +78,39 @@ class HostFacts:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One planned step as the bundle's manifest holds it (Bundle.remaining_steps gives its records): the variant
+    or case, the repetition, the parameters it runs with (None: the run's) and, in a duet, its CPUs."""
+
+    variant: str
+    repetition: int
+    params: dict | None = None
+    cpus: str | None = None
+
+    @classmethod
+    def of(cls, doc: dict) -> Step:
+        return cls(doc["variant"], doc["repetition"], doc.get("params"), doc.get("cpus"))
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.variant, self.repetition
+
+    def __str__(self) -> str:
+        return f"{self.variant} repetition {self.repetition}"
+
+
+def groups(steps: list[Step], together: bool) -> list[list[Step]]:
+    """What runs at once, in plan order: a duet's repetition (`together`: its steps side by side; a resumed bundle
+    redoes whole repetitions), otherwise each step alone."""
+    if not together:
+        return [[s] for s in steps]
+    by_repetition: dict[int, list[Step]] = {}
+    for s in steps:
+        by_repetition.setdefault(s.repetition, []).append(s)
+    return list(by_repetition.values())
+
+
+@dataclass(frozen=True)
 class RunPlan:
     experiment: str
     profile: str

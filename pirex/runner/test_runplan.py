@@ -232,3 +232,17 @@ def test_the_runner_runs_the_plan_into_a_bundle_and_resumes_it_with_the_planned_
         argv = s.info()["argv"]
         assert argv[argv.index("--recursion-depth") + 1] == "2" == str(s.param("recursion_depth"))
         assert argv[argv.index("--calls") + 1] == "10"
+
+
+def test_a_step_is_read_from_its_manifest_record_and_a_duet_runs_its_repetitions_steps_together():
+    records = [
+        {"variant": "native", "repetition": 0, "cpus": "0"},
+        {"variant": "docker", "repetition": 0, "cpus": "1"},
+        {"variant": "docker", "repetition": 1, "cpus": "0", "params": {"n": 2}},
+        {"variant": "native", "repetition": 1, "cpus": "1"},
+    ]
+    steps = [runplan.Step.of(r) for r in records]
+    assert steps[2] == runplan.Step("docker", 1, {"n": 2}, "0") and steps[2].key == ("docker", 1)
+    assert str(steps[0]) == "native repetition 0" and steps[0].params is None
+    assert runplan.groups(steps, together=True) == [steps[:2], steps[2:]]
+    assert runplan.groups(steps, together=False) == [[s] for s in steps]
