@@ -4,6 +4,7 @@ planning", "The experiment folder is the unit", "Claims, verdicts, precision"):
 - one reading of a bundle: no module but pirex/core/bundle.py parses manifest.json, run.json, step.json or machine.json;
 - one verdict system: the analysis modules do not judge against the papers (pirex/reproduce does);
 - no experiment's name in the CLI, the runner or reproduce, outside help text, docstrings and comments;
+- no module over 800 lines (tests aside);
 - `ruff format` applies to the tree: a `# fmt: skip` only for a table of data, a handful in all;
 - the layers (pyproject.toml's [tool.importlinter], run by make lint) fail on an import that goes up, and no two
   modules import each other, however far round.
@@ -122,6 +123,16 @@ def test_no_experiment_is_named_in_the_cli_the_runner_or_reproduce():
 def test_format_skips_are_a_handful():
     skips = sum(f.read_text().count("# fmt: skip") for f in PKG.rglob("*.py"))
     assert skips <= 20, f"{skips} '# fmt: skip' in pirex/: let ruff format the code; skip only tables of data"
+
+
+MAX_LINES = 800  # docs/design.md ("Layers"): a module longer than this holds more than one job
+
+
+def test_no_module_is_over_800_lines():
+    long = {
+        str(f.relative_to(PKG.parent)): n for f in _sources(".") if (n := len(f.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"split these by what they do (one job a module): {long}"
 
 
 def _lint_imports(tree: Path) -> subprocess.CompletedProcess:

@@ -17,7 +17,6 @@ so two pirex processes never write one bundle at the same time.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -33,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from pirex.core import flock
+from pirex.core.bundle_digests import files_of, hashed
+from pirex.core.bundle_digests import sha256 as sha256  # compose, swarm and bootstrap hash files through it
 from pirex.core.bundle_files import damaged, read_json, read_text, reading, write_json
 from pirex.core.bundle_files import read_csv as read_csv  # the analysis reads its CSV files through pirex.core.bundle
 from pirex.core.bundle_format import (
@@ -165,30 +166,7 @@ def _dump(path: Path, doc: dict) -> str:
         ) from None
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _files(bundle: Path, under: Path | None = None) -> list[str]:
-    """Every file below `under` (default: the bundle), as POSIX paths relative to the bundle, manifest.json aside."""
-    out = []
-    for d, _, files in os.walk(under or bundle):
-        for f in files:
-            rel = Path(d, f).relative_to(bundle).as_posix()
-            if rel != MANIFEST:
-                out.append(rel)
-    return sorted(out)
-
-
-def _hash(bundle: Path, rels: list[str]) -> dict[str, dict]:
-    return {r: {"sha256": sha256(bundle / r), "size": (bundle / r).stat().st_size} for r in rels}
-
-
-def _read_manifest(path: Path) -> dict:
+def read_manifest(path: Path) -> dict:
     """The manifest of the bundle at `path`, checked for what every reader relies on; PirexError otherwise."""
     f = path / MANIFEST
     if not path.is_dir():
@@ -378,20 +356,20 @@ class Bundle:
     def open(cls, path: Path) -> Bundle:
         """Read a bundle (for remaining_steps, reports). Writing needs Bundle.resume."""
         path = Path(path)
-        return cls(path, _read_manifest(path))
+        return cls(path, read_manifest(path))
 
     @classmethod
     def resume(cls, path: Path) -> Bundle:
         """Continue an interrupted, partial or failed run: drop steps that never completed, set status running."""
         path = Path(path)
-        manifest = _read_manifest(path)
+        manifest = read_manifest(path)
         if manifest["status"] == COMPLETE:
             raise PirexError(
                 f"{path} is complete: there is nothing to resume; run the experiment again for a new bundle"
             )
         fd = flock.lock(path)
         try:
-            b = cls(path, _read_manifest(path), fd)  # re-read under the lock
+            b = cls(path, read_manifest(path), fd)  # re-read under the lock
             b._drop_half_done()
             done = b._completed_keys()
             for v in b.manifest["variants"]:
@@ -600,7 +578,7 @@ class Bundle:
                     **self._pending.get((variant, repetition), {}),
                 }
             )
-            self.manifest["files"].update(_hash(self.path, _files(self.path, finals[(variant, repetition)])))
+            self.manifest["files"].update(hashed(self.path, files_of(self.path, finals[(variant, repetition)])))
         self._pending = {}
         self._save()
 
@@ -663,7 +641,7 @@ class Bundle:
         if status not in (PARTIAL, FAILED):
             raise ValueError(f"finish(status={status!r}): pass partial or failed; complete is decided by the plan")
         self._writable()
-        self.manifest["files"] = _hash(self.path, _files(self.path))
+        self.manifest["files"] = hashed(self.path, files_of(self.path))
         self.manifest["ended"] = iso(utcnow())
         self.manifest["status"] = COMPLETE if not self.remaining_steps() else status
         self._save()
@@ -732,7 +710,7 @@ def verify(path: Path, *, digests: bool = True, complete: bool = True) -> list[s
     what its manifest lists is checked."""
     path = Path(path)
     try:
-        m = _read_manifest(path)
+        m = read_manifest(path)
     except PirexError as e:
         return [str(e)]
     files = m["files"]
@@ -751,7 +729,7 @@ def verify(path: Path, *, digests: bool = True, complete: bool = True) -> list[s
         elif digests and sha256(f) != want.get("sha256"):
             problems.append(f"{f}: changed: its sha256 differs from the manifest's")
     if complete or m["status"] != RUNNING:
-        for rel in _files(path):
+        for rel in files_of(path):
             if rel not in files:
                 problems.append(f"{path / rel}: not listed in the manifest (added after the run, or left by a crash)")
     if not complete:
