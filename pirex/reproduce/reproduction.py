@@ -610,9 +610,8 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
             cases=tuple(need.cases) or None,
             work_dir=need.storage,
             design=need.design,
-            duet_first=need.continues,
-            extends=need.extends,
-        )
+        ),
+        runner.Continuation(need.extends, need.continues) if need.extends else None,
     )
 
 

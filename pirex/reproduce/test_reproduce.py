@@ -676,7 +676,7 @@ def test_a_duet_bundle_answers_a_duet_need_and_only_a_duet_need(tmp_path, monkey
     asked = []  # a run of a duet need asks the runner for the duet
     from pirex.runner import run as runner
 
-    monkeypatch.setattr(runner, "run", lambda o: asked.append(o) or results)
+    monkeypatch.setattr(runner, "run", lambda o, later=None: asked.append(o) or results)
     reproduction.run_with_runner(dataclasses.replace(duet, variants=["native", "native-aa"]), opts)
     assert asked[0].design == "duet" and asked[0].variants == "native,native-aa"
 
@@ -733,7 +733,7 @@ def test_a_rerun_of_an_artifact_reuses_and_resumes_only_bundles_that_ran_its_ima
     _jmh_bundle(other, 5, images=_ran(ours), finish=False)  # a killed plain reproduction's run
     calls = []
     monkeypatch.setattr(runner, "resume", lambda b: calls.append(("resume", b)) or b)
-    monkeypatch.setattr(runner, "run", lambda o: calls.append(("run", o.tag)) or other)
+    monkeypatch.setattr(runner, "run", lambda o, later=None: calls.append(("run", o.tag)) or other)
     (need,) = [n for n in plan.needs(claims.load("icpe18").claims, "kick-the-tires") if n.experiment == "jmh"]
     opts = reproduction.Options(["icpe18"], results_dir=other, tag="artifact-x", artifact_images={"jmh": theirs})
     reproduction.run_with_runner(need, opts)

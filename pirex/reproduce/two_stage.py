@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pirex.core import experiment
 from pirex.core.bundle import DUET, Bundle
 from pirex.core.errors import PirexError
+from pirex.runner.runplan import Continuation
 
 if TYPE_CHECKING:
     from pirex.analysis import precision as prec
@@ -98,7 +99,7 @@ def plan(exp: experiment.Experiment, pilot: Path, target: Target) -> prec.Plan:
 
 def two_stage(opts, target: Target, run: Callable, echo: Callable[[str], None]) -> list[Path]:
     """Pilot, plan, second stage toward `target` (--precision, --confidence, --budget: what reproduce owns, not the
-    run's options); `run` is the runner's run(Options)."""
+    run's options); `run` is the runner's run(Options, Continuation | None)."""
     exp = experiment.load(opts.experiment)
     _analysis("precision")  # before the pilot runs: without it, its numbers could not be used
     pilot = run(opts)
@@ -109,10 +110,9 @@ def two_stage(opts, target: Target, run: Callable, echo: Callable[[str], None]) 
     if extra > 0:
         overrides = {**(opts.overrides or {}), "repetitions": extra}
         # a duet's second stage continues the pilot's alternation of the CPU halves (duet.steps)
-        first = opts.duet_first + int(Bundle.open(pilot).param("repetitions"))
-        extends = f"{pilot.name}@{first}"  # chosen from the pilot's data: never reused as a plain run
-        second = dataclasses.replace(opts, overrides=overrides, seed=None, duet_first=first, extends=extends)
-        bundles.append(run(second))
+        first = int(Bundle.open(pilot).param("repetitions"))
+        later = Continuation(f"{pilot.name}@{first}", first)  # chosen from the pilot's data: never a plain run
+        bundles.append(run(dataclasses.replace(opts, overrides=overrides, seed=None), later))
     for metric, i in report(exp, bundles, target):
         echo(
             f"  {metric}: {i.text(4)} {i.percent()} over {i.n} repetitions "

@@ -112,20 +112,21 @@ class Service:
         proc.run(["docker", "rm", "-f", self.name], timeout=120, check=False)
 
 
-def run(opts: Options) -> Path:
+def run(opts: Options, later: runplan.Continuation | None = None) -> Path:
+    """One run into a new bundle (`later`: a later bundle of one plan, runplan.Continuation); returns its path."""
     opts.results_dir = Path(opts.results_dir).absolute()  # docker -v takes a relative path for a volume name
     faults.check_results_dir(opts.results_dir)
     with lock.measuring(opts.allow_concurrent):  # one measuring run per host
-        return _run(opts)
+        return _run(opts, later)
 
 
-def _run(opts: Options) -> Path:
+def _run(opts: Options, later: runplan.Continuation | None) -> Path:
     exp = experiment.load(opts.experiment)
     runplan.check(exp, opts)  # the arguments, before any image is looked for
     if opts.seed is None:
         opts = dataclasses.replace(opts, seed=secrets.randbits(32))
     facts = host_facts(exp, opts)
-    p = runplan.plan_run(exp, opts, facts, checked=True)
+    p = runplan.plan_run(exp, opts, facts, checked=True, later=later)
     _announce(p)
     if p.preflight_failed and not opts.force:
         raise PirexError("preflight failed (see above; `pirex doctor` says how to fix it, --force runs anyway)")

@@ -43,10 +43,17 @@ class Options:
     cpus: str | None = None  # --cpus: every step of every variant pinned to these CPUs (taskset, --cpuset-cpus)
     work_dir: Path | None = None  # the workload's /work on this host directory (a storage device's mount), any variant
     design: str = "interleaved"  # --design: interleaved (one step at a time, in --order) or duet (two at once)
-    duet_first: int = 0  # a duet's later bundle of one plan: the repetitions before it, whose alternation it continues
-    # a later bundle of one plan (a budget's round, a precision second stage): "<plan>@<repetitions before>", in
-    # run.json; never reused as a plain run (its size was chosen from the data), found only by this very name
-    extends: str | None = None
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A later bundle of one plan (a budget's round, a precision second stage): what the one asking for it (reproduce,
+    `pirex run --precision`) carries from run to run and passes in beside the Options, which say only how to run."""
+
+    # run.json's "extends", "<plan>@<repetitions before>": never reused as a plain run (its size was chosen from the
+    # data), found only by this very name
+    extends: str
+    duet_first: int = 0  # a duet's: the repetitions before it, whose alternation of the CPU halves it continues
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ class RunPlan:
     jvm: dict | None
     preflight: tuple[preflight.Finding, ...]
     duet: dict | None = None  # a duet's CPU halves (duet.Halves.describe), None for one step at a time
-    extends: str | None = None  # run.Options.extends: a later bundle of one plan
+    extends: str | None = None  # Continuation.extends: a later bundle of one plan
 
     @property
     def design(self) -> str:
@@ -201,7 +208,13 @@ def _check_design(exp: experiment.Experiment, opts: Options, matrix: experiment.
     duet.steps(exp.pick_variants(opts.variants), 0, duet.Halves("0", "1"))  # two variants, or the reason
 
 
-def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts, checked: bool = False) -> RunPlan:
+def plan_run(
+    exp: experiment.Experiment,
+    opts: Options,
+    facts: HostFacts,
+    checked: bool = False,
+    later: Continuation | None = None,
+) -> RunPlan:
     """The run, from the experiment, the options (run.Options, its seed drawn) and this machine's facts. The options
     are checked here unless the caller did (checked=True: the runner checks them before it looks for images)."""
     if opts.seed is None:
@@ -229,12 +242,8 @@ def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts, checke
     params = pmu.resolve(params, facts.machine, exp)  # a PMU parameter's auto -> this CPU's raw event codes (or none)
     runs_as = matrix_info["runs_as"] if matrix_info else None
     runners = variants_of(exp, runnable, matrix.name if matrix else None, runs_as, None if split else cpus)
-    reps = int(params["repetitions"])
-    order = (
-        duet.steps(runnable, reps, split, opts.duet_first)
-        if split
-        else plan.make(runnable, reps, opts.order, opts.seed)
-    )
+    reps, first = int(params["repetitions"]), later.duet_first if later else 0
+    order = duet.steps(runnable, reps, split, first) if split else plan.make(runnable, reps, opts.order, opts.seed)
     steps = tuple(
         {**s, "params": {**params, **runners[s["variant"]].parameters}}  # a case's own changes win
         for s in order
@@ -264,8 +273,8 @@ def plan_run(exp: experiment.Experiment, opts: Options, facts: HostFacts, checke
         soak=soak,
         jvm=facts.jvm,
         preflight=tuple(findings),
-        duet=split.describe(opts.duet_first) if split else None,
-        extends=opts.extends,
+        duet=split.describe(first) if split else None,
+        extends=later.extends if later else None,
     )
 
 

@@ -325,9 +325,9 @@ def test_a_malformed_declaration_names_the_key(tmp_path, duet_doc, problem):
     assert str(f) in str(e.value)
 
 
-def planned(experiment_id="jmh", host_facts=None, **options) -> runplan.RunPlan:
+def planned(experiment_id="jmh", host_facts=None, later=None, **options) -> runplan.RunPlan:
     opts = Options(experiment_id, **{"seed": 7, "design": "duet", **options})
-    return runplan.plan_run(experiment.load(experiment_id), opts, host_facts or facts())
+    return runplan.plan_run(experiment.load(experiment_id), opts, host_facts or facts(), later=later)
 
 
 def test_a_duet_plan_pins_each_step_to_its_half_and_says_so():
@@ -476,7 +476,7 @@ def test_a_second_stage_continues_the_alternation_so_the_plan_stays_balanced():
 
 
 def test_a_plan_of_a_later_bundle_starts_where_the_pilot_left_and_records_it():
-    p = planned(variants="native,docker", overrides={"repetitions": 3}, duet_first=5)
+    p = planned(variants="native,docker", overrides={"repetitions": 3}, later=runplan.Continuation("pilot@5", 5))
     assert [s["cpus"] for s in p.steps] == ["1", "0", "0", "1", "1", "0"]
     assert p.run_info["duet"]["alternation_from"] == 5
     assert "alternation_from" not in planned(variants="native,docker").run_info["duet"]
@@ -564,11 +564,13 @@ def test_a_duet_pilots_second_stage_is_planned_from_the_model_and_continues_the_
     from pirex.reproduce import two_stage as precision
 
     runs: list[Options] = []
+    laters: list[runplan.Continuation | None] = []
 
-    def run(opts: Options) -> Path:
+    def run(opts: Options, later: runplan.Continuation | None = None) -> Path:
         runs.append(opts)
+        laters.append(later)
         reps = (opts.overrides or {}).get("repetitions", 5)
-        return _jmh_duet(tmp_path / f"r{len(runs)}", reps, opts.duet_first, seed=len(runs))
+        return _jmh_duet(tmp_path / f"r{len(runs)}", reps, later.duet_first if later else 0, seed=len(runs))
 
     opts = Options("jmh", "quick", "native,docker", results_dir=tmp_path)
     opts.design = "duet"
@@ -576,6 +578,6 @@ def test_a_duet_pilots_second_stage_is_planned_from_the_model_and_continues_the_
     bundles = precision.two_stage(opts, precision.Target(0.003), run, lines.append)
     plan = precision.plan(experiment.load("jmh"), bundles[0], precision.Target(0.003))
     assert plan.n % 2 == 0 and plan.n < 20, lines  # unmodelled, the 2 % half would ask for hundreds
-    assert runs[1].duet_first == 5 and runs[1].overrides["repetitions"] == plan.n - 5
+    assert laters[1].duet_first == 5 and runs[1].overrides["repetitions"] == plan.n - 5
     native = [s.cpus for b in bundles for s in Bundle.open(b).steps() if s.variant == "native"]
     assert native.count("0") == native.count("1") == plan.n // 2
