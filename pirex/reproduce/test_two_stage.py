@@ -12,7 +12,7 @@ from pirex.runner.run import Options
 def test_the_pilot_plans_the_second_stage_and_the_precision_reached_is_reported(tmp_path):
     runs = []
 
-    def run(opts):
+    def run(opts, later=None):
         reps = (opts.overrides or {}).get("repetitions", 5)
         runs.append(reps)
         return _jmh_bundle(tmp_path / f"r{len(runs)}", reps)
@@ -29,7 +29,7 @@ def test_the_pilot_plans_the_second_stage_and_the_precision_reached_is_reported(
 def test_a_budget_caps_the_second_stage(tmp_path):
     runs = []
 
-    def run(opts):
+    def run(opts, later=None):
         runs.append((opts.overrides or {}).get("repetitions", 5))
         return _jmh_bundle(tmp_path / f"r{len(runs)}", runs[-1])
 
@@ -42,7 +42,7 @@ def test_a_budget_caps_the_second_stage(tmp_path):
 def test_a_duets_repetition_costs_its_longer_step_not_both(tmp_path):
     runs = []
 
-    def run(opts):
+    def run(opts, later=None):
         runs.append((opts.overrides or {}).get("repetitions", 5))
         return _jmh_bundle(tmp_path / f"r{len(runs)}", runs[-1], design=opts.design)
 
