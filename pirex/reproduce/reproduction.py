@@ -587,6 +587,7 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
     """Run a need with the runner: a bundle of it that a killed reproduction left is finished,
     else a new one (kick-the-tires: at least plan.MIN_REPETITIONS repetitions)."""
     from pirex.runner import run as runner
+    from pirex.runner.runplan import Continuation
 
     here = machine.record(opts.results_dir, docker=False)
     # a bundle a killed reproduction left is finished, whatever commit started it (its manifest says which)
@@ -611,7 +612,7 @@ def run_with_runner(need: plan.Need, opts: Options) -> Path:
             work_dir=need.storage,
             design=need.design,
         ),
-        runner.Continuation(need.extends, need.continues) if need.extends else None,
+        Continuation(need.extends, need.continues) if need.extends else None,
     )
 
 
