@@ -9,7 +9,7 @@ in experiment_matrix.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -242,30 +242,32 @@ def parse(doc: Any, path: Path) -> Experiment:
         raise c.fail("analysis", "the name of a module in pirex/analysis/ (or leave it out: generic)", analysis)
     durations = _durations(c, doc.get("durations", {}), profiles, matrices)
     metrics_parameter = _metrics_parameter(c, doc, declared)
-    exp = Experiment(
-        exp_id,
-        title,
-        source,
-        image,
-        command,
-        dict(parameters),
-        {k: dict(v) for k, v in profiles.items()},
-        variants,
-        defaults,
-        tuple(services),
-        dict(needs),
-        tuple(outputs),
-        path,
-        privileges,
-        matrices,
-        _tracing(c, doc.get("tracing"), known),
-        deployment,
-        declared,
-        analysis,
-        _soak(c, doc.get("soak"), declared),
-        dict(durations),
+    return Experiment(
+        id=exp_id,
+        title=title,
+        source=source,
+        image=image,
+        command=command,
+        parameters=dict(parameters),
+        profiles={k: dict(v) for k, v in profiles.items()},
+        variants=variants,
+        default_variants=defaults,
+        services=tuple(services),
+        needs=dict(needs),
+        outputs=tuple(outputs),
+        path=path,
+        privileges=privileges,
+        matrices=matrices,
+        tracing=_tracing(c, doc.get("tracing"), known),
+        deployment=deployment,
+        declared=declared,
+        analysis=analysis,
+        soak=_soak(c, doc.get("soak"), declared),
+        durations=dict(durations),
+        metrics_parameter=metrics_parameter,
+        resolvers=resolvers,
+        duet=_duet(c, doc.get("duet")),
     )
-    return replace(exp, metrics_parameter=metrics_parameter, resolvers=resolvers, duet=_duet(c, doc.get("duet")))
 
 
 def _check_shapes(c: Checker, doc: Any) -> None:

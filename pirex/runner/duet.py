@@ -155,10 +155,6 @@ class Outcome:
         return self.error in ("KeyboardInterrupt", "SystemExit", "Stopped")
 
 
-class Stopped(Exception):
-    """A side stopped by the schedule (the other side failed, or the run was interrupted)."""
-
-
 def run_together(
     jobs: Mapping[str, Callable[[], Any]],
     failed: Callable[[Any], bool] = lambda value: False,
