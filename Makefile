@@ -55,8 +55,14 @@ $(VENV)/.fleet-installed: $(VENV)/.installed
 	scripts/venv.sh install $(VENV) analysis,fleet
 	touch $@
 
+# $(call retry,N,COMMAND): a network step (a package mirror, the Go module proxy, PyPI) tried up to N times, 5 s
+# more between tries each time; the shell's status is the last try's. scripts/host-setup.sh's retry() is its twin
+# for the root set-up, which runs before make can.
+retry = ( for i in $$(seq $(1)); do $(2) && exit 0; [ $$i -lt $(1) ] && sleep $$((i * 5)); done; exit 1 )
+BENCH_EXTRAS := analysis,fast,bench
+
 $(VENV)/bin/actionlint: | $(VENV)/.installed
-	for i in 1 2 3; do GOBIN=$(abspath $(VENV)/bin) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	$(call retry,3,GOBIN=$(abspath $(VENV)/bin) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION))
 
 ##@ Experiments
 #: the experiments whose claims `make run` runs and judges, space-separated (default: every experiment)
@@ -170,7 +176,7 @@ bench-soak: $(VENV)/.installed ## jpa-rest: the service under the quick load for
 	$(PIREX) table jpa-rest --results-dir $(SOAK_RESULTS)
 
 bench-driver: $(VENV)/.installed ## jpa-rest: Locust's throughput and CPU against wrk's on the same endpoint (installs wrk).
-	command -v wrk >/dev/null || for i in 1 2 3; do { apt-get update -q && apt-get install -y -q wrk; } && break; [ $$i -lt 3 ] || { echo "bench-driver needs wrk: apt-get install wrk (as root)"; exit 1; }; sleep $$((i * 5)); done
+	command -v wrk >/dev/null || $(call retry,3,{ apt-get update -q && apt-get install -y -q wrk; }) || { echo "bench-driver needs wrk: apt-get install wrk (as root)"; exit 1; }
 	$(VENV)/bin/python scripts/bench_driver.py $(TAG_ARG) $(ARGS)
 
 bench-fleet: $(VENV)/.fleet-installed ## Fleet wall time of three hosts (network namespaces, sshd and dockerd each), all at once vs --serial (root; ARGS="--rounds 3").
@@ -181,7 +187,7 @@ lab-reproduce: $(VENV)/.fleet-installed ## Reproduce PAPER across three lab host
 	$(VENV)/bin/python scripts/lab_reproduce.py $(PAPER) $(TAG_ARG) $(ARGS) -- --level $(LEVEL)
 
 bench-analysis: $(VENV)/.installed ## MooBench analysis vs pandas on the paper's volume (50 M rows; ARGS="--calls 20000 --loops 3" for a smoke run).
-	for i in 1 2 3; do $(VENV)/bin/pip install -q -e '.[analysis,fast,bench]' && break; [ $$i -lt 3 ] || exit 1; sleep $$((i * 5)); done
+	$(call retry,3,$(VENV)/bin/pip install -q -e '.[$(BENCH_EXTRAS)]')
 	$(VENV)/bin/python scripts/bench_analysis.py $(ARGS)
 
 bench-fresh-machine: $(VENV)/.installed ## git clone then make run (its set-up included) on a fresh Debian 12 machine in namespaces, timed (root; 15+ min).
