@@ -5,6 +5,7 @@ planning", "The experiment folder is the unit", "Claims, verdicts, precision"):
 - one verdict system: the analysis modules do not judge against the papers (pirex/reproduce does);
 - no experiment's name in the CLI, the runner or reproduce, outside help text, docstrings and comments;
 - no module over 800 lines (tests aside);
+- every NAME read off a pirex module (`runner.Continuation`) is there: ruff's autofix drops an unused import;
 - `ruff format` applies to the tree: a `# fmt: skip` only for a table of data, a handful in all;
 - the layers (pyproject.toml's [tool.importlinter], run by make lint) fail on an import that goes up, and no two
   modules import each other, however far round.
@@ -13,6 +14,8 @@ planning", "The experiment folder is the unit", "Claims, verdicts, precision"):
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -166,3 +169,75 @@ def test_no_two_modules_import_each_other_however_far_round():
         if a < b and ".test_" not in b and graph.find_shortest_chain(importer=b, imported=a)
     ]
     assert not circles, "modules that import each other (one of them belongs lower):\n" + "\n".join(circles)
+
+
+def _module_reads(source: str) -> list[tuple[int, str, str]]:
+    """(line, module, name) for every NAME read off a pirex module bound by an import (`runner.Continuation` after
+    `from pirex.runner import run as runner`), each read with the imports of its function (or the file's), where the
+    alias is never bound otherwise in the file."""
+    tree = ast.parse(source)
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in [*n.args, *n.kwonlyargs]}
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    inside = {id(n) for f in functions for n in ast.walk(f)}
+    outside = [n for n in ast.walk(tree) if id(n) not in inside]
+    top = _aliases(outside)
+    scopes = [(outside, top), *((list(ast.walk(f)), top | _aliases(ast.walk(f))) for f in functions)]
+    return sorted(
+        {
+            (n.lineno, aliases[n.value.id], n.attr)
+            for nodes, aliases in scopes
+            for n in nodes
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in aliases
+            and n.value.id not in bound
+        }
+    )
+
+
+def _aliases(nodes) -> dict[str, str]:
+    """alias -> the pirex module an import among `nodes` binds it to."""
+    out: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out |= {a.asname: a.name for a in node.names if a.asname and a.name.startswith("pirex.")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("pirex"):
+            out |= {
+                a.asname or a.name: f"{node.module}.{a.name}"
+                for a in node.names
+                if _is_module(f"{node.module}.{a.name}")
+            }
+    return out
+
+
+def _is_module(dotted: str) -> bool:
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def test_every_name_read_off_a_pirex_module_is_there():
+    """A name one module reads off another must still be there: ruff's autofix drops an import that only another
+    module used (runner.Continuation went so, and only a Docker test saw it)."""
+    missing = [
+        f"{f.relative_to(PKG.parent)}:{line}: {module}.{name}"
+        for f in [*PKG.rglob("*.py"), *(PKG.parent / "tests").glob("*.py"), *(PKG.parent / "scripts").glob("*.py")]
+        for line, module, name in _module_reads(f.read_text())
+        if not hasattr(importlib.import_module(module), name)
+    ]
+    assert not missing, "no such name in the module (import it where it lives): " + ", ".join(missing)
+
+
+def test_the_check_finds_a_name_a_module_no_longer_has():
+    source = "from pirex.runner import run as runner\nrunner.Continuation('x')\nrunner.run\n"
+    reads = _module_reads(source)
+    assert reads == [(2, "pirex.runner.run", "Continuation"), (3, "pirex.runner.run", "run")]
+    assert not hasattr(importlib.import_module("pirex.runner.run"), "Continuation")
+    assert _module_reads("from pirex.core import bundle\n\ndef f(bundle):\n    return bundle.path\n") == []
+    two = (
+        "def f():\n    from pirex.reproduce import sources\n\n"
+        "def g():\n    from pirex.images import sources\n    sources.x\n"
+    )
+    assert _module_reads(two) == [(6, "pirex.images.sources", "x")], "each function with its own imports"
