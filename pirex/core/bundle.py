@@ -166,7 +166,7 @@ def _dump(path: Path, doc: dict) -> str:
         ) from None
 
 
-def read_manifest(path: Path) -> dict:
+def _read_manifest(path: Path) -> dict:
     """The manifest of the bundle at `path`, checked for what every reader relies on; PirexError otherwise."""
     f = path / MANIFEST
     if not path.is_dir():
@@ -356,20 +356,20 @@ class Bundle:
     def open(cls, path: Path) -> Bundle:
         """Read a bundle (for remaining_steps, reports). Writing needs Bundle.resume."""
         path = Path(path)
-        return cls(path, read_manifest(path))
+        return cls(path, _read_manifest(path))
 
     @classmethod
     def resume(cls, path: Path) -> Bundle:
         """Continue an interrupted, partial or failed run: drop steps that never completed, set status running."""
         path = Path(path)
-        manifest = read_manifest(path)
+        manifest = _read_manifest(path)
         if manifest["status"] == COMPLETE:
             raise PirexError(
                 f"{path} is complete: there is nothing to resume; run the experiment again for a new bundle"
             )
         fd = flock.lock(path)
         try:
-            b = cls(path, read_manifest(path), fd)  # re-read under the lock
+            b = cls(path, _read_manifest(path), fd)  # re-read under the lock
             b._drop_half_done()
             done = b._completed_keys()
             for v in b.manifest["variants"]:
@@ -710,7 +710,7 @@ def verify(path: Path, *, digests: bool = True, complete: bool = True) -> list[s
     what its manifest lists is checked."""
     path = Path(path)
     try:
-        m = read_manifest(path)
+        m = _read_manifest(path)
     except PirexError as e:
         return [str(e)]
     files = m["files"]

@@ -292,7 +292,7 @@ def _duet_repetition(
             argv = experiment.render(
                 exp.command, runplan.step_values(exp, s.params or bundle.parameters, v, rep, gateway)
             )
-            jobs[name] = lambda v=v, argv=argv, out=dirs[(name, rep)], w=workdir_host / name, c=c: variants.run_step(
+            jobs[name] = lambda v=v, argv=argv, out=dirs[s.key], w=workdir_host / name, c=c: variants.run_step(
                 v, image["reference"], argv, out, w, STEP_TIMEOUT, c, image["platform"]
             )
         irq = machine.interrupts()
